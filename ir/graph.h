@@ -1,0 +1,130 @@
+// The graph IR: SSA dataflow functions of op calls over typed tensors.
+//
+// A GraphFunction is a list of nodes in topological order; every node defines one SSA value
+// and refers to earlier nodes by index (ValueId). Node kinds:
+//   input         a function parameter (listed in `params`, in call order)
+//   constant      a weight; holds its Tensor
+//   call          an op call: `op` names an entry of the op registry, `attrs` are its typed
+//                 attributes (normalized: every declared attribute present)
+//   tuple         groups values
+//   tuple_get_item  field `index` of a tuple value
+// Every node carries its Type and free-form `annotations` (backend, layout, fusion group,
+// device ...) that passes use to record decisions and that the text form prints.
+//
+// Functions and modules are values. An IRModule holds its functions through shared pointers to
+// const, so copying a module is cheap and candidates in tuning share unchanged functions
+// (copy-on-write: replacing a function never mutates the shared one).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/tensor.h"
+#include "ir/type.h"
+
+namespace tandem::ir {
+
+using ValueId = int32_t;
+
+enum class NodeKind { kInput, kConstant, kCall, kTuple, kTupleGetItem };
+
+std::string ToString(NodeKind kind);
+
+struct Node {
+  NodeKind kind = NodeKind::kCall;
+  std::string name;              // SSA name, unique within the function (printed as %name)
+  std::string op;                // kCall: registry op name
+  std::vector<ValueId> inputs;   // operands (earlier nodes)
+  Attrs attrs;                   // kCall: op attributes; kTupleGetItem: {"index"}
+  Type type;                     // result type
+  Tensor value;                  // kConstant: the data
+  Attrs annotations;             // decisions recorded by passes (backend, group, ...)
+};
+
+struct GraphFunction {
+  std::string name;
+  std::vector<Node> nodes;       // topological order
+  std::vector<ValueId> params;   // the kInput nodes, in call order
+  ValueId output = -1;           // the returned value (a tuple node for several results)
+  Attrs attrs;                   // function attributes
+
+  const Node& node(ValueId id) const { return nodes.at(static_cast<size_t>(id)); }
+  const Type& type_of(ValueId id) const { return node(id).type; }
+  // Output types flattened: one entry per returned tensor.
+  std::vector<TensorType> OutputTensorTypes() const;
+  // Index of the node named `name`, or -1.
+  ValueId Find(const std::string& name) const;
+};
+
+// Checks SSA well-formedness (operands refer to earlier nodes, names unique, params are input
+// nodes), that every call names a registered op with valid attributes, and that every recorded
+// type equals the type inferred from the operands. Throws Error naming the function and node.
+void Verify(const GraphFunction& function);
+
+class IRModule {
+ public:
+  IRModule() = default;
+
+  // Adds or replaces a function (by its name).
+  void Add(GraphFunction function);
+  void Add(std::shared_ptr<const GraphFunction> function);
+  bool Has(const std::string& name) const { return graph_functions_.count(name) != 0; }
+  // Throws Error when there is no such function.
+  const GraphFunction& Get(const std::string& name) const;
+  std::shared_ptr<const GraphFunction> GetShared(const std::string& name) const;
+  void Remove(const std::string& name) { graph_functions_.erase(name); }
+  const std::map<std::string, std::shared_ptr<const GraphFunction>>& graph_functions() const {
+    return graph_functions_;
+  }
+
+  Attrs& attrs() { return attrs_; }
+  const Attrs& attrs() const { return attrs_; }
+
+ private:
+  std::map<std::string, std::shared_ptr<const GraphFunction>> graph_functions_;
+  Attrs attrs_;
+};
+
+// Verifies every function of the module.
+void Verify(const IRModule& module);
+
+// Builds a GraphFunction through the public API a user (or the ONNX importer) would use. Every
+// Call is type-checked against the op registry at once, so a shape mismatch is reported at the
+// line that caused it, naming the op, the node and the operand types.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(std::string function_name);
+
+  ValueId Input(const std::string& name, TensorType type);
+  ValueId Constant(Tensor value, const std::string& name = "");
+  ValueId Call(const std::string& op, const std::vector<ValueId>& inputs, Attrs attrs = {},
+               const std::string& name = "");
+  ValueId Tuple(const std::vector<ValueId>& fields, const std::string& name = "");
+  ValueId TupleGetItem(ValueId tuple, int64_t index, const std::string& name = "");
+  // Sets an annotation on an already-built node.
+  void Annotate(ValueId id, const std::string& key, AttrValue value);
+
+  const Type& TypeOf(ValueId id) const;
+  const TensorType& TensorTypeOf(ValueId id) const { return TypeOf(id).tensor(); }
+  int64_t num_nodes() const { return static_cast<int64_t>(function_.nodes.size()); }
+
+  // Finishes the function returning `output`; the builder is left empty.
+  GraphFunction Finish(ValueId output);
+  // Finishes a function returning several values (wrapped in a tuple node).
+  GraphFunction Finish(const std::vector<ValueId>& outputs);
+
+ private:
+  ValueId Push(Node node);
+  std::string FreshName(const std::string& requested);
+  void CheckOperand(ValueId id) const;
+
+  GraphFunction function_;
+  std::map<std::string, int> used_names_;
+  int next_temp_ = 0;
+};
+
+}  // namespace tandem::ir

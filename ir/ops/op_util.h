@@ -1,0 +1,38 @@
+// Helpers shared by the op definitions: operand checks, axis normalization, broadcasting and
+// index iteration for the reference implementations.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/error.h"
+#include "ir/tensor.h"
+#include "ir/type.h"
+
+namespace tandem::ir::ops {
+
+// The tensor type of operand `index`; throws Error naming the operand (`role`, e.g. "data")
+// when it is a tuple.
+const TensorType& TensorOperand(const std::vector<Type>& inputs, size_t index,
+                                const std::string& role);
+// Maps a possibly negative axis into [0, rank); throws Error when out of range.
+int64_t NormalizeAxis(int64_t axis, int64_t rank, const std::string& what = "axis");
+// Numpy-style broadcast of two shapes; throws Error when incompatible.
+Shape BroadcastShapes(const Shape& a, const Shape& b);
+// Row-major strides (in elements).
+std::vector<int64_t> RowMajorStrides(const Shape& shape);
+// Calls fn(index, flat) for every index of `shape` in row-major order.
+void ForEachIndex(const Shape& shape,
+                  const std::function<void(const std::vector<int64_t>&, int64_t)>& fn);
+// Flat offset into a tensor of `input_shape` for an output index of a broadcast op (the input is
+// right-aligned against the output; extents of 1 broadcast).
+int64_t BroadcastOffset(const std::vector<int64_t>& output_index, const Shape& input_shape);
+// Throws Error unless all operands share one dtype; returns it.
+DataType CommonDataType(const std::vector<Type>& inputs);
+// Checks that an int-list attribute has the expected length.
+void CheckLength(const Attrs& attrs, const std::string& name, size_t expected);
+
+}  // namespace tandem::ir::ops

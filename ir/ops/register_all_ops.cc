@@ -1,0 +1,27 @@
+// The one place where every built-in graph op is registered.
+#include "ir/op_registry.h"
+
+namespace tandem::ir {
+namespace ops {
+void RegisterConvolutionOps(OpRegistry& registry);    // conv_ops.cc
+void RegisterMatmulOps(OpRegistry& registry);         // matmul_ops.cc
+void RegisterNormalizationOps(OpRegistry& registry);  // normalization_ops.cc
+void RegisterPoolingOps(OpRegistry& registry);        // pooling_ops.cc
+void RegisterElementwiseOps(OpRegistry& registry);    // elementwise_ops.cc
+void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc
+void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc
+void RegisterLayoutOps(OpRegistry& registry);         // layout_ops.cc
+}  // namespace ops
+
+void RegisterAllOps(OpRegistry& registry) {
+  ops::RegisterConvolutionOps(registry);
+  ops::RegisterMatmulOps(registry);
+  ops::RegisterNormalizationOps(registry);
+  ops::RegisterPoolingOps(registry);
+  ops::RegisterElementwiseOps(registry);
+  ops::RegisterReductionOps(registry);
+  ops::RegisterShapeOps(registry);
+  ops::RegisterLayoutOps(registry);
+}
+
+}  // namespace tandem::ir
