@@ -1,0 +1,315 @@
+#include "frontend/onnx_importer.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <new>
+#include <set>
+#include <unordered_map>
+
+#include "frontend/onnx_convert.h"
+#include "frontend/onnx_file.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+
+namespace tandem::frontend {
+
+using ir::Error;
+using onnx_import::Value;
+
+namespace {
+
+// Opsets older than this differ from opset 13 in ops the importer does not translate back.
+constexpr int64_t kOldestOpset = 11;
+
+std::string NodeLabel(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? fmt::format("#{} {}", index, node.op_type()) : node.name();
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(const onnx::GraphProto& graph, const OnnxImportOptions& options,
+                std::map<std::string, int64_t> opsets)
+      : graph_(graph),
+        options_(options),
+        opsets_(std::move(opsets)),
+        builder_(options.function_name),
+        values_(builder_) {}
+
+  ir::GraphFunction Import() {
+    ReadInitializers();
+    ReadInputs();
+    for (int i = 0; i < graph_.node_size(); ++i) ImportNode(graph_.node(i), i);
+    return Finish();
+  }
+
+ private:
+  void Define(const std::string& name, Value value, const std::string& what) {
+    if (!tensors_.emplace(name, value).second) {
+      throw Error(fmt::format("tensor '{}' is defined twice (again by {})", name, what));
+    }
+  }
+
+  void ReadInitializers() {
+    if (graph_.sparse_initializer_size() > 0) {
+      throw Error(fmt::format("sparse initializer '{}' is not supported",
+                              graph_.sparse_initializer(0).values().name()));
+    }
+    for (const onnx::TensorProto& proto : graph_.initializer()) {
+      if (proto.name().empty()) throw Error("an initializer has no name");
+      Define(proto.name(),
+             values_.AddConstant(TensorFromProto(proto), onnx_import::GraphName(proto.name())),
+             "an initializer");
+    }
+  }
+
+  ir::TensorType InputType(const onnx::ValueInfoProto& input) {
+    const std::string& name = input.name();
+    if (!input.type().has_tensor_type()) {
+      throw Error(
+          fmt::format("graph input '{}' is not a tensor (sequences, maps and optionals are "
+                      "not supported)",
+                      name));
+    }
+    const onnx::TypeProto::Tensor& tensor = input.type().tensor_type();
+    ir::TensorType type;
+    try {
+      type.dtype = DataTypeFromOnnx(tensor.elem_type());
+    } catch (const Error& e) {
+      throw Error(fmt::format("graph input '{}': {}", name, e.message()));
+    }
+    auto given = options_.input_shapes.find(name);
+    if (!tensor.has_shape()) {
+      if (given == options_.input_shapes.end()) {
+        throw Error(
+            fmt::format("graph input '{}' has no declared shape; pass its shape in "
+                        "OnnxImportOptions::input_shapes (--input-shape {}=...)",
+                        name, name));
+      }
+      type.shape = given->second;
+    } else {
+      for (int d = 0; d < tensor.shape().dim_size(); ++d) {
+        const onnx::TensorShapeProto::Dimension& dim = tensor.shape().dim(d);
+        int64_t extent = dim.has_dim_value() ? dim.dim_value() : -1;
+        if (dim.has_dim_value() && extent < 0) {
+          throw Error(fmt::format("graph input '{}' has a negative extent {} in dimension {}", name,
+                                  extent, d));
+        }
+        if (given != options_.input_shapes.end()) {
+          if (given->second.size() != static_cast<size_t>(tensor.shape().dim_size())) {
+            throw Error(
+                fmt::format("the shape {} given for input '{}' has rank {} but the model "
+                            "declares rank {}",
+                            ir::ShapeToString(given->second), name, given->second.size(),
+                            tensor.shape().dim_size()));
+          }
+          int64_t chosen = given->second[static_cast<size_t>(d)];
+          if (extent >= 0 && chosen != extent) {
+            throw Error(
+                fmt::format("the shape {} given for input '{}' has extent {} in dimension "
+                            "{} but the model fixes it to {}",
+                            ir::ShapeToString(given->second), name, chosen, d, extent));
+          }
+          extent = chosen;
+        } else if (extent < 0) {
+          std::string symbol = dim.has_dim_param() && !dim.dim_param().empty()
+                                   ? fmt::format("symbolic ('{}')", dim.dim_param())
+                                   : std::string("unknown");
+          throw Error(
+              fmt::format("graph input '{}' has a {} extent in dimension {}; Tandem needs "
+                          "static shapes: pass the input's shape in "
+                          "OnnxImportOptions::input_shapes (--input-shape {}=...)",
+                          name, symbol, d, name));
+        }
+        type.shape.push_back(extent);
+      }
+    }
+    for (int64_t extent : type.shape) {
+      if (extent < 0)
+        throw Error(fmt::format("the shape given for input '{}' has a negative extent", name));
+    }
+    onnx_import::CheckedNumElements(type.shape);
+    return type;
+  }
+
+  void ReadInputs() {
+    std::vector<const onnx::ValueInfoProto*> parameters;
+    std::set<std::string> names;
+    for (const onnx::ValueInfoProto& input : graph_.input()) {
+      if (tensors_.count(input.name())) continue;  // an initializer: a constant
+      if (input.name().empty()) throw Error("a graph input has no name");
+      parameters.push_back(&input);
+      names.insert(input.name());
+    }
+    for (const auto& [name, shape] : options_.input_shapes) {
+      if (names.count(name) == 0) {
+        throw Error(
+            fmt::format("an input shape is given for '{}', which is not an input of the "
+                        "model (its inputs: {})",
+                        name, fmt::join(names, ", ")));
+      }
+    }
+    for (const onnx::ValueInfoProto* input : parameters) {
+      ir::ValueId id = builder_.Input(input->name(), InputType(*input));
+      Define(input->name(), values_.AddGraphValue(id), "a graph input");
+    }
+  }
+
+  void ImportNode(const onnx::NodeProto& node, int index) {
+    std::string label = NodeLabel(node, index);
+    ir::ErrorLocation where{.op = node.op_type(), .node = label};
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const auto& converters = onnx_import::Converters();
+    auto converter = converters.find(node.op_type());
+    if (!domain.empty() || converter == converters.end()) {
+      std::string op = domain.empty() ? node.op_type() : domain + "." + node.op_type();
+      throw Error(fmt::format("unsupported ONNX op '{}' at node '{}'", op, label), where);
+    }
+    try {
+      std::vector<std::optional<Value>> inputs;
+      for (const std::string& name : node.input()) {
+        if (name.empty()) {
+          inputs.push_back(std::nullopt);
+          continue;
+        }
+        auto it = tensors_.find(name);
+        if (it == tensors_.end()) {
+          throw Error(
+              fmt::format("input '{}' is not defined by a graph input, an initializer or an "
+                          "earlier node",
+                          name));
+        }
+        inputs.push_back(it->second);
+      }
+      onnx_import::NodeContext context(values_, node, std::move(inputs), opsets_.at(""));
+      std::vector<Value> outputs = converter->second(context);
+      context.CheckAttributesUsed();
+      for (int i = 0; i < node.output_size(); ++i) {
+        const std::string& name = node.output(i);
+        if (name.empty()) continue;
+        if (static_cast<size_t>(i) >= outputs.size()) {
+          throw Error(
+              fmt::format("output {} ('{}') of {} is not supported", i, name, node.op_type()));
+        }
+        Define(name, outputs[static_cast<size_t>(i)], "node '" + label + "'");
+      }
+    } catch (const Error& e) {
+      ir::ErrorLocation inner = e.where();
+      inner.node = label;
+      if (inner.op.empty()) inner.op = node.op_type();
+      throw Error(fmt::format("ONNX node '{}' ({}): {}", label, node.op_type(), e.message()),
+                  inner);
+    } catch (const std::bad_alloc&) {
+      throw Error(fmt::format("ONNX node '{}' ({}): out of memory", label, node.op_type()), where);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("ONNX node '{}' ({}): {}", label, node.op_type(), e.what()), where);
+    }
+  }
+
+  // Checks an output's computed type against its declaration (dtype and rank always; extents
+  // only when no input shape was overridden, since overrides legitimately change them).
+  void CheckOutput(const onnx::ValueInfoProto& output, const ir::TensorType& type) {
+    if (!output.type().has_tensor_type()) return;
+    const onnx::TypeProto::Tensor& declared = output.type().tensor_type();
+    if (declared.elem_type() != 0 && declared.elem_type() != DataTypeToOnnx(type.dtype)) {
+      throw Error(fmt::format("graph output '{}' is declared with ONNX type {} but computes {}",
+                              output.name(), declared.elem_type(), ir::ToString(type)));
+    }
+    if (!declared.has_shape()) return;
+    bool mismatch = declared.shape().dim_size() != type.rank();
+    for (int d = 0; !mismatch && d < declared.shape().dim_size(); ++d) {
+      const auto& dim = declared.shape().dim(d);
+      mismatch = options_.input_shapes.empty() && dim.has_dim_value() &&
+                 dim.dim_value() != type.shape[static_cast<size_t>(d)];
+    }
+    if (mismatch) {
+      std::vector<std::string> dims;
+      for (const auto& dim : declared.shape().dim()) {
+        dims.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value()) : "?");
+      }
+      throw Error(fmt::format("graph output '{}' is declared with shape [{}] but computes {}",
+                              output.name(), fmt::join(dims, ","), ir::ToString(type)));
+    }
+  }
+
+  ir::GraphFunction Finish() {
+    if (graph_.output_size() == 0) throw Error("the graph has no outputs");
+    std::vector<ir::ValueId> results;
+    for (const onnx::ValueInfoProto& output : graph_.output()) {
+      auto it = tensors_.find(output.name());
+      if (it == tensors_.end()) {
+        throw Error(fmt::format(
+            "graph output '{}' is not computed by any node, initializer or input", output.name()));
+      }
+      CheckOutput(output, values_.TypeOf(it->second));
+      results.push_back(values_.Materialize(it->second));
+    }
+    return builder_.Finish(results);
+  }
+
+  const onnx::GraphProto& graph_;
+  const OnnxImportOptions& options_;
+  std::map<std::string, int64_t> opsets_;
+  ir::GraphBuilder builder_;
+  onnx_import::ValueTable values_;
+  std::unordered_map<std::string, Value> tensors_;
+};
+
+ir::IRModule ImportModelProto(const onnx::ModelProto& model, const OnnxImportOptions& options) {
+  std::map<std::string, int64_t> opsets;
+  for (const onnx::OperatorSetIdProto& entry : model.opset_import()) {
+    std::string domain = entry.domain() == "ai.onnx" ? "" : entry.domain();
+    opsets[domain] = entry.version();
+  }
+  if (opsets.count("") == 0) throw Error("the model imports no ai.onnx opset");
+  int64_t opset = opsets.at("");
+  if (opset < kOldestOpset) {
+    throw Error(
+        fmt::format("the model uses ONNX opset {}; the importer supports opset 13 and later "
+                    "(and 11 and 12 for most ops): convert it first, e.g. with "
+                    "onnx.version_converter.convert_version(model, 13)",
+                    opset));
+  }
+  if (!model.has_graph()) throw Error("the model has no graph");
+  ir::IRModule module;
+  module.Add(GraphImporter(model.graph(), options, opsets).Import());
+  ir::Verify(module);
+  module.attrs().Set("source", std::string("onnx"));
+  module.attrs().Set("opset", opset);
+  if (!model.producer_name().empty()) {
+    std::string producer = model.producer_name();
+    if (!model.producer_version().empty()) producer += " " + model.producer_version();
+    module.attrs().Set("producer", producer);
+  }
+  return module;
+}
+
+}  // namespace
+
+ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source_name,
+                             const OnnxImportOptions& options) {
+  ir::ErrorLocation where{.file = source_name};
+  if (bytes.empty()) throw Error("not a valid ONNX model file: it is empty", where);
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    throw Error(fmt::format("not a valid ONNX model file: {} (the protobuf data is truncated or "
+                            "corrupt, or the file is not an ONNX model)",
+                            source_name),
+                where);
+  }
+  try {
+    return ImportModelProto(model, options);
+  } catch (const Error& e) {
+    throw e.WithFile(source_name);
+  } catch (const std::bad_alloc&) {
+    throw Error("out of memory while importing the model", where);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("cannot import the model: {}", e.what()), where);
+  }
+}
+
+ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  return ImportOnnxModel(ReadFileBytes(path, "ONNX model"), path, options);
+}
+
+}  // namespace tandem::frontend

@@ -24,7 +24,8 @@ TEST(GraphBuilder, OperandOutOfRangeIsAnError) {
 }
 
 TEST(Error, CarriesLocation) {
-  Error e("bad thing", ErrorLocation{.pass = "FuseOps", .op = "conv2d", .node = "x", .line = 3, .column = 7});
+  Error e("bad thing",
+          ErrorLocation{.pass = "FuseOps", .op = "conv2d", .node = "x", .line = 3, .column = 7});
   std::string text = e.what();
   EXPECT_NE(text.find("line 3, column 7"), std::string::npos) << text;
   EXPECT_NE(text.find("pass 'FuseOps'"), std::string::npos) << text;

@@ -1,0 +1,123 @@
+// LLVM code generation for x86-64 CPUs: kernel IR -> LLVM IR -> machine code (ORC JIT), or an
+// object file / assembly for ahead-of-time use.
+//
+// Generated code computes what backends::RunKernelReference computes, up to the rounding order
+// of floating-point operations (a*b+c may be fused into an fma; no reassociation unless
+// CodegenOptions::allow_reassociation). Documented differences, all outside the meaning of a
+// valid program:
+//   - no bounds checks: an access the interpreter rejects as out of bounds is undefined here;
+//   - integer division or modulo by zero yields an unspecified value (it never traps);
+//   - erf, tanh and sigmoid of f32 (and exp of f32 inside vectorized loops) use Tandem's own
+//     vectorizable approximations: relative error below 1e-6 for erf and tanh, about 2e-7 for
+//     exp and sigmoid (an absolute error below 1e-7 where |result| < 1e-30);
+//   - a "local" buffer allocated outside a parallel loop and used only inside it is private to
+//     each thread, zero-filled once per chunk of iterations rather than once per block instance
+//     (loop iterations of a parallel loop must be independent anyway).
+//
+// Calling convention: each kernel becomes `void name(void** buffers)`, one data pointer per
+// kernel parameter in parameter order. Buffers are dense, row-major, 64-byte aligned and must
+// not overlap when one of them is written (they are marked noalias).
+//
+// Code generation, per statement:
+//   - serial loops are plain loops; unrolled loops with extent <= 64 are replicated with the
+//     loop variable replaced by constants (longer ones are loops with an unroll hint);
+//   - vectorized loops are emitted as vector IR of width = extent (loops longer than 64 run in
+//     chunks of 64 lanes plus a remainder). Loads and stores whose flat index is affine in the
+//     loop variable become vector loads/stores (stride 1), a scalar load and splat (stride 0)
+//     or gathers/scatters; conditions that differ per lane become masks (masked loads, stores,
+//     gathers, scatters), so a lane never touches memory it would not touch in serial order.
+//     Inner loops and blocks are emitted inside the vector code. When the lanes are not provably
+//     independent (a store whose address does not move with the lane, a load of a written
+//     buffer at another address than its store, a buffer allocated inside the loop) the loop is
+//     emitted as a serial loop instead: always correct, slower;
+//   - parallel loops are outlined into `void body(int64_t begin, int64_t end, void* closure)`
+//     and run with tandem_parallel_for (backends/runtime/thread_pool.h); parallel loops nested
+//     inside a parallel (or vectorized) loop run serially;
+//   - blocks evaluate their iterator values, test the predicate, run init when every reduction
+//     iterator is 0, then the body. Allocated buffers are zero-filled when the block starts (as
+//     in the interpreter): "local" buffers up to 64 KiB live on the stack of the enclosing
+//     function (or outlined parallel body), other allocations are 64-byte aligned heap blocks
+//     freed when the block ends.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/stmt.h"
+#include "ir/tensor.h"
+
+namespace tandem::backends {
+
+struct CodegenOptions {
+  // LLVM CPU name: "host" (the CPU this process runs on, with its features), or e.g. "znver4",
+  // "skylake-avx512", "x86-64-v3". An unknown name is an Error.
+  std::string cpu = "host";
+  // Extra subtarget features, comma separated ("+avx512f,-avx512bw"); added to the host's
+  // features when cpu is "host".
+  std::string features;
+  // 0: the target's default; 128, 256 or 512: LLVM's "prefer-vector-width" function attribute.
+  int prefer_vector_width = 0;
+  // 0..3: LLVM's optimization pipeline level (new PassBuilder) and code generation level.
+  int opt_level = 3;
+  // Allows floating-point reassociation (faster reductions; results differ in rounding).
+  bool allow_reassociation = false;
+  // Runs LLVM's verifier on the generated module; a failure is an Error (a code generator bug).
+  bool verify = true;
+};
+
+class JitEngine;
+
+// A set of kernel functions compiled to machine code in one JIT dylib. The code lives as long
+// as this object. Lookup and Run may be called from several threads at once.
+class CompiledModule {
+ public:
+  using KernelEntry = void (*)(void** buffers);
+
+  CompiledModule(std::unique_ptr<JitEngine> engine, std::vector<ir::KernelFunction> kernels);
+  ~CompiledModule();
+  CompiledModule(const CompiledModule&) = delete;
+  CompiledModule& operator=(const CompiledModule&) = delete;
+
+  // The machine code entry of a kernel; Error when this module has no kernel of that name.
+  KernelEntry Lookup(const std::string& kernel_name) const;
+  // Runs a kernel on one tensor per parameter (inputs then outputs, in parameter order); outputs
+  // are written in place. Error when a shape or dtype does not match the parameter buffer, or
+  // when a written tensor shares storage with another argument.
+  void Run(const std::string& kernel_name, const std::vector<ir::Tensor>& args) const;
+  // Allocates the outputs, runs the kernel on `inputs` and returns the outputs.
+  std::vector<ir::Tensor> Run(const std::string& kernel_name,
+                              const std::vector<ir::Tensor>& inputs, bool allocate_outputs) const;
+
+  std::vector<std::string> kernel_names() const;
+
+ private:
+  const ir::KernelFunction& Kernel(const std::string& kernel_name) const;
+
+  std::unique_ptr<JitEngine> engine_;
+  std::map<std::string, ir::KernelFunction> kernels_;
+  std::map<std::string, KernelEntry> entries_;
+};
+
+// Compiles kernels (distinct, non-empty names) into one module. Errors (unknown intrinsic,
+// unsupported dtype, unbound variable, unknown buffer, bad options) name the kernel.
+std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,
+                                               const CodegenOptions& options = {});
+
+// The optimized LLVM IR of the kernels as text (for tests and debugging).
+std::string EmitLlvmIr(const std::vector<ir::KernelFunction>& kernels,
+                       const CodegenOptions& options = {});
+// The target assembly of the kernels (AT&T syntax).
+std::string EmitAssembly(const std::vector<ir::KernelFunction>& kernels,
+                         const CodegenOptions& options = {});
+// Writes a relocatable ELF object file with one global function per kernel; it references
+// tandem_parallel_for, aligned_alloc, free and libm functions, to be linked with
+// tandem_backends. Error when the file cannot be written.
+void EmitObjectFile(const std::vector<ir::KernelFunction>& kernels, const std::string& path,
+                    const CodegenOptions& options = {});
+
+// The CPU name and feature string that `options` resolve to (e.g. for the tuning database).
+std::string DescribeTarget(const CodegenOptions& options = {});
+
+}  // namespace tandem::backends

@@ -1,0 +1,544 @@
+// Expressions, casts, loads and stores of the kernel code generator.
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "backends/llvm/codegen_internal.h"
+#include "ir/error.h"
+
+namespace tandem::backends::codegen {
+
+using ir::DataType;
+using ir::Error;
+using ir::Expr;
+using ir::ExprKind;
+using Form = CgValue::Form;
+
+namespace {
+
+// uint8 and bool values are zero-extended; every other integer type is signed.
+bool IsUnsigned(DataType dtype) { return dtype == DataType::kUInt8 || dtype == DataType::kBool; }
+
+// `type` (a scalar or a vector) with its element type replaced by `element`.
+llvm::Type* WithElement(llvm::Type* type, llvm::Type* element) {
+  if (auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(type)) {
+    return llvm::FixedVectorType::get(element, vector->getNumElements());
+  }
+  return element;
+}
+
+void CheckOperands(const Expr& e, size_t count) {
+  if (e->operands.size() != count) {
+    throw Error(fmt::format("'{}' expression has {} operands instead of {}", ir::ToString(e->kind),
+                            e->operands.size(), count));
+  }
+  for (const Expr& operand : e->operands) {
+    if (!operand.defined()) {
+      throw Error(fmt::format("'{}' expression has an undefined operand", ir::ToString(e->kind)));
+    }
+  }
+}
+
+bool HasLoad(const Expr& e) {
+  bool found = false;
+  ir::VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ExprKind::kLoad; });
+  return found;
+}
+
+// The constant (or splat constant) integer value of `v`, if any.
+const llvm::ConstantInt* ConstantIntOf(llvm::Value* v) {
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) return c;
+  if (auto* c = llvm::dyn_cast<llvm::Constant>(v)) {
+    return llvm::dyn_cast_or_null<llvm::ConstantInt>(c->getSplatValue());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ---- types and values
+
+llvm::Type* KernelCodegen::ScalarType(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: return builder_.getFloatTy();
+    case DataType::kFloat64: return builder_.getDoubleTy();
+    case DataType::kFloat16: return builder_.getHalfTy();
+    case DataType::kInt8:
+    case DataType::kUInt8: return builder_.getInt8Ty();
+    case DataType::kInt32: return builder_.getInt32Ty();
+    case DataType::kInt64: return builder_.getInt64Ty();
+    case DataType::kBool: return builder_.getInt1Ty();
+  }
+  throw Error(fmt::format("unsupported dtype {}", static_cast<int>(dtype)));
+}
+
+llvm::Type* KernelCodegen::MemoryType(DataType dtype) {
+  return dtype == DataType::kBool ? builder_.getInt8Ty() : ScalarType(dtype);
+}
+
+llvm::Type* KernelCodegen::TypeOf(DataType dtype) {
+  llvm::Type* scalar = ScalarType(dtype);
+  return width_ > 0 ? llvm::FixedVectorType::get(scalar, width_) : scalar;
+}
+
+llvm::Value* KernelCodegen::Splat(llvm::Value* scalar) {
+  return builder_.CreateVectorSplat(static_cast<unsigned>(width_), scalar);
+}
+
+llvm::Value* KernelCodegen::LaneIndices() {
+  std::vector<llvm::Constant*> lanes;
+  for (int lane = 0; lane < width_; ++lane) lanes.push_back(builder_.getInt64(lane));
+  return llvm::ConstantVector::get(lanes);
+}
+
+llvm::Value* KernelCodegen::AllLanesMask() {
+  return llvm::Constant::getAllOnesValue(
+      llvm::FixedVectorType::get(builder_.getInt1Ty(), static_cast<unsigned>(width_)));
+}
+
+llvm::Value* KernelCodegen::MaskAnd(llvm::Value* lanes) {
+  return mask_ ? builder_.CreateAnd(mask_, lanes) : lanes;
+}
+
+llvm::Value* KernelCodegen::Materialize(const CgValue& v) {
+  if (width_ == 0) return v.value;
+  switch (v.form) {
+    case Form::kVector: return v.value;
+    case Form::kUniform: return Splat(v.value);
+    case Form::kAffine: {
+      llvm::Value* steps = builder_.CreateMul(LaneIndices(), Splat(builder_.getInt64(v.stride)));
+      return builder_.CreateAdd(Splat(v.value), steps);
+    }
+  }
+  return v.value;
+}
+
+CgValue KernelCodegen::Uniform(llvm::Value* v, DataType dtype) const {
+  return CgValue{Form::kUniform, v, 0, dtype};
+}
+
+CgValue KernelCodegen::Vector(llvm::Value* v, DataType dtype) const {
+  return CgValue{Form::kVector, v, 0, dtype};
+}
+
+CgValue KernelCodegen::Apply(
+    const std::vector<CgValue>& args, DataType result,
+    const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& fn) {
+  bool all_uniform = true;
+  for (const CgValue& a : args) all_uniform = all_uniform && a.uniform();
+  std::vector<llvm::Value*> values;
+  for (const CgValue& a : args) values.push_back(all_uniform ? a.value : Materialize(a));
+  llvm::Value* out = fn(values);
+  return all_uniform ? Uniform(out, result) : Vector(out, result);
+}
+
+// ---- expressions
+
+CgValue KernelCodegen::Eval(const Expr& e) {
+  if (!e.defined()) throw Error("undefined expression");
+  switch (e->kind) {
+    case ExprKind::kIntImm:
+      if (ir::IsFloat(e->dtype)) {
+        return Uniform(llvm::ConstantFP::get(ScalarType(e->dtype), static_cast<double>(e->int_value)),
+                       e->dtype);
+      }
+      if (e->dtype == DataType::kBool) return Uniform(builder_.getInt1(e->int_value != 0), e->dtype);
+      return Uniform(llvm::ConstantInt::get(ScalarType(e->dtype), static_cast<uint64_t>(e->int_value),
+                                            /*isSigned=*/true),
+                     e->dtype);
+    case ExprKind::kFloatImm:
+      if (ir::IsFloat(e->dtype)) {
+        return Uniform(llvm::ConstantFP::get(ScalarType(e->dtype), e->float_value), e->dtype);
+      }
+      return Cast(Uniform(llvm::ConstantFP::get(builder_.getDoubleTy(), e->float_value),
+                          DataType::kFloat64),
+                  e->dtype);
+    case ExprKind::kVar: return EvalVar(e);
+    case ExprKind::kLoad: return EvalLoad(e);
+    case ExprKind::kCast: CheckOperands(e, 1); return Cast(Eval(e->operands[0]), e->dtype);
+    case ExprKind::kNot: {
+      CheckOperands(e, 1);
+      CgValue b = ToBool(Eval(e->operands[0]));
+      return Apply({b}, DataType::kBool,
+                   [&](const std::vector<llvm::Value*>& v) { return builder_.CreateNot(v[0]); });
+    }
+    case ExprKind::kSelect: return EvalSelect(e);
+    case ExprKind::kCall: return EvalCall(e);
+    default: break;
+  }
+  if (!ir::IsBinary(e->kind)) {
+    throw Error(fmt::format("cannot generate code for expression kind '{}'", ir::ToString(e->kind)));
+  }
+  CheckOperands(e, 2);
+  CgValue a = Eval(e->operands[0]);
+  CgValue b = Eval(e->operands[1]);
+  return Binary(e->kind, a, b);
+}
+
+CgValue KernelCodegen::EvalVar(const Expr& e) {
+  auto it = vars_.find(e.get());
+  if (it == vars_.end()) throw Error(fmt::format("variable '{}' is not bound here", e->name));
+  return it->second;
+}
+
+CgValue KernelCodegen::Binary(ExprKind kind, const CgValue& a, const CgValue& b) {
+  if (a.dtype != b.dtype) {
+    throw Error(fmt::format("operands of '{}' have different types {} and {}", ir::ToString(kind),
+                            ir::ToString(a.dtype), ir::ToString(b.dtype)));
+  }
+  DataType dtype = a.dtype;
+  // Index arithmetic that stays affine in the lane index (i64 only).
+  if (dtype == DataType::kInt64 && (!a.uniform() || !b.uniform()) && a.form != Form::kVector &&
+      b.form != Form::kVector) {
+    auto affine = [&](llvm::Value* base, int64_t stride) {
+      return stride == 0 ? Uniform(base, dtype) : CgValue{Form::kAffine, base, stride, dtype};
+    };
+    if (kind == ExprKind::kAdd) {
+      return affine(builder_.CreateAdd(a.value, b.value), a.stride + b.stride);
+    }
+    if (kind == ExprKind::kSub) {
+      return affine(builder_.CreateSub(a.value, b.value), a.stride - b.stride);
+    }
+    if (kind == ExprKind::kMul) {
+      const CgValue& factor = a.uniform() ? a : b;
+      const CgValue& varying = a.uniform() ? b : a;
+      if (factor.uniform()) {
+        if (const llvm::ConstantInt* c = ConstantIntOf(factor.value)) {
+          return affine(builder_.CreateMul(varying.value, factor.value),
+                        varying.stride * c->getSExtValue());
+        }
+      }
+    }
+  }
+  if (kind == ExprKind::kAnd || kind == ExprKind::kOr) {
+    return Apply({ToBool(a), ToBool(b)}, DataType::kBool, [&](const std::vector<llvm::Value*>& v) {
+      return kind == ExprKind::kAnd ? builder_.CreateAnd(v[0], v[1]) : builder_.CreateOr(v[0], v[1]);
+    });
+  }
+  DataType result = ir::IsComparison(kind) ? DataType::kBool : dtype;
+  return Apply({a, b}, result, [&](const std::vector<llvm::Value*>& v) {
+    return BinaryOp(kind, dtype, v[0], v[1]);
+  });
+}
+
+llvm::Value* KernelCodegen::BinaryOp(ExprKind kind, DataType dtype, llvm::Value* a,
+                                     llvm::Value* b) {
+  auto& B = builder_;
+  if (dtype == DataType::kBool && !ir::IsComparison(kind)) {
+    // Arithmetic on bools happens on 0/1 integers; the result is normalized to a bool.
+    llvm::Type* wide = WithElement(a->getType(), B.getInt64Ty());
+    llvm::Value* r = BinaryOp(kind, DataType::kInt64, B.CreateZExt(a, wide), B.CreateZExt(b, wide));
+    return B.CreateICmpNE(r, llvm::Constant::getNullValue(wide));
+  }
+  if (ir::IsFloat(dtype)) {
+    switch (kind) {
+      case ExprKind::kAdd: return B.CreateFAdd(a, b);
+      case ExprKind::kSub: return B.CreateFSub(a, b);
+      case ExprKind::kMul: return B.CreateFMul(a, b);
+      case ExprKind::kDiv: return B.CreateFDiv(a, b);
+      case ExprKind::kFloorDiv:
+        return B.CreateUnaryIntrinsic(llvm::Intrinsic::floor, B.CreateFDiv(a, b));
+      case ExprKind::kFloorMod: {
+        llvm::Value* q = B.CreateUnaryIntrinsic(llvm::Intrinsic::floor, B.CreateFDiv(a, b));
+        return B.CreateFSub(a, B.CreateFMul(q, b));
+      }
+      // std::min / std::max, NaN handling included.
+      case ExprKind::kMin: return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);
+      case ExprKind::kMax: return B.CreateSelect(B.CreateFCmpOLT(a, b), b, a);
+      case ExprKind::kEQ: return B.CreateFCmpOEQ(a, b);
+      case ExprKind::kNE: return B.CreateFCmpUNE(a, b);
+      case ExprKind::kLT: return B.CreateFCmpOLT(a, b);
+      case ExprKind::kLE: return B.CreateFCmpOLE(a, b);
+      case ExprKind::kGT: return B.CreateFCmpOGT(a, b);
+      case ExprKind::kGE: return B.CreateFCmpOGE(a, b);
+      default: break;
+    }
+  } else {
+    bool is_signed = !IsUnsigned(dtype);
+    switch (kind) {
+      case ExprKind::kAdd: return B.CreateAdd(a, b);
+      case ExprKind::kSub: return B.CreateSub(a, b);
+      case ExprKind::kMul: return B.CreateMul(a, b);
+      case ExprKind::kDiv:
+      case ExprKind::kFloorDiv:
+      case ExprKind::kFloorMod: return IntegerDivision(kind, is_signed, a, b);
+      case ExprKind::kMin:
+        return B.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a, b);
+      case ExprKind::kMax:
+        return B.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, b);
+      case ExprKind::kEQ: return B.CreateICmpEQ(a, b);
+      case ExprKind::kNE: return B.CreateICmpNE(a, b);
+      case ExprKind::kLT: return is_signed ? B.CreateICmpSLT(a, b) : B.CreateICmpULT(a, b);
+      case ExprKind::kLE: return is_signed ? B.CreateICmpSLE(a, b) : B.CreateICmpULE(a, b);
+      case ExprKind::kGT: return is_signed ? B.CreateICmpSGT(a, b) : B.CreateICmpUGT(a, b);
+      case ExprKind::kGE: return is_signed ? B.CreateICmpSGE(a, b) : B.CreateICmpUGE(a, b);
+      default: break;
+    }
+  }
+  throw Error(fmt::format("cannot generate code for '{}' on {}", ir::ToString(kind),
+                          ir::ToString(dtype)));
+}
+
+llvm::Value* KernelCodegen::IntegerDivision(ExprKind kind, bool is_signed, llvm::Value* a,
+                                            llvm::Value* b) {
+  auto& B = builder_;
+  llvm::Type* type = a->getType();
+  llvm::Constant* zero = llvm::Constant::getNullValue(type);
+  llvm::Constant* one = llvm::ConstantInt::get(type, 1);
+  const llvm::ConstantInt* constant = ConstantIntOf(b);
+  bool floor = kind != ExprKind::kDiv;
+  if (constant && constant->getValue().isStrictlyPositive() && constant->getValue().isPowerOf2() &&
+      floor) {
+    // Floor division by a power of two: a shift and a mask, whatever the sign of `a`.
+    unsigned shift = constant->getValue().logBase2();
+    if (kind == ExprKind::kFloorDiv) {
+      return is_signed ? B.CreateAShr(a, shift) : B.CreateLShr(a, shift);
+    }
+    return B.CreateAnd(a, llvm::ConstantInt::get(type, constant->getValue() - 1));
+  }
+  llvm::Value* divisor = b;
+  llvm::Value* minus_one = nullptr;
+  bool safe = constant && !constant->isZero() && !(is_signed && constant->isMinusOne());
+  if (!safe) {
+    // Never trap: division by zero yields an unspecified value and x / -1 is computed as -x.
+    llvm::Value* bad = B.CreateICmpEQ(b, zero);
+    if (is_signed) {
+      minus_one = B.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(type));
+      bad = B.CreateOr(bad, minus_one);
+    }
+    divisor = B.CreateSelect(bad, one, b);
+  }
+  llvm::Value* q = is_signed ? B.CreateSDiv(a, divisor) : B.CreateUDiv(a, divisor);
+  llvm::Value* r = is_signed ? B.CreateSRem(a, divisor) : B.CreateURem(a, divisor);
+  if (minus_one) {
+    q = B.CreateSelect(minus_one, B.CreateNeg(a), q);
+    r = B.CreateSelect(minus_one, zero, r);
+  }
+  if (kind == ExprKind::kDiv || !is_signed) return kind == ExprKind::kFloorMod ? r : q;
+  // Round toward negative infinity: adjust when the remainder and the divisor differ in sign.
+  llvm::Value* adjust = B.CreateAnd(B.CreateICmpNE(r, zero),
+                                    B.CreateICmpSLT(B.CreateXor(r, divisor), zero));
+  if (kind == ExprKind::kFloorDiv) return B.CreateSub(q, B.CreateZExt(adjust, type));
+  return B.CreateAdd(r, B.CreateSelect(adjust, divisor, zero));
+}
+
+CgValue KernelCodegen::Cast(const CgValue& v, DataType to) {
+  if (v.dtype == to) return v;
+  DataType from = v.dtype;
+  return Apply({v}, to, [&](const std::vector<llvm::Value*>& x) { return CastOp(from, to, x[0]); });
+}
+
+llvm::Value* KernelCodegen::CastOp(DataType from, DataType to, llvm::Value* v) {
+  auto& B = builder_;
+  llvm::Type* target = WithElement(v->getType(), ScalarType(to));
+  llvm::Type* f32 = WithElement(v->getType(), B.getFloatTy());
+  if (to == DataType::kBool) {
+    llvm::Constant* zero = llvm::Constant::getNullValue(v->getType());
+    return ir::IsFloat(from) ? B.CreateFCmpUNE(v, zero) : B.CreateICmpNE(v, zero);
+  }
+  if (ir::IsFloat(to)) {
+    if (ir::IsFloat(from)) {
+      // The interpreter rounds through f32 on the way to f16.
+      if (to == DataType::kFloat16 && from == DataType::kFloat64) v = B.CreateFPTrunc(v, f32);
+      return B.CreateFPCast(v, target);
+    }
+    // Integers convert through f64 (to f32) or f32 (to f16), as the interpreter does.
+    llvm::Type* via = to == DataType::kFloat16
+                          ? f32
+                          : (from == DataType::kInt64 ? WithElement(v->getType(), B.getDoubleTy())
+                                                      : target);
+    llvm::Value* converted = IsUnsigned(from) ? B.CreateUIToFP(v, via) : B.CreateSIToFP(v, via);
+    return via == target ? converted : B.CreateFPTrunc(converted, target);
+  }
+  if (ir::IsFloat(from)) {
+    // Truncation toward zero, saturating, NaN -> 0 (Tensor::SetDouble's rules).
+    if (from == DataType::kFloat16) v = B.CreateFPExt(v, f32);
+    llvm::Intrinsic::ID id =
+        to == DataType::kUInt8 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat;
+    return B.CreateIntrinsic(id, {target, v->getType()}, {v});
+  }
+  return B.CreateIntCast(v, target, !IsUnsigned(from));
+}
+
+CgValue KernelCodegen::ToBool(const CgValue& v) {
+  if (v.dtype == DataType::kBool) return v;
+  DataType from = v.dtype;
+  return Apply({v}, DataType::kBool, [&](const std::vector<llvm::Value*>& x) -> llvm::Value* {
+    if (ir::IsFloat(from)) {
+      // Non-zero after truncation toward zero.
+      llvm::Value* magnitude = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x[0]);
+      return builder_.CreateFCmpUGE(magnitude, llvm::ConstantFP::get(x[0]->getType(), 1.0));
+    }
+    return builder_.CreateICmpNE(x[0], llvm::Constant::getNullValue(x[0]->getType()));
+  });
+}
+
+CgValue KernelCodegen::EvalSelect(const Expr& e) {
+  CheckOperands(e, 3);
+  CgValue condition = ToBool(Eval(e->operands[0]));
+  if (e->operands[1]->dtype != e->operands[2]->dtype) {
+    throw Error(fmt::format("select branches have different types {} and {}",
+                            ir::ToString(e->operands[1]->dtype),
+                            ir::ToString(e->operands[2]->dtype)));
+  }
+  if (!HasLoad(e->operands[1]) && !HasLoad(e->operands[2])) {
+    CgValue t = Eval(e->operands[1]);
+    CgValue f = Eval(e->operands[2]);
+    return Apply({condition, t, f}, t.dtype, [&](const std::vector<llvm::Value*>& v) {
+      return builder_.CreateSelect(v[0], v[1], v[2]);
+    });
+  }
+  // A load in an arm runs only where that arm is selected (it may be out of bounds elsewhere).
+  if (condition.uniform()) {
+    if (const llvm::ConstantInt* c = ConstantIntOf(condition.value)) {
+      return Eval(e->operands[c->isOne() ? 1 : 2]);
+    }
+    llvm::Function* fn = function_;
+    auto* then_block = llvm::BasicBlock::Create(context_, "select.true", fn);
+    auto* else_block = llvm::BasicBlock::Create(context_, "select.false", fn);
+    auto* merge = llvm::BasicBlock::Create(context_, "select.end");
+    builder_.CreateCondBr(condition.value, then_block, else_block);
+    builder_.SetInsertPoint(then_block);
+    CgValue t = Eval(e->operands[1]);
+    llvm::BasicBlock* then_end = builder_.GetInsertBlock();
+    builder_.SetInsertPoint(else_block);
+    CgValue f = Eval(e->operands[2]);
+    llvm::BasicBlock* else_end = builder_.GetInsertBlock();
+    bool vector = !t.uniform() || !f.uniform();
+    builder_.SetInsertPoint(then_end);
+    llvm::Value* tv = vector ? Materialize(t) : t.value;
+    builder_.CreateBr(merge);
+    builder_.SetInsertPoint(else_end);
+    llvm::Value* fv = vector ? Materialize(f) : f.value;
+    builder_.CreateBr(merge);
+    merge->insertInto(fn);
+    builder_.SetInsertPoint(merge);
+    llvm::PHINode* phi = builder_.CreatePHI(tv->getType(), 2);
+    phi->addIncoming(tv, then_end);
+    phi->addIncoming(fv, else_end);
+    return vector ? Vector(phi, t.dtype) : Uniform(phi, t.dtype);
+  }
+  llvm::Value* lanes = Materialize(condition);
+  llvm::Value* saved = mask_;
+  mask_ = MaskAnd(lanes);
+  CgValue t = Eval(e->operands[1]);
+  mask_ = saved;
+  mask_ = MaskAnd(builder_.CreateNot(lanes));
+  CgValue f = Eval(e->operands[2]);
+  mask_ = saved;
+  return Vector(builder_.CreateSelect(lanes, Materialize(t), Materialize(f)), t.dtype);
+}
+
+// ---- memory
+
+llvm::Value* KernelCodegen::BufferPointer(const ir::Buffer& buffer) {
+  if (!buffer) throw Error("access to a null buffer");
+  auto it = buffers_.find(buffer.get());
+  if (it == buffers_.end()) {
+    throw Error(fmt::format(
+        "buffer '{}' is neither a parameter of the kernel nor allocated by an enclosing block",
+        buffer->name));
+  }
+  return it->second;
+}
+
+CgValue KernelCodegen::FlatOffset(const ir::Buffer& buffer, const std::vector<Expr>& indices) {
+  if (indices.size() != buffer->shape.size()) {
+    throw Error(fmt::format("access to buffer '{}' (rank {}) with {} indices", buffer->name,
+                            buffer->shape.size(), indices.size()));
+  }
+  CgValue offset = Uniform(builder_.getInt64(0), DataType::kInt64);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    CgValue index = Eval(indices[k]);
+    if (ir::IsFloat(index.dtype)) {
+      throw Error(fmt::format("index {} of buffer '{}' is a {} expression", k, buffer->name,
+                              ir::ToString(index.dtype)));
+    }
+    index = Cast(index, DataType::kInt64);
+    if (k == 0) {
+      offset = index;
+    } else {
+      CgValue extent = Uniform(builder_.getInt64(buffer->shape[k]), DataType::kInt64);
+      offset = Binary(ExprKind::kAdd, Binary(ExprKind::kMul, offset, extent), index);
+    }
+  }
+  return offset;
+}
+
+CgValue KernelCodegen::EvalLoad(const Expr& e) {
+  if (!e->buffer) throw Error("load of a null buffer");
+  if (e->dtype != e->buffer->dtype) {
+    throw Error(fmt::format("load of {} from buffer '{}' of {}", ir::ToString(e->dtype),
+                            e->buffer->name, ir::ToString(e->buffer->dtype)));
+  }
+  for (const Expr& index : e->operands) {
+    if (!index.defined()) throw Error(fmt::format("undefined index of buffer '{}'", e->buffer->name));
+  }
+  return LoadElements(e->buffer, FlatOffset(e->buffer, e->operands));
+}
+
+CgValue KernelCodegen::LoadElements(const ir::Buffer& buffer, const CgValue& offset) {
+  DataType dtype = buffer->dtype;
+  llvm::Type* memory = MemoryType(dtype);
+  llvm::Value* base = BufferPointer(buffer);
+  llvm::Align align(static_cast<uint64_t>(ir::SizeOf(dtype)));
+  auto to_value = [&](llvm::Value* loaded) -> llvm::Value* {
+    if (dtype != DataType::kBool) return loaded;
+    return builder_.CreateICmpNE(loaded, llvm::Constant::getNullValue(loaded->getType()));
+  };
+  if (width_ == 0 || (offset.uniform() && mask_ == nullptr)) {
+    llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
+    return Uniform(to_value(builder_.CreateAlignedLoad(memory, pointer, align)), dtype);
+  }
+  auto* vector_type = llvm::FixedVectorType::get(memory, static_cast<unsigned>(width_));
+  llvm::Constant* zeros = llvm::Constant::getNullValue(vector_type);
+  if (offset.form == Form::kAffine && offset.stride == 1) {
+    llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
+    llvm::Value* loaded =
+        mask_ ? static_cast<llvm::Value*>(
+                    builder_.CreateMaskedLoad(vector_type, pointer, align, mask_, zeros))
+              : builder_.CreateAlignedLoad(vector_type, pointer, align);
+    return Vector(to_value(loaded), dtype);
+  }
+  llvm::Value* pointers = builder_.CreateInBoundsGEP(memory, base, Materialize(offset));
+  llvm::Value* loaded = builder_.CreateMaskedGather(vector_type, pointers, align,
+                                                    mask_ ? mask_ : AllLanesMask(), zeros);
+  return Vector(to_value(loaded), dtype);
+}
+
+void KernelCodegen::StoreElements(const ir::Buffer& buffer, const CgValue& offset,
+                                  const CgValue& value) {
+  DataType dtype = buffer->dtype;
+  if (value.dtype != dtype) {
+    throw Error(fmt::format("store of a {} value to buffer '{}' of {}", ir::ToString(value.dtype),
+                            buffer->name, ir::ToString(dtype)));
+  }
+  llvm::Type* memory = MemoryType(dtype);
+  llvm::Value* base = BufferPointer(buffer);
+  llvm::Align align(static_cast<uint64_t>(ir::SizeOf(dtype)));
+  auto to_memory = [&](llvm::Value* v) -> llvm::Value* {
+    if (dtype != DataType::kBool) return v;
+    return builder_.CreateZExt(v, WithElement(v->getType(), builder_.getInt8Ty()));
+  };
+  if (width_ == 0 || (offset.uniform() && value.uniform() && mask_ == nullptr)) {
+    // In vector code: every lane stores the same value to the same element.
+    llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
+    builder_.CreateAlignedStore(to_memory(value.value), pointer, align);
+    return;
+  }
+  llvm::Value* lanes = to_memory(Materialize(value));
+  if (offset.form == Form::kAffine && offset.stride == 1) {
+    llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
+    if (mask_) {
+      builder_.CreateMaskedStore(lanes, pointer, align, mask_);
+    } else {
+      builder_.CreateAlignedStore(lanes, pointer, align);
+    }
+    return;
+  }
+  // Scatter: lanes that hit the same element store in lane order, as a serial loop would.
+  llvm::Value* pointers = builder_.CreateInBoundsGEP(memory, base, Materialize(offset));
+  builder_.CreateMaskedScatter(lanes, pointers, align, mask_ ? mask_ : AllLanesMask());
+}
+
+}  // namespace tandem::backends::codegen

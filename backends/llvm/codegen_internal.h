@@ -1,0 +1,190 @@
+// The kernel IR -> LLVM IR translator behind backends/llvm/codegen.h (internal header: it
+// exposes LLVM types; only backends/llvm/*.cc include it).
+//
+// One KernelCodegen translates one kernel function. Expressions evaluate to CgValues: inside a
+// vectorized loop a value is either the same for every lane (uniform: one scalar), affine in
+// the lane index (an i64 scalar for lane 0 plus a constant stride: what turns index arithmetic
+// into vector loads/stores), or a general vector. Outside vectorized loops every value is
+// uniform, so scalar and vector code share one code path.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "backends/llvm/codegen.h"
+#include "ir/kernel/functor.h"
+#include "ir/kernel/stmt.h"
+
+namespace tandem::backends::codegen {
+
+struct CgValue {
+  enum class Form { kUniform, kAffine, kVector };
+  Form form = Form::kUniform;
+  llvm::Value* value = nullptr;  // scalar (uniform), lane-0 scalar (affine) or vector
+  int64_t stride = 0;            // affine only: lane l holds value + stride * l
+  ir::DataType dtype = ir::DataType::kInt64;
+
+  bool uniform() const { return form == Form::kUniform; }
+};
+
+// Binds map[key] = value for the lifetime of this object, then restores the previous entry.
+template <typename Map>
+class ScopedEntry {
+ public:
+  ScopedEntry(Map& map, typename Map::key_type key, typename Map::mapped_type value)
+      : map_(map), key_(key) {
+    auto it = map.find(key);
+    if (it != map.end()) {
+      had_previous_ = true;
+      previous_ = it->second;
+    }
+    map[key] = value;
+  }
+  ~ScopedEntry() {
+    if (had_previous_) {
+      map_[key_] = previous_;
+    } else {
+      map_.erase(key_);
+    }
+  }
+  ScopedEntry(const ScopedEntry&) = delete;
+  ScopedEntry& operator=(const ScopedEntry&) = delete;
+
+ private:
+  Map& map_;
+  typename Map::key_type key_;
+  bool had_previous_ = false;
+  typename Map::mapped_type previous_{};
+};
+
+// Target-dependent attributes every generated function carries.
+struct FunctionAttributes {
+  std::string cpu;
+  std::string features;
+  int prefer_vector_width = 0;
+};
+
+// Lanes of the vector code emitted for one chunk of a vectorized loop.
+constexpr int kMaxVectorWidth = 64;
+// Local buffers up to this size live on the stack; larger ones on the heap.
+constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
+// Unrolled loops up to this extent are replicated.
+constexpr int64_t kMaxUnrollExtent = 64;
+
+class KernelCodegen {
+ public:
+  KernelCodegen(llvm::Module& module, const ir::KernelFunction& kernel,
+                const CodegenOptions& options, const FunctionAttributes& attributes);
+
+  // Emits `void name(void** buffers)` for the kernel. Throws Error (without the kernel name;
+  // the caller adds it) on unsupported input.
+  void Generate();
+
+ private:
+  // ---- types and constants (codegen_expr.cc)
+  llvm::Type* ScalarType(ir::DataType dtype);  // bool is i1
+  llvm::Type* MemoryType(ir::DataType dtype);  // bool is i8
+  llvm::Type* TypeOf(ir::DataType dtype);      // scalar type, or a vector of it in vector code
+  llvm::Value* Splat(llvm::Value* scalar);
+  llvm::Value* LaneIndices();  // <0, 1, ..., width-1> of i64
+  llvm::Value* Materialize(const CgValue& v);
+  CgValue Uniform(llvm::Value* v, ir::DataType dtype) const;
+  CgValue Vector(llvm::Value* v, ir::DataType dtype) const;
+  // Applies `fn` lane-wise: to scalars when every argument is uniform, else to vectors.
+  CgValue Apply(const std::vector<CgValue>& args, ir::DataType result,
+                const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& fn);
+
+  // ---- expressions (codegen_expr.cc)
+  CgValue Eval(const ir::Expr& e);
+  CgValue EvalVar(const ir::Expr& e);
+  CgValue EvalLoad(const ir::Expr& e);
+  CgValue EvalSelect(const ir::Expr& e);
+  CgValue Binary(ir::ExprKind kind, const CgValue& a, const CgValue& b);
+  llvm::Value* BinaryOp(ir::ExprKind kind, ir::DataType dtype, llvm::Value* a, llvm::Value* b);
+  llvm::Value* IntegerDivision(ir::ExprKind kind, bool is_signed, llvm::Value* a, llvm::Value* b);
+  CgValue Cast(const CgValue& v, ir::DataType to);
+  llvm::Value* CastOp(ir::DataType from, ir::DataType to, llvm::Value* v);
+  // Truth value as the interpreter sees it (non-zero after truncation toward zero).
+  CgValue ToBool(const CgValue& v);
+  // Flat element offset of buffer[indices] (i64).
+  CgValue FlatOffset(const ir::Buffer& buffer, const std::vector<ir::Expr>& indices);
+  llvm::Value* BufferPointer(const ir::Buffer& buffer);
+  CgValue LoadElements(const ir::Buffer& buffer, const CgValue& offset);
+  void StoreElements(const ir::Buffer& buffer, const CgValue& offset, const CgValue& value);
+  llvm::Value* AllLanesMask();
+  // `lanes` restricted to the active lanes.
+  llvm::Value* MaskAnd(llvm::Value* lanes);
+
+  // ---- intrinsics (codegen_math.cc)
+  CgValue EvalCall(const ir::Expr& e);
+  llvm::Value* MathFunction(const std::string& name, ir::DataType dtype,
+                            const std::vector<llvm::Value*>& args);
+  llvm::Value* ExpF32(llvm::Value* x);
+  llvm::Value* ErfF32(llvm::Value* x);
+  llvm::Value* TanhF32(llvm::Value* x);
+  llvm::Value* LibmCall(const std::string& function, llvm::Value* x);
+  llvm::Value* Polynomial(llvm::Value* x, const std::vector<double>& coefficients);
+  llvm::Value* FloatConst(llvm::Type* type, double value);
+
+  // ---- statements (codegen_stmt.cc)
+  void Emit(const ir::Stmt& s);
+  void EmitFor(const ir::ForNode* loop);
+  void EmitSerialFor(const ir::ForNode* loop, bool unroll_hint);
+  // A loop over [begin, end) in the current function; `body` receives the i64 counter.
+  void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
+                const std::function<void(llvm::Value*)>& body, bool unroll_hint = false,
+                bool guard_empty = false);
+  void EmitParallel(const ir::ForNode* loop);
+  void EmitBlock(const ir::BlockRealizeNode* realize);
+  void EmitStore(const ir::StoreNode* store);
+  // Runs `then_case` where `condition` holds and `else_case` (may be empty) elsewhere: a branch
+  // when the condition is uniform, masks when it differs between lanes.
+  void EmitConditional(const CgValue& condition, const std::function<void()>& then_case,
+                       const std::function<void()>& else_case);
+  // Allocates a block buffer (zero-filled); returns true when it must be freed.
+  bool AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer);
+  void FreeBuffer(llvm::Value* pointer);
+  llvm::AllocaInst* EntryAlloca(llvm::Type* type, const std::string& name);
+  // The value a loop variable of `var`'s dtype takes for the i64 counter value `counter`.
+  CgValue LoopVarValue(const ir::Var& var, const CgValue& counter);
+  llvm::Function* CreateFunction(const std::string& name, llvm::FunctionType* type, bool internal);
+
+  // ---- vectorized loops (codegen_vector.cc)
+  // True when the lanes of `loop` are provably independent (see codegen.h).
+  bool CanVectorize(const ir::ForNode* loop) const;
+  void EmitVectorized(const ir::ForNode* loop);
+
+  llvm::Module& module_;
+  llvm::LLVMContext& context_;
+  llvm::IRBuilder<> builder_;
+  const ir::KernelFunction& kernel_;
+  const CodegenOptions& options_;
+  FunctionAttributes attributes_;
+
+  llvm::Function* function_ = nullptr;     // function being emitted
+  llvm::BasicBlock* entry_block_ = nullptr;  // its entry block (allocas go there)
+  std::unordered_map<const ir::ExprNode*, CgValue> vars_;
+  std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
+  int width_ = 0;                // lanes of the vector code being emitted; 0 in scalar code
+  llvm::Value* mask_ = nullptr;  // active lanes (<width x i1>); null when all are active
+  bool in_parallel_ = false;     // emitting an outlined parallel body
+  int parallel_count_ = 0;
+  // Number of loads and stores of each buffer in the whole kernel.
+  std::unordered_map<const ir::BufferNode*, int> access_counts_;
+};
+
+// Loads and stores (by buffer) in `s`, counted per buffer.
+std::unordered_map<const ir::BufferNode*, int> CountAccesses(const ir::Stmt& s);
+
+// True when the two expressions have the same structure (variables and buffers by identity).
+bool ExprEqual(const ir::Expr& a, const ir::Expr& b);
+
+}  // namespace tandem::backends::codegen

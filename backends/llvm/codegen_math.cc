@@ -1,0 +1,223 @@
+// Intrinsic calls of the kernel code generator, and Tandem's own vectorizable approximations.
+//
+// f32 approximations (relative error measured against double-precision libm over the f32 range
+// in tests/backends/codegen_test.cc):
+//   exp      2^n * e^r with n = round(x / ln 2), |r| <= ln2 / 2 (Cody-Waite split of ln 2),
+//            e^r by its degree-7 Taylor polynomial: <= 2e-7 for normal results.
+//   sigmoid  1 / (1 + exp(-x)) with that exp: <= 3e-7 for normal results.
+//   tanh     |x| < 0.55: odd Taylor series to x^15; else 1 - 2 / (exp(2|x|) + 1) with the sign
+//            of x: <= 1e-6.
+//   erf      |x| < 1: odd Taylor series to x^19; else 1 - t P(t) exp(-x^2) with
+//            t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26, absolute error <= 1.5e-7) and the
+//            sign of x: <= 1e-6.
+// f64 erf and tanh call libm (lane by lane in vector code); every other function maps to an
+// LLVM intrinsic (llvm.exp, llvm.log, llvm.sqrt, llvm.pow, llvm.fabs, llvm.floor, llvm.ceil).
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <cmath>
+#include <map>
+
+#include "backends/llvm/codegen_internal.h"
+#include "ir/error.h"
+
+namespace tandem::backends::codegen {
+
+using ir::DataType;
+using ir::Error;
+using ir::Expr;
+
+namespace {
+
+const std::map<std::string, size_t>& IntrinsicArity() {
+  static const std::map<std::string, size_t> arity = {
+      {"exp", 1},     {"log", 1},  {"sqrt", 1}, {"erf", 1},   {"tanh", 1},
+      {"sigmoid", 1}, {"pow", 2},  {"abs", 1},  {"floor", 1}, {"ceil", 1}};
+  return arity;
+}
+
+// (2 / sqrt(pi)) * (-1)^n / (n! (2n + 1)): erf(x) = x * sum_n c_n x^(2n).
+std::vector<double> ErfTaylor() {
+  std::vector<double> c;
+  double factorial = 1;
+  for (int n = 0; n < 10; ++n) {
+    if (n > 0) factorial *= n;
+    c.push_back((n % 2 == 0 ? 1.0 : -1.0) * 2.0 / std::sqrt(M_PI) / (factorial * (2 * n + 1)));
+  }
+  return c;
+}
+
+}  // namespace
+
+CgValue KernelCodegen::EvalCall(const Expr& e) {
+  auto it = IntrinsicArity().find(e->name);
+  if (it == IntrinsicArity().end()) throw Error(fmt::format("unknown intrinsic '{}'", e->name));
+  if (e->operands.size() != it->second) {
+    throw Error(fmt::format("intrinsic '{}' takes {} arguments but has {}", e->name, it->second,
+                            e->operands.size()));
+  }
+  std::vector<CgValue> args;
+  for (const Expr& operand : e->operands) {
+    if (!operand.defined()) throw Error(fmt::format("intrinsic '{}' has an undefined argument", e->name));
+    args.push_back(Eval(operand));
+  }
+  DataType result = e->dtype;
+  bool same_type = true;
+  for (const CgValue& a : args) same_type = same_type && a.dtype == result;
+  if (!ir::IsFloat(result) && same_type) {
+    const std::string& name = e->name;
+    bool is_unsigned = result == DataType::kUInt8 || result == DataType::kBool;
+    if (name == "floor" || name == "ceil" || (name == "abs" && is_unsigned)) return args[0];
+    if (name == "abs") {
+      // |x| saturates for the most negative value, as the interpreter's conversion does.
+      return Apply(args, result, [&](const std::vector<llvm::Value*>& v) {
+        llvm::Value* magnitude =
+            builder_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], builder_.getFalse());
+        llvm::Value* wrapped =
+            builder_.CreateICmpSLT(magnitude, llvm::Constant::getNullValue(v[0]->getType()));
+        auto* type = llvm::cast<llvm::IntegerType>(v[0]->getType()->getScalarType());
+        llvm::Constant* largest = llvm::ConstantInt::get(
+            v[0]->getType(), llvm::APInt::getSignedMaxValue(type->getBitWidth()));
+        return builder_.CreateSelect(wrapped, largest, magnitude);
+      });
+    }
+  }
+  // Computed in f32 for f32 and f16 results, in f64 otherwise (as the interpreter, which computes
+  // in double and rounds to the result type).
+  DataType compute = result == DataType::kFloat32 || result == DataType::kFloat16
+                         ? DataType::kFloat32
+                         : DataType::kFloat64;
+  for (CgValue& a : args) a = Cast(a, compute);
+  CgValue value = Apply(args, compute, [&](const std::vector<llvm::Value*>& v) {
+    return MathFunction(e->name, compute, v);
+  });
+  return Cast(value, result);
+}
+
+llvm::Value* KernelCodegen::MathFunction(const std::string& name, DataType dtype,
+                                         const std::vector<llvm::Value*>& args) {
+  auto& B = builder_;
+  llvm::Value* x = args[0];
+  bool f32 = dtype == DataType::kFloat32;
+  if (name == "exp") {
+    if (f32 && x->getType()->isVectorTy()) return ExpF32(x);
+    return B.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+  }
+  if (name == "log") return B.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+  if (name == "sqrt") return B.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+  if (name == "abs") return B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  if (name == "floor") return B.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+  if (name == "ceil") return B.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+  if (name == "pow") return B.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
+  if (name == "erf") return f32 ? ErfF32(x) : LibmCall("erf", x);
+  if (name == "tanh") return f32 ? TanhF32(x) : LibmCall("tanh", x);
+  if (name == "sigmoid") {
+    llvm::Value* e = f32 ? ExpF32(B.CreateFNeg(x))
+                         : B.CreateUnaryIntrinsic(llvm::Intrinsic::exp, B.CreateFNeg(x));
+    llvm::Value* one = FloatConst(x->getType(), 1.0);
+    return B.CreateFDiv(one, B.CreateFAdd(one, e));
+  }
+  throw Error(fmt::format("unknown intrinsic '{}'", name));
+}
+
+llvm::Value* KernelCodegen::FloatConst(llvm::Type* type, double value) {
+  return llvm::ConstantFP::get(type, value);
+}
+
+llvm::Value* KernelCodegen::Polynomial(llvm::Value* x, const std::vector<double>& coefficients) {
+  llvm::Type* type = x->getType();
+  llvm::Value* r = FloatConst(type, coefficients.back());
+  for (size_t k = coefficients.size() - 1; k-- > 0;) {
+    r = builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                                 {r, x, FloatConst(type, coefficients[k])});
+  }
+  return r;
+}
+
+llvm::Value* KernelCodegen::ExpF32(llvm::Value* x) {
+  auto& B = builder_;
+  llvm::Type* type = x->getType();
+  llvm::Type* int_type = type->isVectorTy()
+                             ? llvm::FixedVectorType::get(
+                                   B.getInt32Ty(), llvm::cast<llvm::FixedVectorType>(type)->getNumElements())
+                             : static_cast<llvm::Type*>(B.getInt32Ty());
+  // Beyond these bounds the result is inf or rounds to 0.
+  llvm::Value* clamped = B.CreateMaxNum(B.CreateMinNum(x, FloatConst(type, 89.0)),
+                                        FloatConst(type, -104.0));
+  llvm::Value* n = B.CreateUnaryIntrinsic(
+      llvm::Intrinsic::floor,
+      B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                        {clamped, FloatConst(type, 1.44269504088896341), FloatConst(type, 0.5)}));
+  // r = x - n ln2, with ln2 = 0.693359375 - 2.12194440e-4 (the first part has 9 bits: n * it
+  // is exact).
+  llvm::Value* r = B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                                     {n, FloatConst(type, -0.693359375), clamped});
+  r = B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type}, {n, FloatConst(type, 2.12194440e-4), r});
+  llvm::Value* p = Polynomial(
+      r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
+  // 2^n as two factors 2^(n/2) so that n in [-150, 129] never leaves the exponent range.
+  llvm::Value* ni = B.CreateFPToSI(n, int_type);
+  llvm::Value* n1 = B.CreateAShr(ni, 1);
+  llvm::Value* n2 = B.CreateSub(ni, n1);
+  auto power_of_two = [&](llvm::Value* k) {
+    llvm::Value* bits = B.CreateShl(B.CreateAdd(k, llvm::ConstantInt::get(int_type, 127)), 23);
+    return B.CreateBitCast(bits, type);
+  };
+  llvm::Value* y = B.CreateFMul(B.CreateFMul(p, power_of_two(n1)), power_of_two(n2));
+  return B.CreateSelect(B.CreateFCmpUNO(x, x), x, y);
+}
+
+llvm::Value* KernelCodegen::ErfF32(llvm::Value* x) {
+  auto& B = builder_;
+  llvm::Type* type = x->getType();
+  llvm::Value* a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  static const std::vector<double> taylor = ErfTaylor();
+  llvm::Value* small = B.CreateFMul(x, Polynomial(B.CreateFMul(x, x), taylor));
+  llvm::Value* t = B.CreateFDiv(
+      FloatConst(type, 1.0),
+      B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                        {a, FloatConst(type, 0.3275911), FloatConst(type, 1.0)}));
+  llvm::Value* tail = Polynomial(
+      t, {0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429});
+  llvm::Value* gaussian = ExpF32(B.CreateFNeg(B.CreateFMul(a, a)));
+  llvm::Value* large = B.CreateFSub(FloatConst(type, 1.0), B.CreateFMul(tail, gaussian));
+  large = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
+  return B.CreateSelect(B.CreateFCmpOLT(a, FloatConst(type, 1.0)), small, large);
+}
+
+llvm::Value* KernelCodegen::TanhF32(llvm::Value* x) {
+  auto& B = builder_;
+  llvm::Type* type = x->getType();
+  llvm::Value* a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  static const std::vector<double> taylor = {
+      1.0,           -1.0 / 3,          2.0 / 15,           -17.0 / 315,
+      62.0 / 2835,   -1382.0 / 155925,  21844.0 / 6081075,  -929569.0 / 638512875};
+  llvm::Value* small = B.CreateFMul(x, Polynomial(B.CreateFMul(x, x), taylor));
+  llvm::Value* e = ExpF32(B.CreateFAdd(a, a));
+  llvm::Value* one = FloatConst(type, 1.0);
+  llvm::Value* large =
+      B.CreateFSub(one, B.CreateFDiv(FloatConst(type, 2.0), B.CreateFAdd(e, one)));
+  large = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
+  return B.CreateSelect(B.CreateFCmpOLT(a, FloatConst(type, 0.55)), small, large);
+}
+
+llvm::Value* KernelCodegen::LibmCall(const std::string& function, llvm::Value* x) {
+  auto& B = builder_;
+  llvm::Type* f64 = B.getDoubleTy();
+  llvm::FunctionCallee callee = module_.getOrInsertFunction(function, f64, f64);
+  if (auto* declaration = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    declaration->setDoesNotThrow();
+    declaration->setDoesNotAccessMemory();
+  }
+  auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
+  if (!vector) return B.CreateCall(callee, {x});
+  llvm::Value* out = llvm::PoisonValue::get(vector);
+  for (unsigned lane = 0; lane < vector->getNumElements(); ++lane) {
+    llvm::Value* y = B.CreateCall(callee, {B.CreateExtractElement(x, lane)});
+    out = B.CreateInsertElement(out, y, lane);
+  }
+  return out;
+}
+
+}  // namespace tandem::backends::codegen

@@ -1,0 +1,463 @@
+// Statements of the kernel code generator: loops, blocks, buffers, parallel outlining.
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+
+#include <algorithm>
+
+#include "backends/llvm/codegen_internal.h"
+#include "ir/error.h"
+
+namespace tandem::backends::codegen {
+
+using ir::DataType;
+using ir::Error;
+using ir::Expr;
+using ir::Stmt;
+using ir::StmtKind;
+
+namespace {
+
+using VarScope = ScopedEntry<std::unordered_map<const ir::ExprNode*, CgValue>>;
+using BufferScope = ScopedEntry<std::unordered_map<const ir::BufferNode*, llvm::Value*>>;
+
+// Variables and buffers that `s` refers to, in order of first use.
+struct Uses {
+  std::vector<const ir::ExprNode*> vars;
+  std::vector<ir::Buffer> buffers;
+};
+
+Uses CollectUses(const Stmt& s) {
+  Uses uses;
+  std::unordered_set<const ir::ExprNode*> seen_vars;
+  std::unordered_set<const ir::BufferNode*> seen_buffers;
+  auto add_buffer = [&](const ir::Buffer& b) {
+    if (b && seen_buffers.insert(b.get()).second) uses.buffers.push_back(b);
+  };
+  ir::VisitStmtExprs(s, [&](const Expr& top) {
+    ir::VisitExprTree(top, [&](const Expr& e) {
+      if (e->kind == ir::ExprKind::kVar && seen_vars.insert(e.get()).second) {
+        uses.vars.push_back(e.get());
+      }
+      if (e->kind == ir::ExprKind::kLoad) add_buffer(e->buffer);
+    });
+  });
+  ir::VisitStmtTree(s, [&](const Stmt& stmt) {
+    if (const auto* store = ir::As<ir::StoreNode>(stmt)) add_buffer(store->buffer);
+  });
+  return uses;
+}
+
+}  // namespace
+
+std::unordered_map<const ir::BufferNode*, int> CountAccesses(const Stmt& s) {
+  std::unordered_map<const ir::BufferNode*, int> counts;
+  ir::VisitStmtExprs(s, [&](const Expr& top) {
+    ir::VisitExprTree(top, [&](const Expr& e) {
+      if (e->kind == ir::ExprKind::kLoad) ++counts[e->buffer.get()];
+    });
+  });
+  ir::VisitStmtTree(s, [&](const Stmt& stmt) {
+    if (const auto* store = ir::As<ir::StoreNode>(stmt)) ++counts[store->buffer.get()];
+  });
+  return counts;
+}
+
+llvm::Function* KernelCodegen::CreateFunction(const std::string& name, llvm::FunctionType* type,
+                                              bool internal) {
+  auto* fn = llvm::Function::Create(
+      type, internal ? llvm::Function::InternalLinkage : llvm::Function::ExternalLinkage, name,
+      module_);
+  if (fn->getName() != name) {
+    throw Error(fmt::format("function name '{}' is already used in this module", name));
+  }
+  fn->addFnAttr("target-cpu", attributes_.cpu);
+  if (!attributes_.features.empty()) fn->addFnAttr("target-features", attributes_.features);
+  // As clang does: vector types wider than the preferred width are split unless they are needed.
+  fn->addFnAttr("min-legal-vector-width", "0");
+  if (attributes_.prefer_vector_width > 0) {
+    fn->addFnAttr("prefer-vector-width", std::to_string(attributes_.prefer_vector_width));
+  }
+  fn->addFnAttr("no-trapping-math", "true");
+  fn->setDoesNotThrow();
+  return fn;
+}
+
+llvm::AllocaInst* KernelCodegen::EntryAlloca(llvm::Type* type, const std::string& name) {
+  llvm::IRBuilder<> entry(entry_block_, entry_block_->begin());
+  llvm::AllocaInst* slot = entry.CreateAlloca(type, nullptr, name);
+  slot->setAlignment(llvm::Align(64));
+  return slot;
+}
+
+CgValue KernelCodegen::LoopVarValue(const ir::Var& var, const CgValue& counter) {
+  return var->dtype == DataType::kInt64 ? counter : Cast(counter, var->dtype);
+}
+
+void KernelCodegen::Emit(const Stmt& s) {
+  if (!s) return;
+  switch (s->kind) {
+    case StmtKind::kFor: EmitFor(ir::As<ir::ForNode>(s)); return;
+    case StmtKind::kSeq:
+      for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) Emit(child);
+      return;
+    case StmtKind::kStore: EmitStore(ir::As<ir::StoreNode>(s)); return;
+    case StmtKind::kIfThenElse: {
+      const auto* branch = ir::As<ir::IfThenElseNode>(s);
+      if (!branch->condition.defined()) throw Error("if statement without a condition");
+      CgValue condition = ToBool(Eval(branch->condition));
+      std::function<void()> else_case;
+      if (branch->else_case) else_case = [&] { Emit(branch->else_case); };
+      EmitConditional(condition, [&] { Emit(branch->then_case); }, else_case);
+      return;
+    }
+    case StmtKind::kBlockRealize: EmitBlock(ir::As<ir::BlockRealizeNode>(s)); return;
+  }
+}
+
+void KernelCodegen::EmitFor(const ir::ForNode* loop) {
+  if (!loop->loop_var.defined() || loop->loop_var->kind != ir::ExprKind::kVar) {
+    throw Error("loop without a loop variable");
+  }
+  if (ir::IsFloat(loop->loop_var->dtype)) {
+    throw Error(fmt::format("loop variable '{}' has the float type {}", loop->loop_var->name,
+                            ir::ToString(loop->loop_var->dtype)));
+  }
+  if (loop->extent <= 0) return;
+  switch (loop->for_kind) {
+    case ir::ForKind::kSerial: EmitSerialFor(loop, false); return;
+    case ir::ForKind::kUnrolled:
+      if (loop->extent > kMaxUnrollExtent) {
+        EmitSerialFor(loop, true);
+        return;
+      }
+      for (int64_t v = 0; v < loop->extent; ++v) {
+        CgValue counter = Uniform(builder_.getInt64(v), DataType::kInt64);
+        VarScope bind(vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, counter));
+        Emit(loop->body);
+      }
+      return;
+    case ir::ForKind::kVectorized:
+      if (width_ == 0 && loop->extent > 1 && CanVectorize(loop)) {
+        EmitVectorized(loop);
+      } else {
+        EmitSerialFor(loop, false);
+      }
+      return;
+    case ir::ForKind::kParallel:
+      if (!in_parallel_ && width_ == 0 && loop->extent > 1) {
+        EmitParallel(loop);
+      } else {
+        EmitSerialFor(loop, false);
+      }
+      return;
+  }
+}
+
+void KernelCodegen::EmitSerialFor(const ir::ForNode* loop, bool unroll_hint) {
+  EmitLoop(
+      builder_.getInt64(0), builder_.getInt64(loop->extent), loop->loop_var->name,
+      [&](llvm::Value* counter) {
+        VarScope bind(vars_, loop->loop_var.get(),
+                      LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
+        Emit(loop->body);
+      },
+      unroll_hint);
+}
+
+void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
+                             const std::function<void(llvm::Value*)>& body, bool unroll_hint,
+                             bool guard_empty) {
+  llvm::BasicBlock* preheader = builder_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(context_, name + ".loop", function_);
+  auto* exit = llvm::BasicBlock::Create(context_, name + ".exit");
+  if (guard_empty) {
+    builder_.CreateCondBr(builder_.CreateICmpSLT(begin, end), header, exit);
+  } else {
+    builder_.CreateBr(header);
+  }
+  builder_.SetInsertPoint(header);
+  llvm::PHINode* counter = builder_.CreatePHI(builder_.getInt64Ty(), 2, name);
+  counter->addIncoming(begin, preheader);
+  body(counter);
+  llvm::Value* next = builder_.CreateAdd(counter, builder_.getInt64(1), name + ".next",
+                                         /*HasNUW=*/true, /*HasNSW=*/true);
+  llvm::BasicBlock* latch = builder_.GetInsertBlock();
+  llvm::BranchInst* back = builder_.CreateCondBr(builder_.CreateICmpSLT(next, end), header, exit);
+  counter->addIncoming(next, latch);
+  if (unroll_hint) {
+    llvm::Metadata* enable = llvm::MDNode::get(
+        context_, {llvm::MDString::get(context_, "llvm.loop.unroll.enable")});
+    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, {nullptr, enable});
+    loop_id->replaceOperandWith(0, loop_id);
+    back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+  }
+  exit->insertInto(function_);
+  builder_.SetInsertPoint(exit);
+}
+
+void KernelCodegen::EmitConditional(const CgValue& condition,
+                                    const std::function<void()>& then_case,
+                                    const std::function<void()>& else_case) {
+  if (condition.uniform()) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(condition.value)) {
+      if (c->isOne()) {
+        then_case();
+      } else if (else_case) {
+        else_case();
+      }
+      return;
+    }
+    auto* then_block = llvm::BasicBlock::Create(context_, "then", function_);
+    auto* else_block = else_case ? llvm::BasicBlock::Create(context_, "else") : nullptr;
+    auto* merge = llvm::BasicBlock::Create(context_, "endif");
+    builder_.CreateCondBr(condition.value, then_block, else_block ? else_block : merge);
+    builder_.SetInsertPoint(then_block);
+    then_case();
+    builder_.CreateBr(merge);
+    if (else_block) {
+      else_block->insertInto(function_);
+      builder_.SetInsertPoint(else_block);
+      else_case();
+      builder_.CreateBr(merge);
+    }
+    merge->insertInto(function_);
+    builder_.SetInsertPoint(merge);
+    return;
+  }
+  // Lanes disagree: run both sides under masks.
+  llvm::Value* lanes = Materialize(condition);
+  llvm::Value* saved = mask_;
+  mask_ = MaskAnd(lanes);
+  then_case();
+  mask_ = saved;
+  if (else_case) {
+    mask_ = MaskAnd(builder_.CreateNot(lanes));
+    else_case();
+    mask_ = saved;
+  }
+}
+
+void KernelCodegen::EmitStore(const ir::StoreNode* store) {
+  if (!store->buffer) throw Error("store to a null buffer");
+  if (!store->value.defined()) {
+    throw Error(fmt::format("store to buffer '{}' without a value", store->buffer->name));
+  }
+  for (const Expr& index : store->indices) {
+    if (!index.defined()) {
+      throw Error(fmt::format("undefined index of buffer '{}'", store->buffer->name));
+    }
+  }
+  CgValue value = Eval(store->value);
+  CgValue offset = FlatOffset(store->buffer, store->indices);
+  StoreElements(store->buffer, offset, value);
+}
+
+bool KernelCodegen::AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer) {
+  if (buffer->scope != "global" && buffer->scope != "local") {
+    throw Error(fmt::format("buffer '{}' has the unsupported scope '{}'", buffer->name,
+                            buffer->scope));
+  }
+  int64_t count = ir::NumElements(buffer->shape);
+  int64_t bytes = count * ir::SizeOf(buffer->dtype);
+  bool heap = buffer->scope != "local" || bytes > kMaxStackBufferBytes;
+  if (!heap) {
+    *pointer = EntryAlloca(
+        llvm::ArrayType::get(MemoryType(buffer->dtype), static_cast<uint64_t>(std::max<int64_t>(count, 1))),
+        buffer->name);
+  } else {
+    llvm::Type* i64 = builder_.getInt64Ty();
+    llvm::FunctionCallee aligned_alloc = module_.getOrInsertFunction(
+        "aligned_alloc", llvm::PointerType::getUnqual(context_), i64, i64);
+    int64_t size = (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
+    *pointer = builder_.CreateCall(aligned_alloc, {builder_.getInt64(64), builder_.getInt64(size)},
+                                   buffer->name);
+  }
+  // Block buffers start zero-filled, as in the interpreter.
+  if (bytes > 0) {
+    builder_.CreateMemSet(*pointer, builder_.getInt8(0), static_cast<uint64_t>(bytes),
+                          llvm::MaybeAlign(64));
+  }
+  return heap;
+}
+
+void KernelCodegen::FreeBuffer(llvm::Value* pointer) {
+  llvm::FunctionCallee free = module_.getOrInsertFunction(
+      "free", builder_.getVoidTy(), llvm::PointerType::getUnqual(context_));
+  builder_.CreateCall(free, {pointer});
+}
+
+void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
+  const ir::Block& block = realize->block;
+  if (!block) throw Error("block realize without a block");
+  if (realize->iter_values.size() != block->iter_vars.size()) {
+    throw Error(fmt::format("block '{}' has {} iterators but {} values are bound", block->name,
+                            block->iter_vars.size(), realize->iter_values.size()));
+  }
+  std::vector<CgValue> values;
+  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+    const ir::IterVar& iv = block->iter_vars[k];
+    if (!iv.var.defined() || iv.var->kind != ir::ExprKind::kVar) {
+      throw Error(fmt::format("block '{}' has an iterator that is not a variable", block->name));
+    }
+    CgValue value = Eval(realize->iter_values[k]);
+    if (ir::IsFloat(value.dtype) != ir::IsFloat(iv.var->dtype)) {
+      throw Error(fmt::format("block '{}': iterator '{}' of {} is bound to a {} value", block->name,
+                              iv.var->name, ir::ToString(iv.var->dtype),
+                              ir::ToString(value.dtype)));
+    }
+    values.push_back(Cast(value, iv.var->dtype));
+  }
+  CgValue predicate = realize->predicate.defined() ? ToBool(Eval(realize->predicate))
+                                                   : Uniform(builder_.getTrue(), DataType::kBool);
+  if (!block->alloc_buffers.empty() && width_ > 0) {
+    throw Error(fmt::format("block '{}' allocates buffers inside vector code", block->name));
+  }
+  EmitConditional(
+      predicate,
+      [&] {
+        std::vector<std::unique_ptr<VarScope>> bindings;
+        for (size_t k = 0; k < values.size(); ++k) {
+          bindings.push_back(
+              std::make_unique<VarScope>(vars_, block->iter_vars[k].var.get(), values[k]));
+        }
+        std::vector<std::unique_ptr<BufferScope>> allocations;
+        std::vector<llvm::Value*> heap;
+        for (const ir::Buffer& buffer : block->alloc_buffers) {
+          if (!buffer) throw Error(fmt::format("block '{}' allocates a null buffer", block->name));
+          llvm::Value* pointer = nullptr;
+          if (AllocateBuffer(buffer, &pointer)) heap.push_back(pointer);
+          allocations.push_back(std::make_unique<BufferScope>(buffers_, buffer.get(), pointer));
+        }
+        if (block->init) {
+          // Init runs when every reduction iterator is 0.
+          CgValue first = Uniform(builder_.getTrue(), DataType::kBool);
+          for (size_t k = 0; k < values.size(); ++k) {
+            if (block->iter_vars[k].kind != ir::IterKind::kReduction) continue;
+            CgValue zero = Cast(Uniform(builder_.getInt64(0), DataType::kInt64), values[k].dtype);
+            first = Binary(ir::ExprKind::kAnd, first, Binary(ir::ExprKind::kEQ, values[k], zero));
+          }
+          EmitConditional(first, [&] { Emit(block->init); }, nullptr);
+        }
+        Emit(block->body);
+        for (llvm::Value* pointer : heap) FreeBuffer(pointer);
+      },
+      nullptr);
+}
+
+void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
+  // Capture what the body uses from the enclosing scope. A "local" buffer used only inside the
+  // loop becomes private to each thread instead.
+  Uses uses = CollectUses(loop->body);
+  std::unordered_map<const ir::BufferNode*, int> inside = CountAccesses(loop->body);
+  std::vector<std::pair<const ir::ExprNode*, CgValue>> captured_vars;
+  for (const ir::ExprNode* var : uses.vars) {
+    auto it = vars_.find(var);
+    if (it != vars_.end()) captured_vars.emplace_back(var, it->second);
+  }
+  std::vector<std::pair<ir::Buffer, llvm::Value*>> captured_buffers;
+  std::vector<ir::Buffer> private_buffers;
+  for (const ir::Buffer& buffer : uses.buffers) {
+    auto it = buffers_.find(buffer.get());
+    if (it == buffers_.end()) continue;
+    if (buffer->scope == "local" && inside[buffer.get()] == access_counts_[buffer.get()]) {
+      private_buffers.push_back(buffer);
+    } else {
+      captured_buffers.emplace_back(buffer, it->second);
+    }
+  }
+
+  llvm::Type* i64 = builder_.getInt64Ty();
+  llvm::PointerType* ptr = llvm::PointerType::getUnqual(context_);
+  std::vector<llvm::Type*> fields;
+  for (const auto& [var, value] : captured_vars) fields.push_back(value.value->getType());
+  for (size_t k = 0; k < captured_buffers.size(); ++k) fields.push_back(ptr);
+  auto* closure_type = llvm::StructType::get(context_, fields);
+  llvm::Value* closure = EntryAlloca(closure_type, "closure");
+  std::vector<llvm::Value*> captured_values;
+  for (const auto& [var, value] : captured_vars) captured_values.push_back(value.value);
+  for (const auto& [buffer, pointer] : captured_buffers) captured_values.push_back(pointer);
+  for (size_t k = 0; k < captured_values.size(); ++k) {
+    builder_.CreateStore(captured_values[k],
+                         builder_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(k)));
+  }
+
+  std::string name = fmt::format("__tandem.{}.parallel{}", kernel_.name, parallel_count_++);
+  // The body takes the captures as arguments so that buffers can be marked noalias; it is
+  // inlined into the entry the thread pool calls.
+  std::vector<llvm::Type*> body_params = {i64, i64};
+  body_params.insert(body_params.end(), fields.begin(), fields.end());
+  llvm::Function* body = CreateFunction(
+      name + ".body", llvm::FunctionType::get(builder_.getVoidTy(), body_params, false), true);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+  for (size_t k = 0; k < captured_buffers.size(); ++k) {
+    unsigned arg = static_cast<unsigned>(2 + captured_vars.size() + k);
+    body->addParamAttr(arg, llvm::Attribute::NoAlias);
+    body->addParamAttr(arg, llvm::Attribute::NoCapture);
+    body->addParamAttr(arg, llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
+  }
+  llvm::Function* entry = CreateFunction(
+      name, llvm::FunctionType::get(builder_.getVoidTy(), {i64, i64, ptr}, false), true);
+  {
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(context_, "entry", entry));
+    std::vector<llvm::Value*> args = {entry->getArg(0), entry->getArg(1)};
+    for (size_t k = 0; k < fields.size(); ++k) {
+      llvm::Value* field =
+          b.CreateStructGEP(closure_type, entry->getArg(2), static_cast<unsigned>(k));
+      args.push_back(b.CreateLoad(fields[k], field));
+    }
+    b.CreateCall(body, args);
+    b.CreateRetVoid();
+  }
+
+  // Emit the body function with a scope of its own.
+  llvm::IRBuilderBase::InsertPoint saved_point = builder_.saveIP();
+  llvm::Function* saved_function = function_;
+  llvm::BasicBlock* saved_entry = entry_block_;
+  auto saved_vars = std::move(vars_);
+  auto saved_buffers = std::move(buffers_);
+  vars_.clear();
+  buffers_.clear();
+  function_ = body;
+  entry_block_ = llvm::BasicBlock::Create(context_, "entry", body);
+  auto* start = llvm::BasicBlock::Create(context_, "start", body);
+  llvm::BranchInst::Create(start, entry_block_);
+  builder_.SetInsertPoint(start);
+  unsigned arg = 2;
+  for (const auto& [var, value] : captured_vars) {
+    vars_[var] = Uniform(body->getArg(arg++), value.dtype);
+  }
+  for (const auto& [buffer, pointer] : captured_buffers) {
+    buffers_[buffer.get()] = body->getArg(arg++);
+  }
+  std::vector<llvm::Value*> heap;
+  for (const ir::Buffer& buffer : private_buffers) {
+    llvm::Value* pointer = nullptr;
+    if (AllocateBuffer(buffer, &pointer)) heap.push_back(pointer);
+    buffers_[buffer.get()] = pointer;
+  }
+  in_parallel_ = true;
+  EmitLoop(
+      body->getArg(0), body->getArg(1), loop->loop_var->name,
+      [&](llvm::Value* counter) {
+        VarScope bind(vars_, loop->loop_var.get(),
+                      LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
+        Emit(loop->body);
+      },
+      /*unroll_hint=*/false, /*guard_empty=*/true);
+  for (llvm::Value* pointer : heap) FreeBuffer(pointer);
+  builder_.CreateRetVoid();
+  in_parallel_ = false;
+  function_ = saved_function;
+  entry_block_ = saved_entry;
+  vars_ = std::move(saved_vars);
+  buffers_ = std::move(saved_buffers);
+  builder_.restoreIP(saved_point);
+
+  llvm::FunctionCallee parallel_for = module_.getOrInsertFunction(
+      "tandem_parallel_for", builder_.getVoidTy(), i64, ptr, ptr);
+  builder_.CreateCall(parallel_for, {builder_.getInt64(loop->extent), entry, closure});
+}
+
+}  // namespace tandem::backends::codegen

@@ -1,0 +1,221 @@
+#include "backends/llvm/jit.h"
+
+#include <fmt/format.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+
+#include "backends/runtime/thread_pool.h"
+#include "ir/error.h"
+
+namespace tandem::backends {
+
+using ir::Error;
+
+namespace {
+
+std::vector<std::string> SplitFeatures(const std::string& features) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= features.size()) {
+    size_t comma = features.find(',', start);
+    if (comma == std::string::npos) comma = features.size();
+    std::string item = features.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+const llvm::Target* LookupTarget(const std::string& triple) {
+  std::string message;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, message);
+  if (!target) throw Error(fmt::format("no LLVM target for '{}': {}", triple, message));
+  return target;
+}
+
+// True when LLVM knows `name` as a subtarget feature: enabling and disabling it from the
+// baseline CPU give different feature sets.
+bool IsKnownFeature(const llvm::Target* target, const std::string& triple, const std::string& name) {
+  std::unique_ptr<llvm::MCSubtargetInfo> on(target->createMCSubtargetInfo(triple, "generic", "+" + name));
+  std::unique_ptr<llvm::MCSubtargetInfo> off(target->createMCSubtargetInfo(triple, "generic", "-" + name));
+  return on && off && on->getFeatureBits() != off->getFeatureBits();
+}
+
+llvm::CodeGenOpt::Level CodegenLevel(int opt_level) {
+  switch (opt_level) {
+    case 0: return llvm::CodeGenOpt::None;
+    case 1: return llvm::CodeGenOpt::Less;
+    case 2: return llvm::CodeGenOpt::Default;
+    default: return llvm::CodeGenOpt::Aggressive;
+  }
+}
+
+llvm::TargetOptions MakeTargetOptions() {
+  llvm::TargetOptions options;
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;  // fmuladd / contract may fuse into fma
+  return options;
+}
+
+std::string ToString(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+}  // namespace
+
+void InitializeLlvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+TargetSpec ResolveTarget(const CodegenOptions& options) {
+  InitializeLlvm();
+  TargetSpec spec;
+  spec.triple = llvm::sys::getProcessTriple();
+  const llvm::Target* target = LookupTarget(spec.triple);
+  std::vector<std::string> features;
+  if (options.cpu == "host" || options.cpu.empty()) {
+    spec.cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> host;
+    if (llvm::sys::getHostCPUFeatures(host)) {
+      for (const auto& entry : host) {
+        features.push_back((entry.second ? "+" : "-") + entry.first().str());
+      }
+      std::sort(features.begin(), features.end());
+    }
+  } else {
+    spec.cpu = options.cpu;
+    std::unique_ptr<llvm::MCSubtargetInfo> info(
+        target->createMCSubtargetInfo(spec.triple, spec.cpu, ""));
+    if (!info || !info->isCPUStringValid(spec.cpu)) {
+      throw Error(fmt::format("unknown CPU '{}' for target {}", spec.cpu, spec.triple));
+    }
+  }
+  for (const std::string& feature : SplitFeatures(options.features)) {
+    if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-') ||
+        !IsKnownFeature(target, spec.triple, feature.substr(1))) {
+      throw Error(fmt::format("unknown target feature '{}' (expected +name or -name of a {} "
+                              "feature)",
+                              feature, spec.triple));
+    }
+    features.push_back(feature);
+  }
+  for (size_t k = 0; k < features.size(); ++k) spec.features += (k ? "," : "") + features[k];
+  return spec;
+}
+
+std::unique_ptr<llvm::TargetMachine> CreateTargetMachine(const TargetSpec& spec, int opt_level) {
+  InitializeLlvm();
+  const llvm::Target* target = LookupTarget(spec.triple);
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      spec.triple, spec.cpu, spec.features, MakeTargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      CodegenLevel(opt_level)));
+  if (!machine) throw Error(fmt::format("cannot create a target machine for {}", spec.triple));
+  return machine;
+}
+
+void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine, int opt_level) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = opt_level >= 2;
+  tuning.SLPVectorization = opt_level >= 2;
+  llvm::PassBuilder builder(&machine, tuning);
+  llvm::TargetLibraryInfoImpl library(machine.getTargetTriple());
+  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(library); });
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::ModulePassManager passes;
+  switch (opt_level) {
+    case 0: passes = builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
+    case 1: passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
+    case 2: passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
+    default: passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+  }
+  passes.run(module, modules);
+}
+
+std::string EmitMachineCode(llvm::Module& module, llvm::TargetMachine& machine, bool assembly) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr,
+                                  assembly ? llvm::CGFT_AssemblyFile : llvm::CGFT_ObjectFile)) {
+    throw Error(fmt::format("target {} cannot emit {}", machine.getTargetTriple().str(),
+                            assembly ? "assembly" : "object files"));
+  }
+  passes.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+JitEngine::~JitEngine() = default;
+
+std::unique_ptr<JitEngine> JitEngine::Create(const TargetSpec& spec, int opt_level) {
+  InitializeLlvm();
+  llvm::orc::JITTargetMachineBuilder machine{llvm::Triple(spec.triple)};
+  machine.setCPU(spec.cpu);
+  machine.addFeatures(SplitFeatures(spec.features));
+  machine.setCodeGenOptLevel(CodegenLevel(opt_level));
+  machine.setOptions(MakeTargetOptions());
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machine)).create();
+  if (!jit) throw Error("cannot create the LLVM JIT: " + ToString(jit.takeError()));
+  std::unique_ptr<JitEngine> engine(new JitEngine());
+  engine->jit_ = std::move(*jit);
+  llvm::orc::LLJIT& lljit = *engine->jit_;
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      lljit.getDataLayout().getGlobalPrefix());
+  if (!process) throw Error("cannot search the process for symbols: " + ToString(process.takeError()));
+  lljit.getMainJITDylib().addGenerator(std::move(*process));
+  llvm::orc::SymbolMap runtime;
+  auto define = [&](const char* name, void* address) {
+    runtime[lljit.mangleAndIntern(name)] = llvm::JITEvaluatedSymbol(
+        llvm::pointerToJITTargetAddress(address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  };
+  define("tandem_parallel_for", reinterpret_cast<void*>(&tandem_parallel_for));
+  define("aligned_alloc", reinterpret_cast<void*>(&std::aligned_alloc));
+  define("free", reinterpret_cast<void*>(&std::free));
+  if (llvm::Error error = lljit.getMainJITDylib().define(llvm::orc::absoluteSymbols(runtime))) {
+    throw Error("cannot define the runtime symbols: " + ToString(std::move(error)));
+  }
+  return engine;
+}
+
+void JitEngine::AddModule(std::unique_ptr<llvm::LLVMContext> context,
+                          std::unique_ptr<llvm::Module> module) {
+  llvm::orc::ThreadSafeModule unit(std::move(module), std::move(context));
+  if (llvm::Error error = jit_->addIRModule(std::move(unit))) {
+    throw Error("cannot add the module to the JIT: " + ToString(std::move(error)));
+  }
+}
+
+void* JitEngine::Lookup(const std::string& name) {
+  auto address = jit_->lookup(name);
+  if (!address) {
+    throw Error(fmt::format("JIT lookup of '{}' failed: {}", name, ToString(address.takeError())));
+  }
+  return address->toPtr<void*>();
+}
+
+}  // namespace tandem::backends

@@ -1,0 +1,286 @@
+#include "backends/reference/kernel_interpreter.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_map>
+
+#include "ir/error.h"
+
+namespace tandem::backends {
+
+using ir::Error;
+using ir::Expr;
+using ir::ExprKind;
+using ir::Stmt;
+using ir::StmtKind;
+
+namespace {
+
+// A scalar value: integers (and bools) in `i`, floats in `f`.
+struct Scalar {
+  bool is_float = false;
+  int64_t i = 0;
+  double f = 0;
+  double AsDouble() const { return is_float ? f : static_cast<double>(i); }
+  int64_t AsInt() const { return is_float ? static_cast<int64_t>(f) : i; }
+};
+
+Scalar Int(int64_t v) { return Scalar{false, v, 0}; }
+Scalar Float(double v) { return Scalar{true, 0, v}; }
+
+int64_t FloorDivInt(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// Rounds a double to the precision of `dtype` so intermediate values behave as stored ones.
+Scalar Normalize(ir::DataType dtype, Scalar v) {
+  if (ir::IsFloat(dtype)) {
+    double d = v.AsDouble();
+    if (dtype == ir::DataType::kFloat32) d = static_cast<float>(d);
+    if (dtype == ir::DataType::kFloat16) d = ir::HalfToFloat(ir::FloatToHalf(static_cast<float>(d)));
+    return Float(d);
+  }
+  ir::Tensor probe(ir::Shape{1}, dtype);  // integer conversion rules of Tensor::SetDouble
+  if (v.is_float) {
+    probe.SetDouble(0, v.f);
+    return Int(static_cast<int64_t>(probe.GetDouble(0)));
+  }
+  if (dtype == ir::DataType::kBool) return Int(v.i != 0);
+  if (dtype == ir::DataType::kInt32) return Int(static_cast<int32_t>(v.i));
+  if (dtype == ir::DataType::kInt8) return Int(static_cast<int8_t>(v.i));
+  if (dtype == ir::DataType::kUInt8) return Int(static_cast<uint8_t>(v.i));
+  return v;
+}
+
+class Interpreter {
+ public:
+  void Bind(const ir::Buffer& buffer, const ir::Tensor& tensor) { buffers_[buffer.get()] = tensor; }
+
+  void Exec(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        const auto* loop = ir::As<ir::ForNode>(s);
+        for (int64_t v = 0; v < loop->extent; ++v) {
+          vars_[loop->loop_var.get()] = Int(v);
+          Exec(loop->body);
+        }
+        vars_.erase(loop->loop_var.get());
+        break;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : ir::As<ir::SeqNode>(s)->stmts) Exec(c);
+        break;
+      case StmtKind::kStore: {
+        const auto* store = ir::As<ir::StoreNode>(s);
+        Scalar value = Eval(store->value);
+        int64_t offset = Offset(store->buffer, store->indices);
+        Tensor(store->buffer).SetDouble(offset, value.AsDouble());
+        if (!value.is_float) SetInt(store->buffer, offset, value.i);
+        break;
+      }
+      case StmtKind::kIfThenElse: {
+        const auto* branch = ir::As<ir::IfThenElseNode>(s);
+        if (Eval(branch->condition).AsInt() != 0) {
+          Exec(branch->then_case);
+        } else {
+          Exec(branch->else_case);
+        }
+        break;
+      }
+      case StmtKind::kBlockRealize: ExecBlock(ir::As<ir::BlockRealizeNode>(s)); break;
+    }
+  }
+
+ private:
+  void ExecBlock(const ir::BlockRealizeNode* realize) {
+    const ir::Block& block = realize->block;
+    std::vector<Scalar> values;
+    for (const Expr& v : realize->iter_values) values.push_back(Eval(v));
+    if (Eval(realize->predicate).AsInt() == 0) return;
+    bool first_reduction = true;
+    for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+      const ir::IterVar& iv = block->iter_vars[k];
+      if (values[k].i < 0 || values[k].i >= iv.extent) {
+        throw Error(fmt::format("block '{}': iterator '{}' bound to {} outside [0, {})", block->name,
+                                iv.var->name, values[k].i, iv.extent));
+      }
+      if (iv.kind == ir::IterKind::kReduction && values[k].i != 0) first_reduction = false;
+      vars_[iv.var.get()] = values[k];
+    }
+    for (const ir::Buffer& b : block->alloc_buffers) {
+      buffers_[b.get()] = ir::Tensor(b->shape, b->dtype);
+    }
+    if (block->init && first_reduction) Exec(block->init);
+    Exec(block->body);
+    for (const ir::Buffer& b : block->alloc_buffers) buffers_.erase(b.get());
+    for (const ir::IterVar& iv : block->iter_vars) vars_.erase(iv.var.get());
+  }
+
+  ir::Tensor& Tensor(const ir::Buffer& buffer) {
+    auto it = buffers_.find(buffer.get());
+    if (it == buffers_.end()) {
+      throw Error(fmt::format("buffer '{}' is used outside the block that allocates it", buffer->name));
+    }
+    return it->second;
+  }
+
+  void SetInt(const ir::Buffer& buffer, int64_t offset, int64_t value) {
+    ir::Tensor& t = Tensor(buffer);
+    if (t.dtype() == ir::DataType::kInt64) t.data<int64_t>()[offset] = value;
+  }
+
+  int64_t Offset(const ir::Buffer& buffer, const std::vector<Expr>& indices) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      int64_t index = Eval(indices[k]).AsInt();
+      if (index < 0 || index >= buffer->shape[k]) {
+        std::vector<int64_t> all;
+        for (const Expr& e : indices) all.push_back(Eval(e).AsInt());
+        throw Error(fmt::format("out-of-bounds access {}[{}] (shape {})", buffer->name,
+                                fmt::join(all, ", "), ir::ShapeToString(buffer->shape)));
+      }
+      offset = offset * buffer->shape[k] + index;
+    }
+    return offset;
+  }
+
+  Scalar Eval(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: return Int(e->int_value);
+      case ExprKind::kFloatImm: return Float(e->float_value);
+      case ExprKind::kVar: {
+        auto it = vars_.find(e.get());
+        if (it == vars_.end()) throw Error(fmt::format("variable '{}' is not bound here", e->name));
+        return it->second;
+      }
+      case ExprKind::kLoad: {
+        int64_t offset = Offset(e->buffer, e->operands);
+        const ir::Tensor& t = Tensor(e->buffer);
+        if (t.dtype() == ir::DataType::kInt64) return Int(t.data<int64_t>()[offset]);
+        double d = t.GetDouble(offset);
+        return ir::IsFloat(e->dtype) ? Float(d) : Int(static_cast<int64_t>(d));
+      }
+      case ExprKind::kCast: return Normalize(e->dtype, Eval(e->operands[0]));
+      case ExprKind::kNot: return Int(Eval(e->operands[0]).AsInt() == 0);
+      case ExprKind::kSelect:
+        return Eval(e->operands[0]).AsInt() != 0 ? Eval(e->operands[1]) : Eval(e->operands[2]);
+      case ExprKind::kCall: return EvalCall(e);
+      default: return EvalBinary(e);
+    }
+  }
+
+  Scalar EvalCall(const Expr& e) {
+    std::vector<double> args;
+    for (const Expr& a : e->operands) args.push_back(Eval(a).AsDouble());
+    auto need = [&](size_t n) {
+      if (args.size() != n) {
+        throw Error(fmt::format("intrinsic '{}' takes {} arguments but has {}", e->name, n, args.size()));
+      }
+    };
+    double r;
+    const std::string& f = e->name;
+    if (f == "pow") {
+      need(2);
+      r = std::pow(args[0], args[1]);
+    } else {
+      need(1);
+      double x = args[0];
+      if (f == "exp") r = std::exp(x);
+      else if (f == "log") r = std::log(x);
+      else if (f == "sqrt") r = std::sqrt(x);
+      else if (f == "erf") r = std::erf(x);
+      else if (f == "tanh") r = std::tanh(x);
+      else if (f == "sigmoid") r = 1.0 / (1.0 + std::exp(-x));
+      else if (f == "abs") r = std::abs(x);
+      else if (f == "floor") r = std::floor(x);
+      else if (f == "ceil") r = std::ceil(x);
+      else throw Error(fmt::format("unknown intrinsic '{}'", f));
+    }
+    return Normalize(e->dtype, Float(r));
+  }
+
+  Scalar EvalBinary(const Expr& e) {
+    Scalar a = Eval(e->operands[0]), b = Eval(e->operands[1]);
+    bool fl = a.is_float || b.is_float;
+    switch (e->kind) {
+      case ExprKind::kAdd: return Normalize(e->dtype, fl ? Float(a.AsDouble() + b.AsDouble()) : Int(a.i + b.i));
+      case ExprKind::kSub: return Normalize(e->dtype, fl ? Float(a.AsDouble() - b.AsDouble()) : Int(a.i - b.i));
+      case ExprKind::kMul: return Normalize(e->dtype, fl ? Float(a.AsDouble() * b.AsDouble()) : Int(a.i * b.i));
+      case ExprKind::kDiv:
+        if (fl) return Normalize(e->dtype, Float(a.AsDouble() / b.AsDouble()));
+        if (b.i == 0) throw Error("integer division by zero");
+        return Int(a.i / b.i);
+      case ExprKind::kFloorDiv:
+        if (fl) return Normalize(e->dtype, Float(std::floor(a.AsDouble() / b.AsDouble())));
+        if (b.i == 0) throw Error("integer division by zero in floordiv");
+        return Int(FloorDivInt(a.i, b.i));
+      case ExprKind::kFloorMod:
+        if (fl) {
+          double x = a.AsDouble(), y = b.AsDouble();
+          return Normalize(e->dtype, Float(x - std::floor(x / y) * y));
+        }
+        if (b.i == 0) throw Error("integer division by zero in floormod");
+        return Int(a.i - FloorDivInt(a.i, b.i) * b.i);
+      case ExprKind::kMin: return fl ? Float(std::min(a.AsDouble(), b.AsDouble())) : Int(std::min(a.i, b.i));
+      case ExprKind::kMax: return fl ? Float(std::max(a.AsDouble(), b.AsDouble())) : Int(std::max(a.i, b.i));
+      case ExprKind::kEQ: return Int(fl ? a.AsDouble() == b.AsDouble() : a.i == b.i);
+      case ExprKind::kNE: return Int(fl ? a.AsDouble() != b.AsDouble() : a.i != b.i);
+      case ExprKind::kLT: return Int(fl ? a.AsDouble() < b.AsDouble() : a.i < b.i);
+      case ExprKind::kLE: return Int(fl ? a.AsDouble() <= b.AsDouble() : a.i <= b.i);
+      case ExprKind::kGT: return Int(fl ? a.AsDouble() > b.AsDouble() : a.i > b.i);
+      case ExprKind::kGE: return Int(fl ? a.AsDouble() >= b.AsDouble() : a.i >= b.i);
+      case ExprKind::kAnd: return Int(a.AsInt() != 0 && b.AsInt() != 0);
+      case ExprKind::kOr: return Int(a.AsInt() != 0 || b.AsInt() != 0);
+      default: throw Error(fmt::format("cannot evaluate expression kind '{}'", ir::ToString(e->kind)));
+    }
+  }
+
+  std::unordered_map<const ir::ExprNode*, Scalar> vars_;
+  std::unordered_map<const ir::BufferNode*, ir::Tensor> buffers_;
+};
+
+}  // namespace
+
+void RunKernelReference(const ir::KernelFunction& fn, const std::vector<ir::Tensor>& args) {
+  if (args.size() != fn.params.size()) {
+    throw Error(fmt::format("kernel '{}' takes {} buffers but {} tensors were given", fn.name,
+                            fn.params.size(), args.size()));
+  }
+  Interpreter interpreter;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ir::Buffer& b = fn.params[i];
+    if (args[i].shape() != b->shape || args[i].dtype() != b->dtype) {
+      throw Error(fmt::format("kernel '{}': argument {} is {} but buffer '{}' is {}{}", fn.name, i,
+                              ir::ToString(args[i].type()), b->name, ir::ToString(b->dtype),
+                              ir::ShapeToString(b->shape)));
+    }
+    interpreter.Bind(b, args[i]);
+  }
+  try {
+    interpreter.Exec(fn.body);
+  } catch (const Error& e) {
+    throw Error(fmt::format("kernel '{}': {}", fn.name, e.message()), e.where());
+  }
+}
+
+std::vector<ir::Tensor> RunKernelReference(const ir::KernelFunction& fn,
+                                           const std::vector<ir::Tensor>& inputs,
+                                           bool allocate_outputs) {
+  std::vector<ir::Tensor> args = inputs;
+  std::vector<ir::Tensor> outputs;
+  if (allocate_outputs) {
+    size_t first_output = fn.params.size() - static_cast<size_t>(fn.num_outputs);
+    for (size_t i = first_output; i < fn.params.size(); ++i) {
+      outputs.emplace_back(fn.params[i]->shape, fn.params[i]->dtype);
+      args.push_back(outputs.back());
+    }
+  }
+  RunKernelReference(fn, args);
+  return outputs;
+}
+
+}  // namespace tandem::backends

@@ -1,0 +1,28 @@
+// The kernel reference interpreter: executes a kernel function statement by statement.
+//
+// It gives kernel IR a meaning independent of code generation: compute definitions are checked
+// against the graph reference interpreter with it, and every schedule transformation can be
+// checked for preserving the result before any machine code exists. Every buffer access is
+// bounds-checked (an out-of-bounds access is an Error naming the buffer and the index), so a
+// wrong schedule shows up as an error rather than as memory corruption. Parallel and vectorized
+// loops run serially (their semantics are those of a serial loop).
+#pragma once
+
+#include <vector>
+
+#include "ir/kernel/stmt.h"
+#include "ir/tensor.h"
+
+namespace tandem::backends {
+
+// Runs `function` with one tensor per parameter (inputs then outputs, in parameter order).
+// Output tensors are written in place. Shapes and dtypes must match the parameter buffers.
+void RunKernelReference(const ir::KernelFunction& function, const std::vector<ir::Tensor>& args);
+
+// Allocates outputs for the trailing `num_outputs` parameters, runs the kernel on `inputs`, and
+// returns the outputs.
+std::vector<ir::Tensor> RunKernelReference(const ir::KernelFunction& function,
+                                           const std::vector<ir::Tensor>& inputs,
+                                           bool allocate_outputs);
+
+}  // namespace tandem::backends

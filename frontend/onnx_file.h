@@ -1,0 +1,13 @@
+// Reading whole binary files for the ONNX front end, with errors that say what is wrong.
+#pragma once
+
+#include <string>
+
+namespace tandem::frontend {
+
+// Reads the file at `path` into a string. `what` describes it in errors ("ONNX model",
+// "tensor file"). Throws Error naming the path when the file does not exist, is a directory,
+// cannot be read, or is empty.
+std::string ReadFileBytes(const std::string& path, const std::string& what);
+
+}  // namespace tandem::frontend

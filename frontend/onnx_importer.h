@@ -1,0 +1,38 @@
+// The ONNX importer: reads an ONNX model (opset 13 and later; opsets 11 and 12 where the ops
+// used mean the same) into an IRModule holding one graph function.
+//
+// Graph inputs that are not initializers become the function's parameters, named after the ONNX
+// inputs and in their order; initializers become constants; the graph outputs are the result (a
+// tuple when there are several). Tensors computable at import time (initializers, Constant
+// nodes, Shape of any tensor — shapes are static — and every node whose inputs are all such
+// constants) are evaluated by the importer instead of becoming nodes, so shape computations
+// exported by PyTorch (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) disappear.
+//
+// Every failure throws tandem::ir::Error naming the file and, for a node, the ONNX node (its name,
+// or "#index op_type" when unnamed) and its op type. The module carries the attributes
+// "source" = "onnx", "opset" (the ai.onnx opset) and "producer" (when the file names one).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ir/graph.h"
+#include "ir/type.h"
+
+namespace tandem::frontend {
+
+struct OnnxImportOptions {
+  // Name of the graph function the model becomes.
+  std::string function_name = "main";
+  // Concrete shapes for inputs with symbolic or unknown dimensions, by ONNX input name. A shape
+  // given here replaces the declared one; its rank and known extents must agree with it.
+  std::map<std::string, ir::Shape> input_shapes;
+};
+
+// Imports the model file at `path`.
+ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});
+// Imports a serialized ModelProto; `source_name` names it in errors (a path or a label).
+ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source_name,
+                             const OnnxImportOptions& options = {});
+
+}  // namespace tandem::frontend

@@ -1,0 +1,19 @@
+// Internal to the kernel-IR simplifier (ir/kernel/simplify.h): folding of operations on
+// constants. Not a public API.
+#pragma once
+
+#include "ir/kernel/expr.h"
+
+namespace tandem::ir {
+
+// The constant value of the binary operation `kind` on the constants `a` and `b` (IntImm or
+// FloatImm) with result type `dtype`, or an undefined Expr when it must stay as it is: integer
+// division by zero, i64 overflow, true division of integers, bool arithmetic, f16 arithmetic,
+// float floordiv/floormod, min/max of NaN. Narrower integer types wrap like generated code.
+Expr FoldBinary(ExprKind kind, const Expr& a, const Expr& b, DataType dtype);
+
+// The constant `value` converted to `dtype`, or an undefined Expr when `value` is not a constant
+// or the conversion is not folded (to or from f16, float to integer out of range or NaN).
+Expr FoldCast(const Expr& value, DataType dtype);
+
+}  // namespace tandem::ir

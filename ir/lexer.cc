@@ -1,0 +1,351 @@
+#include "ir/lexer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/attrs.h"
+#include "ir/error.h"
+
+namespace tandem::ir::text {
+namespace {
+
+// ASCII classification that does not depend on the C locale or on the signedness of char.
+bool IsDigit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool IsLetter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool IsNameChar(char c) {
+  return IsLetter(c) || IsDigit(c) || c == '_' || c == '.';
+}
+bool IsWordStart(char c) {
+  return IsLetter(c) || c == '_';
+}
+
+int HexValue(char c) {
+  if (IsDigit(c)) return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string CharText(char c) {
+  auto byte = static_cast<unsigned char>(c);
+  if (byte >= 0x21 && byte < 0x7f) return fmt::format("'{}'", c);
+  return fmt::format("byte 0x{:02x}", byte);
+}
+
+class Lexer {
+ public:
+  Lexer(const std::string& text, const std::string& source_name)
+      : text_(text), source_name_(source_name) {}
+
+  std::vector<Token> Run() {
+    std::vector<Token> tokens;
+    while (true) {
+      SkipSpaceAndComments();
+      Token token;
+      token.line = line_;
+      token.column = column_;
+      if (AtEnd()) {
+        token.kind = TokenKind::kEnd;
+        tokens.push_back(std::move(token));
+        return tokens;
+      }
+      LexOne(token);
+      tokens.push_back(std::move(token));
+    }
+  }
+
+ private:
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  char At(size_t offset = 0) const {
+    return pos_ + offset < text_.size() ? text_[pos_ + offset] : '\0';
+  }
+  void Advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 1;
+    } else {
+      ++column_;
+    }
+    ++pos_;
+  }
+
+  [[noreturn]] void Fail(const std::string& message, int line, int column) const {
+    throw Error(message, ErrorLocation{.file = source_name_, .line = line, .column = column});
+  }
+
+  void SkipSpaceAndComments() {
+    while (!AtEnd()) {
+      char c = At();
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+        Advance();
+      } else if (c == '/' && At(1) == '/') {
+        while (!AtEnd() && At() != '\n') Advance();
+      } else {
+        return;
+      }
+    }
+  }
+
+  void LexOne(Token& token) {
+    char c = At();
+    if (IsWordStart(c)) {
+      token.kind = TokenKind::kWord;
+      while (!AtEnd() && IsNameChar(At())) {
+        token.text += At();
+        Advance();
+      }
+    } else if (c == '%' || (c == '@' && At(1) != '{')) {
+      token.kind = c == '%' ? TokenKind::kValueName : TokenKind::kGlobalName;
+      Advance();
+      LexName(token, c);
+    } else if (c == '@') {
+      token.kind = TokenKind::kAnnotationOpen;
+      token.text = "@{";
+      Advance();
+      Advance();
+    } else if (c == '"') {
+      token.kind = TokenKind::kString;
+      token.text = LexString();
+    } else if (c == '-' && At(1) == '>') {
+      token.kind = TokenKind::kPunct;
+      token.text = "->";
+      Advance();
+      Advance();
+    } else if (IsDigit(c) || (c == '-' && (IsDigit(At(1)) || At(1) == '.' || IsLetter(At(1)))) ||
+               (c == '.' && IsDigit(At(1)))) {
+      LexNumber(token);
+    } else if (std::string_view("()[]{},:=.").find(c) != std::string_view::npos) {
+      token.kind = TokenKind::kPunct;
+      token.text = std::string(1, c);
+      Advance();
+    } else {
+      Fail(fmt::format("unexpected character {}", CharText(c)), line_, column_);
+    }
+  }
+
+  void LexName(Token& token, char sigil) {
+    if (At() == '"') {
+      token.text = LexString();
+      if (token.text.empty()) {
+        Fail(fmt::format("a name after '{}' must not be empty", sigil), token.line, token.column);
+      }
+      return;
+    }
+    while (!AtEnd() && IsNameChar(At())) {
+      token.text += At();
+      Advance();
+    }
+    if (token.text.empty()) {
+      std::string found = AtEnd() ? "end of input" : CharText(At());
+      Fail(fmt::format("expected a name after '{}' but found {}", sigil, found), token.line,
+           token.column);
+    }
+  }
+
+  std::string LexString() {
+    int line = line_, column = column_;
+    Advance();  // opening quote
+    std::string out;
+    while (true) {
+      if (AtEnd() || At() == '\n') Fail("unterminated string", line, column);
+      char c = At();
+      if (c == '"') {
+        Advance();
+        return out;
+      }
+      if (c != '\\') {
+        out += c;
+        Advance();
+        continue;
+      }
+      int escape_line = line_, escape_column = column_;
+      Advance();
+      char e = At();
+      if (AtEnd()) Fail("unterminated string", line, column);
+      Advance();
+      switch (e) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'x': {
+          int high = HexValue(At());
+          int low = high < 0 ? -1 : HexValue(At(1));
+          if (low < 0) Fail("expected two hex digits after '\\x'", escape_line, escape_column);
+          out += static_cast<char>(high * 16 + low);
+          Advance();
+          Advance();
+          break;
+        }
+        default:
+          Fail(fmt::format("unknown escape '\\' followed by {} in string", CharText(e)),
+               escape_line, escape_column);
+      }
+    }
+  }
+
+  void LexNumber(Token& token) {
+    size_t start = pos_;
+    if (At() == '-') Advance();
+    bool is_float = false;
+    if (IsLetter(At())) {  // -inf, -nan
+      std::string word;
+      while (!AtEnd() && IsNameChar(At())) {
+        word += At();
+        Advance();
+      }
+      if (word != "inf" && word != "nan") {
+        Fail(fmt::format("malformed number '-{}'", word), token.line, token.column);
+      }
+      is_float = true;
+    } else {
+      size_t digits = 0;
+      while (IsDigit(At())) Advance(), ++digits;
+      if (At() == '.') {
+        is_float = true;
+        Advance();
+        while (IsDigit(At())) Advance(), ++digits;
+      }
+      if (digits == 0) {
+        Fail("malformed number: expected a digit", token.line, token.column);
+      }
+      if ((At() == 'e' || At() == 'E') &&
+          (IsDigit(At(1)) || ((At(1) == '+' || At(1) == '-') && IsDigit(At(2))))) {
+        is_float = true;
+        Advance();
+        if (At() == '+' || At() == '-') Advance();
+        while (IsDigit(At())) Advance();
+      }
+    }
+    if (!AtEnd() && IsNameChar(At())) {
+      std::string text = text_.substr(start, pos_ - start);
+      while (!AtEnd() && IsNameChar(At())) {
+        text += At();
+        Advance();
+      }
+      Fail(fmt::format("malformed number '{}'", text), token.line, token.column);
+    }
+    token.kind = is_float ? TokenKind::kFloat : TokenKind::kInt;
+    token.text = text_.substr(start, pos_ - start);
+  }
+
+  const std::string& text_;
+  const std::string& source_name_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int column_ = 1;
+};
+
+}  // namespace
+
+std::vector<Token> Tokenize(const std::string& text, const std::string& source_name) {
+  return Lexer(text, source_name).Run();
+}
+
+std::string Describe(const Token& token) {
+  auto shorten = [](const std::string& s) { return s.size() > 24 ? s.substr(0, 24) + "..." : s; };
+  switch (token.kind) {
+    case TokenKind::kEnd:
+      return "end of input";
+    case TokenKind::kString:
+      return "string " + shorten(Quote(token.text));
+    case TokenKind::kValueName:
+      return fmt::format("'%{}'",
+                         shorten(IsPlainName(token.text) ? token.text : Quote(token.text)));
+    case TokenKind::kGlobalName:
+      return fmt::format("'@{}'",
+                         shorten(IsPlainName(token.text) ? token.text : Quote(token.text)));
+    default:
+      return fmt::format("'{}'", shorten(token.text));
+  }
+}
+
+bool IsPlainName(const std::string& name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!IsNameChar(c)) return false;
+  }
+  return true;
+}
+
+bool IsBareWord(const std::string& word) {
+  return !word.empty() && IsWordStart(word[0]) && IsPlainName(word);
+}
+
+std::string Quote(const std::string& text) {
+  return ToString(AttrValue{text});
+}
+
+namespace {
+constexpr char kBase64Alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int Base64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (IsDigit(c)) return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+}  // namespace
+
+std::string EncodeBase64(std::span<const uint8_t> bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t group = static_cast<uint32_t>(bytes[i]) << 16;
+    if (n > 1) group |= static_cast<uint32_t>(bytes[i + 1]) << 8;
+    if (n > 2) group |= bytes[i + 2];
+    out += kBase64Alphabet[(group >> 18) & 63];
+    out += kBase64Alphabet[(group >> 12) & 63];
+    out += n > 1 ? kBase64Alphabet[(group >> 6) & 63] : '=';
+    out += n > 2 ? kBase64Alphabet[group & 63] : '=';
+  }
+  return out;
+}
+
+std::optional<std::vector<uint8_t>> DecodeBase64(const std::string& text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::vector<uint8_t> out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    bool last = i + 4 == text.size();
+    int padding = 0;
+    uint32_t group = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      char c = text[i + j];
+      int value = Base64Value(c);
+      if (c == '=' && last && j >= 2) {
+        ++padding;
+        value = 0;
+      } else if (value < 0 || padding > 0) {
+        return std::nullopt;
+      }
+      group = group << 6 | static_cast<uint32_t>(value);
+    }
+    out.push_back(static_cast<uint8_t>(group >> 16));
+    if (padding < 2) out.push_back(static_cast<uint8_t>(group >> 8));
+    if (padding < 1) out.push_back(static_cast<uint8_t>(group));
+  }
+  return out;
+}
+
+}  // namespace tandem::ir::text

@@ -1,0 +1,113 @@
+// decompose_reduction: hoist a reduction block's init into its own block before a loop.
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/kernel/functor.h"
+#include "kernels/schedule/access.h"
+#include "kernels/schedule/primitives.h"
+#include "kernels/schedule/tree_util.h"
+
+namespace tandem::kernels::primitive {
+
+using ir::Error;
+using ir::Expr;
+using ir::Stmt;
+
+namespace {
+
+void SplitConjuncts(const Expr& e, std::vector<Expr>& out) {
+  if (e->kind == ir::ExprKind::kAnd) {
+    SplitConjuncts(e->operands[0], out);
+    SplitConjuncts(e->operands[1], out);
+  } else {
+    out.push_back(e);
+  }
+}
+
+}  // namespace
+
+ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::string& block_name,
+                                      const ir::Var& loop_var, std::string* init_block) {
+  StmtPath path = GetBlockPath(fn, block_name);
+  const auto* realize = ir::As<ir::BlockRealizeNode>(path.target);
+  const ir::Block& block = realize->block;
+  auto fail = [&](const std::string& why) {
+    return Error(fmt::format("decompose_reduction of block '{}' at loop '{}': {}", block_name,
+                             loop_var->name, why));
+  };
+  if (!block->init) throw fail("the block has no init statement");
+  std::vector<const ir::ForNode*> loops = EnclosingLoops(path);
+  size_t position = loops.size();
+  for (size_t i = 0; i < loops.size(); ++i) {
+    if (loops[i]->loop_var.same_as(loop_var)) position = i;
+  }
+  if (position == loops.size()) throw fail("the loop does not enclose the block");
+
+  auto used_by = [&](const ir::Var& v, ir::IterKind kind) {
+    for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+      if (block->iter_vars[k].kind == kind && ir::UsesVar(realize->iter_values[k], v)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < position; ++i) {
+    if (used_by(loops[i]->loop_var, ir::IterKind::kReduction)) {
+      throw fail(fmt::format("reduction loop '{}' is outside the loop", loops[i]->loop_var->name));
+    }
+  }
+  // The init nest replicates the spatial loops from `loop` down to the block.
+  ir::VarMap loop_map;
+  std::vector<std::pair<ir::Var, int64_t>> init_loops;
+  for (size_t i = position; i < loops.size(); ++i) {
+    const ir::Var& v = loops[i]->loop_var;
+    bool spatial = used_by(v, ir::IterKind::kSpatial);
+    if (spatial && used_by(v, ir::IterKind::kReduction)) {
+      throw fail(fmt::format("loop '{}' feeds both spatial and reduction iterators", v->name));
+    }
+    if (spatial) {
+      ir::Var copy = ir::MakeVar(v->name + "_init");
+      loop_map[v.get()] = copy;
+      init_loops.emplace_back(copy, loops[i]->extent);
+    }
+  }
+  auto init = std::make_shared<ir::BlockNode>();
+  init->name = FreshBlockName(fn, block_name + "_init");
+  std::vector<Expr> values;
+  ir::VarMap iter_map;
+  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+    const ir::IterVar& iv = block->iter_vars[k];
+    if (iv.kind != ir::IterKind::kSpatial) continue;
+    ir::Var copy = ir::MakeVar(iv.var->name);
+    iter_map[iv.var.get()] = copy;
+    init->iter_vars.push_back(ir::IterVar{copy, iv.extent, ir::IterKind::kSpatial});
+    values.push_back(ir::Substitute(realize->iter_values[k], loop_map));
+  }
+  init->body = ir::Substitute(block->init, iter_map);
+  // Keep the predicate's conditions that do not involve reduction loops.
+  std::vector<Expr> conjuncts;
+  SplitConjuncts(realize->predicate, conjuncts);
+  Expr predicate = ir::IntImm(1, ir::DataType::kBool);
+  for (const Expr& c : conjuncts) {
+    bool reduction = false;
+    for (const ir::ForNode* l : loops) {
+      reduction = reduction || (used_by(l->loop_var, ir::IterKind::kReduction) && ir::UsesVar(c, l->loop_var));
+    }
+    int64_t always = 0;
+    if (reduction || (ir::AsConstInt(c, &always) && always != 0)) continue;
+    predicate = predicate && ir::Substitute(c, loop_map);
+  }
+  Stmt init_nest = ir::MakeBlockRealize(values, ir::Simplify(predicate), WithRecomputedRegions(init));
+  for (size_t i = init_loops.size(); i-- > 0;) {
+    init_nest = ir::MakeFor(init_loops[i].first, init_loops[i].second, ir::ForKind::kSerial, init_nest);
+  }
+
+  auto update = std::make_shared<ir::BlockNode>(*block);
+  update->init = nullptr;
+  Stmt body = ReplaceStmt(fn.body, path.target.get(),
+                          ir::MakeBlockRealize(realize->iter_values, realize->predicate, update));
+  StmtPath loop_path = GetLoopPath(WithBody(fn, body), loop_var);
+  body = ReplaceStmt(body, loop_path.target.get(), ir::MakeSeq({init_nest, loop_path.target}));
+  if (init_block) *init_block = init->name;
+  return WithBody(fn, body);
+}
+
+}  // namespace tandem::kernels::primitive

@@ -1,0 +1,82 @@
+// parallel / vectorize / unroll / annotate: change how a loop runs, or attach a hint.
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/kernel/functor.h"
+#include "kernels/schedule/primitives.h"
+#include "kernels/schedule/tree_util.h"
+
+namespace tandem::kernels::primitive {
+
+using ir::Error;
+using ir::Stmt;
+
+namespace {
+
+// Throws when `loop_var` feeds a reduction iterator of a block under `body`.
+void CheckNotBoundToReduction(const Stmt& body, const ir::Var& loop_var, const char* what) {
+  ir::VisitStmtTree(body, [&](const Stmt& s) {
+    const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+    if (!realize) return;
+    for (size_t k = 0; k < realize->iter_values.size(); ++k) {
+      const ir::IterVar& iv = realize->block->iter_vars[k];
+      if (iv.kind == ir::IterKind::kReduction && ir::UsesVar(realize->iter_values[k], loop_var)) {
+        throw Error(fmt::format("cannot {} loop '{}': it is bound to reduction iterator '{}' of "
+                                "block '{}'",
+                                what, loop_var->name, iv.var->name, realize->block->name));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+ir::KernelFunction SetLoopKind(const ir::KernelFunction& fn, const ir::Var& loop_var,
+                               ir::ForKind kind) {
+  StmtPath path = GetLoopPath(fn, loop_var);
+  const auto* loop = ir::As<ir::ForNode>(path.target);
+  if (kind == ir::ForKind::kParallel) CheckNotBoundToReduction(loop->body, loop_var, "parallelize");
+  if (kind == ir::ForKind::kVectorized) {
+    CheckNotBoundToReduction(loop->body, loop_var, "vectorize");
+    ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
+      const auto* inner = ir::As<ir::ForNode>(s);
+      if (inner && inner->for_kind == ir::ForKind::kParallel) {
+        throw Error(fmt::format("cannot vectorize loop '{}': it contains parallel loop '{}'",
+                                loop_var->name, inner->loop_var->name));
+      }
+    });
+  }
+  if (kind == ir::ForKind::kParallel) {
+    for (const Stmt& a : path.ancestors) {
+      const auto* outer = ir::As<ir::ForNode>(a);
+      if (outer && outer->for_kind == ir::ForKind::kVectorized) {
+        throw Error(fmt::format("cannot parallelize loop '{}' inside vectorized loop '{}'",
+                                loop_var->name, outer->loop_var->name));
+      }
+    }
+  }
+  Stmt replaced = ir::MakeFor(loop->loop_var, loop->extent, kind, loop->body, loop->annotations);
+  return WithBody(fn, ReplaceStmt(fn.body, path.target.get(), replaced));
+}
+
+ir::KernelFunction AnnotateLoop(const ir::KernelFunction& fn, const ir::Var& loop_var,
+                                const std::string& key, const ir::AttrValue& value) {
+  StmtPath path = GetLoopPath(fn, loop_var);
+  const auto* loop = ir::As<ir::ForNode>(path.target);
+  ir::Attrs annotations = loop->annotations;
+  annotations.Set(key, value);
+  Stmt replaced = ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind, loop->body, annotations);
+  return WithBody(fn, ReplaceStmt(fn.body, path.target.get(), replaced));
+}
+
+ir::KernelFunction AnnotateBlock(const ir::KernelFunction& fn, const std::string& block,
+                                 const std::string& key, const ir::AttrValue& value) {
+  StmtPath path = GetBlockPath(fn, block);
+  const auto* realize = ir::As<ir::BlockRealizeNode>(path.target);
+  auto new_block = std::make_shared<ir::BlockNode>(*realize->block);
+  new_block->annotations.Set(key, value);
+  Stmt replaced = ir::MakeBlockRealize(realize->iter_values, realize->predicate, new_block);
+  return WithBody(fn, ReplaceStmt(fn.body, path.target.get(), replaced));
+}
+
+}  // namespace tandem::kernels::primitive

@@ -1,0 +1,147 @@
+#include "backends/runtime/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "ir/error.h"
+
+namespace tandem::backends {
+namespace {
+
+// Runs ParallelFor over `extent` and expects every index exactly once, in non-empty chunks.
+void ExpectEachIndexOnce(ThreadPool& pool, int64_t extent) {
+  std::unique_ptr<std::atomic<int>[]> hits(new std::atomic<int>[static_cast<size_t>(extent) + 1]);
+  for (int64_t i = 0; i < extent; ++i) hits[static_cast<size_t>(i)] = 0;
+  std::atomic<int> empty_chunks{0};
+  std::atomic<int> chunks{0};
+  pool.ParallelFor(extent, [&](int64_t begin, int64_t end) {
+    if (begin >= end || begin < 0 || end > extent) ++empty_chunks;
+    ++chunks;
+    for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+  });
+  EXPECT_EQ(empty_chunks.load(), 0);
+  EXPECT_LE(chunks.load(), std::max<int64_t>(1, std::min<int64_t>(extent, pool.num_threads())));
+  for (int64_t i = 0; i < extent; ++i) {
+    ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i << " of " << extent;
+  }
+}
+
+TEST(ThreadPool, EveryIndexRunsExactlyOnce) {
+  for (int threads : {1, 2, 3, 5, 8}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.num_threads(), threads);
+    for (int64_t extent : {0, 1, 2, 3, 4, 7, 8, 9, 64, 1000, 100003}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads, extent " << extent);
+      ExpectEachIndexOnce(pool, extent);
+    }
+  }
+}
+
+TEST(ThreadPool, ChunksAreBalanced) {
+  ThreadPool pool(4);
+  std::vector<int64_t> sizes(4, -1);
+  std::atomic<int> next{0};
+  pool.ParallelFor(10, [&](int64_t begin, int64_t end) { sizes[static_cast<size_t>(next++)] = end - begin; });
+  ASSERT_EQ(next.load(), 4);
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    EXPECT_TRUE(size == 2 || size == 3) << size;
+    total += size;
+  }
+  EXPECT_EQ(total, 10);
+}
+
+TEST(ThreadPool, CEntryPointUsesTheGlobalPool) {
+  std::vector<std::atomic<int>> hits(777);
+  tandem_parallel_for(
+      777,
+      [](int64_t begin, int64_t end, void* closure) {
+        auto* h = static_cast<std::vector<std::atomic<int>>*>(closure);
+        for (int64_t i = begin; i < end; ++i) ++(*h)[static_cast<size_t>(i)];
+      },
+      &hits);
+  for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, NestedCallsRunSeriallyAndCompletely) {
+  ThreadPool pool(3);
+  const int64_t outer = 7, inner = 11;
+  std::vector<std::atomic<int>> hits(outer * inner);
+  pool.ParallelFor(outer, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      pool.ParallelFor(inner, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) ++hits[static_cast<size_t>(i * inner + j)];
+      });
+    }
+  });
+  for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST(ThreadPool, ManySmallCallsComplete) {
+  ThreadPool pool(std::max(2u, std::thread::hardware_concurrency()));
+  std::atomic<int64_t> sum{0};
+  for (int call = 0; call < 5000; ++call) {
+    pool.ParallelFor(1 + call % 5, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) sum += i + 1;
+    });
+  }
+  int64_t expected = 0;
+  for (int call = 0; call < 5000; ++call) {
+    int64_t n = 1 + call % 5;
+    expected += n * (n + 1) / 2;
+  }
+  EXPECT_EQ(sum.load(), expected);
+}
+
+TEST(ThreadPool, ConcurrentCallersBothFinish) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> total{0};
+  auto work = [&] {
+    for (int round = 0; round < 500; ++round) {
+      pool.ParallelFor(16, [&](int64_t begin, int64_t end) { total += end - begin; });
+    }
+  };
+  std::thread other(work);
+  work();
+  other.join();
+  EXPECT_EQ(total.load(), 2 * 500 * 16);
+}
+
+TEST(ThreadPool, ExceptionsDoNotEscapeWorkers) {
+  ThreadPool pool(4);
+  std::atomic<int> ran{0};
+  // Chunks other than the caller's throw; the caller sees the exception after every chunk ran.
+  EXPECT_THROW(pool.ParallelFor(40,
+                                [&](int64_t begin, int64_t end) {
+                                  ran += static_cast<int>(end - begin);
+                                  if (begin != 0) throw std::runtime_error("chunk failed");
+                                }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 40);
+  // The pool keeps working afterwards.
+  ExpectEachIndexOnce(pool, 1000);
+  // The C entry point swallows exceptions: generated code cannot unwind.
+  EXPECT_NO_THROW(tandem_parallel_for(
+      8, [](int64_t, int64_t, void*) { throw std::runtime_error("from a body"); }, nullptr));
+  ExpectEachIndexOnce(ThreadPool::Global(), 100);
+}
+
+TEST(ThreadPool, SetNumThreads) {
+  ThreadPool pool(2);
+  pool.SetNumThreads(5);
+  EXPECT_EQ(pool.num_threads(), 5);
+  ExpectEachIndexOnce(pool, 333);
+  pool.SetNumThreads(1);
+  ExpectEachIndexOnce(pool, 333);
+  EXPECT_THROW(pool.SetNumThreads(0), ir::Error);
+  EXPECT_THROW(ThreadPool(-1), ir::Error);
+  EXPECT_GE(ThreadPool::Global().num_threads(), 1);
+}
+
+}  // namespace
+}  // namespace tandem::backends

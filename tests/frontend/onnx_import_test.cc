@@ -1,0 +1,237 @@
+// Tests of the ONNX importer as a whole: real models against their recorded outputs, the
+// module's signature and attributes, input shapes, and errors for malformed or unsupported input
+// (which must never crash).
+#include "frontend/onnx_importer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "backends/reference/interpreter.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+#include "onnx_test_util.h"
+
+namespace tandem::frontend {
+namespace {
+
+using ir::DataType;
+using ir::Tensor;
+using testing::ExpectError;
+using testing::IntAttr;
+using testing::IntsAttr;
+using testing::OnnxModel;
+using testing::StringAttr;
+namespace fs = std::filesystem;
+
+// Imports <dir>/model.onnx, runs it on test_data_set_0/input_*.pb and compares every output with
+// output_*.pb.
+void CheckModelAgainstRecordedOutputs(const fs::path& dir, double tolerance) {
+  auto start = std::chrono::steady_clock::now();
+  ir::IRModule module = ImportOnnxFile((dir / "model.onnx").string());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[ info ] imported " << dir.filename() << " in " << seconds * 1000 << " ms\n";
+  EXPECT_EQ(module.attrs().GetString("source"), "onnx");
+  EXPECT_GE(module.attrs().GetInt("opset"), 13);
+  std::vector<Tensor> inputs =
+      ReadTensorProtoDirectory((dir / "test_data_set_0").string(), "input");
+  std::vector<Tensor> expected =
+      ReadTensorProtoDirectory((dir / "test_data_set_0").string(), "output");
+  std::vector<Tensor> outputs = backends::RunReference(module, inputs);
+  ASSERT_EQ(outputs.size(), expected.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    double error = ir::RelativeError(outputs[i], expected[i]);
+    std::cout << "[ info ] " << dir.filename() << " output " << i << " relative error " << error
+              << "\n";
+    EXPECT_LT(error, tolerance);
+  }
+}
+
+fs::path SharedModel(const std::string& name) {
+  return fs::path(TANDEM_MODELS_DIR) / name;
+}
+
+#define SKIP_WITHOUT_SHARED_MODEL(name)                                          \
+  if (!fs::exists(SharedModel(name) / "model.onnx")) {                           \
+    GTEST_SKIP() << "shared model " << SharedModel(name) << " is not available"; \
+  }
+
+TEST(OnnxImport, ResNet18MatchesRecordedOutput) {
+  SKIP_WITHOUT_SHARED_MODEL("resnet18");
+  CheckModelAgainstRecordedOutputs(SharedModel("resnet18"), 1e-4);
+}
+
+TEST(OnnxImport, MobileNetV2MatchesRecordedOutput) {
+  SKIP_WITHOUT_SHARED_MODEL("mobilenet_v2");
+  CheckModelAgainstRecordedOutputs(SharedModel("mobilenet_v2"), 1e-4);
+}
+
+TEST(OnnxImport, BertSmallMatchesRecordedOutput) {
+  SKIP_WITHOUT_SHARED_MODEL("bert_small");
+  CheckModelAgainstRecordedOutputs(SharedModel("bert_small"), 1e-4);
+}
+
+TEST(OnnxImport, TinyCnnExampleMatchesItsNumpyOutput) {
+  fs::path dir = fs::path(TANDEM_SOURCE_DIR) / "examples/models/tiny_cnn";
+  ASSERT_TRUE(fs::exists(dir / "model.onnx")) << dir;
+  CheckModelAgainstRecordedOutputs(dir, 1e-4);
+}
+
+TEST(OnnxImport, ResNet18SignatureAndGraph) {
+  SKIP_WITHOUT_SHARED_MODEL("resnet18");
+  ir::IRModule module = ImportOnnxFile((SharedModel("resnet18") / "model.onnx").string());
+  const ir::GraphFunction& main = module.Get("main");
+  ASSERT_EQ(main.params.size(), 1u);
+  EXPECT_EQ(main.node(main.params[0]).name, "input");
+  EXPECT_EQ(main.type_of(main.params[0]),
+            ir::Type(ir::TensorType{{1, 3, 224, 224}, DataType::kFloat32, ""}));
+  EXPECT_EQ(main.OutputTensorTypes(),
+            (std::vector<ir::TensorType>{{{1, 1000}, DataType::kFloat32, ""}}));
+  EXPECT_EQ(testing::CountOp(module, "conv2d"), 20);
+  EXPECT_EQ(testing::CountOp(module, "dense"), 1);
+  EXPECT_NE(module.attrs().GetString("producer").find("pytorch"), std::string::npos);
+}
+
+TEST(OnnxImport, FunctionNameOption) {
+  OnnxModel model;
+  model.Input("x", {2}).Node("Relu", {"x"}, {"y"}).Output("y");
+  OnnxImportOptions options;
+  options.function_name = "net";
+  ir::IRModule module = model.Import(options);
+  EXPECT_TRUE(module.Has("net"));
+  EXPECT_FALSE(module.Has("main"));
+}
+
+TEST(OnnxImport, SymbolicDimensionsNeedInputShapes) {
+  OnnxModel model;
+  model.Input("tokens", {-1, 8}).Node("Relu", {"tokens"}, {"y"}).Output("y");
+  ExpectError([&] { model.Import(); },
+              {"'tokens'", "symbolic ('dim0')", "dimension 0", "input_shapes"});
+  OnnxImportOptions options;
+  options.input_shapes["tokens"] = {3, 8};
+  ir::IRModule module = model.Import(options);
+  EXPECT_EQ(module.Get("main").OutputTensorTypes()[0].shape, (ir::Shape{3, 8}));
+  options.input_shapes["tokens"] = {3, 9};
+  ExpectError([&] { model.Import(options); }, {"'tokens'", "fixes it to 8"});
+  options.input_shapes = {{"tokenz", {3, 8}}};
+  ExpectError([&] { model.Import(options); }, {"'tokenz'", "not an input"});
+}
+
+TEST(OnnxImport, UnsupportedOpIsNamed) {
+  OnnxModel model;
+  model.Input("boxes", {1, 4, 4}).Input("scores", {1, 1, 4});
+  model.Node("NonMaxSuppression", {"boxes", "scores"}, {"sel"}, {}, "nms").Output("sel");
+  ExpectError([&] { model.Import(); }, {"unsupported ONNX op 'NonMaxSuppression' at node 'nms'"});
+
+  OnnxModel custom;
+  custom.Input("x", {2}).Node("FusedThing", {"x"}, {"y"}).Output("y");
+  custom.graph()->mutable_node(0)->set_domain("com.microsoft");
+  ExpectError([&] { custom.Import(); }, {"'com.microsoft.FusedThing'", "#0 FusedThing"});
+}
+
+TEST(OnnxImport, UndefinedTensorsAreNamedWithTheirNode) {
+  OnnxModel missing_weight;
+  missing_weight.Input("x", {1, 1, 3, 3}).Node("Conv", {"x", "w"}, {"y"}, {}, "conv").Output("y");
+  ExpectError([&] { missing_weight.Import(); }, {"conv", "Conv", "'w'", "not defined"});
+
+  OnnxModel unnamed;  // an unnamed node is called "#index op_type"
+  unnamed.Input("x", {2})
+      .Node("Relu", {"x"}, {"a"})
+      .Node("Add", {"a", "nowhere"}, {"y"})
+      .Output("y");
+  ExpectError([&] { unnamed.Import(); }, {"#1 Add", "'nowhere'"});
+
+  OnnxModel no_output;
+  no_output.Input("x", {2}).Node("Relu", {"x"}, {"a"}).Output("b");
+  ExpectError([&] { no_output.Import(); }, {"graph output 'b'"});
+
+  OnnxModel twice;
+  twice.Input("x", {2})
+      .Node("Relu", {"x"}, {"a"})
+      .Node("Relu", {"x"}, {"a"}, {}, "again")
+      .Output("a");
+  ExpectError([&] { twice.Import(); }, {"'a'", "defined twice", "again"});
+}
+
+TEST(OnnxImport, BadShapesAndAttributesNameTheNode) {
+  OnnxModel mismatch;
+  mismatch.Input("a", {2, 3}).Input("b", {4});
+  mismatch.Node("Add", {"a", "b"}, {"y"}, {}, "bad_add").Output("y");
+  ExpectError([&] { mismatch.Import(); }, {"bad_add", "Add", "[2,3]"});
+
+  OnnxModel auto_pad;
+  auto_pad.Input("x", {1, 1, 3, 3}).Initializer("w", Tensor({1, 1, 1, 1}, DataType::kFloat32));
+  auto_pad.Node("Conv", {"x", "w"}, {"y"}, {StringAttr("auto_pad", "SOMETIMES")}, "c1").Output("y");
+  ExpectError([&] { auto_pad.Import(); }, {"c1", "auto_pad", "SOMETIMES"});
+
+  OnnxModel unknown_attr;
+  unknown_attr.Input("x", {2}).Node("Relu", {"x"}, {"y"}, {IntAttr("alpha", 3)}, "r").Output("y");
+  ExpectError([&] { unknown_attr.Import(); }, {"'r'", "unsupported attribute 'alpha'"});
+
+  OnnxModel wrong_kind;
+  wrong_kind.Input("x", {2, 2})
+      .Node("Transpose", {"x"}, {"y"}, {IntAttr("perm", 1)}, "t")
+      .Output("y");
+  ExpectError([&] { wrong_kind.Import(); }, {"'t'", "'perm'", "INTS", "INT"});
+
+  OnnxModel wrap;
+  wrap.Input("x", {2}).Initializer("p", Tensor::FromInt64s({2}, {1, 1}));
+  wrap.Node("Pad", {"x", "p"}, {"y"}, {StringAttr("mode", "wrap")}, "pad").Output("y");
+  ExpectError([&] { wrap.Import(); }, {"'pad'", "mode 'wrap'"});
+
+  OnnxModel dynamic_shape;
+  dynamic_shape.Input("x", {2, 3}).Input("s", {2}, DataType::kInt64);
+  dynamic_shape.Node("Reshape", {"x", "s"}, {"y"}, {}, "reshape").Output("y");
+  ExpectError([&] { dynamic_shape.Import(); }, {"'reshape'", "import time"});
+
+  OnnxModel bad_reshape;
+  bad_reshape.Input("x", {2, 3}).Initializer("s", Tensor::FromInt64s({2}, {4, -1}));
+  bad_reshape.Node("Reshape", {"x", "s"}, {"y"}, {}, "reshape").Output("y");
+  ExpectError([&] { bad_reshape.Import(); }, {"'reshape'", "cannot reshape"});
+
+  OnnxModel missing_input;
+  missing_input.Input("x", {2}).Node("Add", {"x"}, {"y"}, {}, "half_add").Output("y");
+  ExpectError([&] { missing_input.Import(); }, {"'half_add'", "input 1"});
+}
+
+TEST(OnnxImport, ModelLevelErrors) {
+  OnnxModel old(9);
+  old.Input("x", {2}).Node("Relu", {"x"}, {"y"}).Output("y");
+  ExpectError([&] { old.Import(); }, {"opset 9", "opset 13"});
+
+  OnnxModel no_outputs;
+  no_outputs.Input("x", {2});
+  ExpectError([&] { no_outputs.Import(); }, {"no outputs"});
+
+  OnnxModel string_input;
+  string_input.Input("x", {2}).Output("x");
+  string_input.graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::STRING);
+  ExpectError([&] { string_input.Import(); }, {"'x'", "STRING"});
+
+  OnnxModel external;
+  external.Input("x", {2}).Initializer("w", Tensor::FromFloats({2}, {1, 2}));
+  external.graph()->mutable_initializer(0)->set_data_location(onnx::TensorProto::EXTERNAL);
+  external.Node("Add", {"x", "w"}, {"y"}).Output("y");
+  ExpectError([&] { external.Import(); }, {"'w'", "externally"});
+
+  ExpectError([] { ImportOnnxModel("", "empty.onnx"); }, {"empty.onnx", "empty"});
+  ExpectError([] { ImportOnnxModel("\x08\x07\x12", "cut.onnx"); },
+              {"not a valid ONNX model file", "cut.onnx"});
+}
+
+TEST(OnnxImport, FileErrors) {
+  fs::path dir = fs::temp_directory_path() / "tandem_onnx_import_test_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ExpectError([&] { ImportOnnxFile(dir.string()); }, {"is a directory"});
+  ExpectError([&] { ImportOnnxFile((dir / "absent.onnx").string()); },
+              {"absent.onnx", "does not exist"});
+  std::ofstream(dir / "empty.onnx").close();
+  ExpectError([&] { ImportOnnxFile((dir / "empty.onnx").string()); }, {"empty.onnx", "is empty"});
+}
+
+}  // namespace
+}  // namespace tandem::frontend

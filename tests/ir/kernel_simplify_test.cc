@@ -1,0 +1,797 @@
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "ir/kernel/bound.h"
+#include "ir/kernel/simplify.h"
+
+namespace tandem::ir {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Test helpers: a debugging printer, structural equality and an integer evaluator.
+
+int Precedence(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kOr:
+      return 1;
+    case ExprKind::kAnd:
+      return 2;
+    case ExprKind::kAdd:
+    case ExprKind::kSub:
+      return 4;
+    case ExprKind::kMul:
+    case ExprKind::kDiv:
+      return 5;
+    default:
+      return IsComparison(kind) ? 3 : 6;
+  }
+}
+
+// Prints with the fewest parentheses that keep the tree unambiguous (operators associate to
+// the left), so two printed strings are equal only for equal trees (given distinct var names).
+std::string Str(const Expr& e) {
+  const ExprNode& n = *e;
+  auto child = [&](size_t i, bool right) {
+    std::string s = Str(n.operands[i]);
+    int mine = Precedence(n.kind), theirs = Precedence(n.operands[i]->kind);
+    bool parens = right || IsComparison(n.kind) ? theirs <= mine : theirs < mine;
+    return parens && theirs < 6 ? "(" + s + ")" : s;
+  };
+  auto call = [&](const std::string& name) {
+    std::string s = name + "(";
+    for (size_t i = 0; i < n.operands.size(); ++i) s += (i ? ", " : "") + Str(n.operands[i]);
+    return s + ")";
+  };
+  switch (n.kind) {
+    case ExprKind::kIntImm:
+      if (n.dtype == DataType::kBool) return n.int_value ? "true" : "false";
+      return std::to_string(n.int_value) + (n.dtype == DataType::kInt64 ? "" : ToString(n.dtype));
+    case ExprKind::kFloatImm:
+      return fmt::format("{}{}", n.float_value, n.dtype == DataType::kFloat32 ? "f" : "d");
+    case ExprKind::kVar:
+      return n.name;
+    case ExprKind::kMul:
+    case ExprKind::kDiv:
+      return child(0, false) + ToString(n.kind) + child(1, true);
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod:
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+    case ExprKind::kSelect:
+      return call(ToString(n.kind));
+    case ExprKind::kNot:
+      return "!" + child(0, true);
+    case ExprKind::kCast:
+      return call(ToString(n.dtype));
+    case ExprKind::kLoad: {
+      std::string s = call(n.buffer->name);
+      return s.replace(n.buffer->name.size(), 1, "[").replace(s.size() - 1, 1, "]");
+    }
+    case ExprKind::kCall:
+      return call(n.name);
+    default:
+      return child(0, false) + " " + ToString(n.kind) + " " + child(1, true);
+  }
+}
+
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a.same_as(b)) return true;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->operands.size() != b->operands.size()) {
+    return false;
+  }
+  if (a->kind == ExprKind::kVar || a->buffer != b->buffer || a->name != b->name) return false;
+  if (a->int_value != b->int_value || a->float_value != b->float_value) return false;
+  for (size_t i = 0; i < a->operands.size(); ++i) {
+    if (!SameExpr(a->operands[i], b->operands[i])) return false;
+  }
+  return true;
+}
+
+using Values = std::unordered_map<const ExprNode*, int64_t>;
+
+int64_t FloorDivRef(int64_t a, int64_t b) {
+  return static_cast<int64_t>(std::floor(static_cast<double>(a) / static_cast<double>(b)));
+}
+
+// Evaluates an integer/bool expression (bools as 0/1); nullopt on division by zero.
+std::optional<int64_t> Eval(const Expr& e, const Values& values) {
+  const ExprNode& n = *e;
+  if (n.kind == ExprKind::kIntImm) return n.int_value;
+  if (n.kind == ExprKind::kVar) return values.at(e.get());
+  std::vector<int64_t> v;
+  for (const Expr& o : n.operands) {
+    std::optional<int64_t> x = Eval(o, values);
+    if (!x) return std::nullopt;
+    v.push_back(*x);
+  }
+  switch (n.kind) {
+    case ExprKind::kAdd:
+      return v[0] + v[1];
+    case ExprKind::kSub:
+      return v[0] - v[1];
+    case ExprKind::kMul:
+      return v[0] * v[1];
+    case ExprKind::kFloorDiv:
+      if (v[1] == 0) return std::nullopt;
+      return FloorDivRef(v[0], v[1]);
+    case ExprKind::kFloorMod:
+      if (v[1] == 0) return std::nullopt;
+      return v[0] - FloorDivRef(v[0], v[1]) * v[1];
+    case ExprKind::kMin:
+      return std::min(v[0], v[1]);
+    case ExprKind::kMax:
+      return std::max(v[0], v[1]);
+    case ExprKind::kEQ:
+      return v[0] == v[1];
+    case ExprKind::kNE:
+      return v[0] != v[1];
+    case ExprKind::kLT:
+      return v[0] < v[1];
+    case ExprKind::kLE:
+      return v[0] <= v[1];
+    case ExprKind::kGT:
+      return v[0] > v[1];
+    case ExprKind::kGE:
+      return v[0] >= v[1];
+    case ExprKind::kAnd:
+      return v[0] != 0 && v[1] != 0;
+    case ExprKind::kOr:
+      return v[0] != 0 || v[1] != 0;
+    case ExprKind::kNot:
+      return v[0] == 0;
+    case ExprKind::kSelect:
+      return v[0] != 0 ? v[1] : v[2];
+    case ExprKind::kCast:
+      return n.dtype == DataType::kBool ? v[0] != 0 : v[0];
+    default:
+      ADD_FAILURE() << "cannot evaluate " << Str(e);
+      return std::nullopt;
+  }
+}
+
+VarRanges Ranges(std::initializer_list<std::pair<Var, IntInterval>> list) {
+  VarRanges r;
+  for (const auto& [var, range] : list) r[var.get()] = range;
+  return r;
+}
+
+std::string S(const Expr& e, const VarRanges& ranges = {}) {
+  Expr s = Simplify(e, ranges);
+  EXPECT_EQ(s->dtype, e->dtype) << Str(e);
+  EXPECT_TRUE(SameExpr(Simplify(s, ranges), s)) << "not idempotent: " << Str(s);
+  return Str(s);
+}
+
+class KernelSimplify : public ::testing::Test {
+ protected:
+  Var x = MakeVar("x"), y = MakeVar("y"), i = MakeVar("i"), j = MakeVar("j");
+  Var c = MakeVar("c", DataType::kBool);
+  Var fx = MakeVar("fx", DataType::kFloat32);
+  Expr f32(double v) { return FloatImm(v, DataType::kFloat32); }
+  // i, j in [0, 8).
+  VarRanges ij = Ranges({{i, {0, 7}}, {j, {0, 7}}});
+};
+
+// ---------------------------------------------------------------------------------------------
+// Constant folding.
+
+TEST_F(KernelSimplify, FoldsIntegerConstantsWithFloorSemantics) {
+  EXPECT_EQ(S(Expr(3) + 4 * Expr(5)), "23");
+  EXPECT_EQ(S(FloorDiv(-7, 2)), "-4");
+  EXPECT_EQ(S(FloorMod(-7, 2)), "1");
+  EXPECT_EQ(S(FloorDiv(7, -2)), "-4");
+  EXPECT_EQ(S(FloorMod(7, -2)), "-1");
+  EXPECT_EQ(S(FloorDiv(-8, 2)), "-4");
+  EXPECT_EQ(S(Min(3, -2) + Max(3, -2)), "1");
+  EXPECT_EQ(S(Expr(3) < 4), "true");
+  EXPECT_EQ(S(Expr(3) >= 4), "false");
+  EXPECT_EQ(S((Expr(3) < 4) && (Expr(1) == 2)), "false");
+  EXPECT_EQ(S((Expr(3) < 4) || (Expr(1) == 2)), "true");
+  EXPECT_EQ(S(!(Expr(3) < 4)), "false");
+  EXPECT_EQ(S(Select(Expr(2) > 1, 10, 20)), "10");
+}
+
+TEST_F(KernelSimplify, LeavesDivisionByZeroAndOverflowAlone) {
+  EXPECT_EQ(S(FloorDiv(7, 0)), "floordiv(7, 0)");
+  EXPECT_EQ(S(FloorMod(x, 0)), "floormod(x, 0)");
+  EXPECT_EQ(S(FloorDiv(x, -2)), "floordiv(x, -2)");
+  int64_t max = std::numeric_limits<int64_t>::max(), min = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(S(Expr(max) + 1), "9223372036854775807 + 1");
+  EXPECT_EQ(S(FloorDiv(min, -1)), "floordiv(-9223372036854775808, -1)");
+  EXPECT_EQ(S(FloorMod(min, -1)), "0");
+  EXPECT_EQ(S(x * max * 2), "x*9223372036854775807*2");
+}
+
+TEST_F(KernelSimplify, NarrowIntegersWrap) {
+  Expr e = IntImm(2147483647, DataType::kInt32) + IntImm(1, DataType::kInt32);
+  EXPECT_EQ(S(e), "-2147483648i32");
+  EXPECT_EQ(S(IntImm(200, DataType::kUInt8) + IntImm(100, DataType::kUInt8)), "44u8");
+  Var a = MakeVar("a", DataType::kInt32);
+  Expr three = IntImm(3, DataType::kInt32), two = IntImm(2, DataType::kInt32);
+  EXPECT_EQ(S((a + three) * two - IntImm(6, DataType::kInt32)), "a*2i32");
+  Var b = MakeVar("b", DataType::kInt8);
+  EXPECT_EQ(S(b * IntImm(1, DataType::kInt8) + IntImm(0, DataType::kInt8)), "b");
+  EXPECT_EQ(S(b - b), "0i8");
+}
+
+TEST_F(KernelSimplify, FoldsCastsOfConstants) {
+  EXPECT_EQ(S(Cast(DataType::kFloat32, 3)), "3f");
+  EXPECT_EQ(S(Cast(DataType::kInt32, FloatImm(-2.7))), "-2i32");
+  EXPECT_EQ(S(Cast(DataType::kInt32, (int64_t{1} << 32) + 5)), "5i32");
+  EXPECT_EQ(S(Cast(DataType::kBool, 7)), "true");
+  EXPECT_EQ(S(Cast(DataType::kInt64, IntImm(1, DataType::kBool))), "1");
+  EXPECT_EQ(S(Cast(DataType::kInt64, FloatImm(NAN))), "i64(nanf)");
+  EXPECT_EQ(S(Cast(DataType::kInt64, FloatImm(1e30, DataType::kFloat64))), "i64(1e+30d)");
+}
+
+TEST_F(KernelSimplify, FoldsFloatConstantsInTheirPrecision) {
+  EXPECT_EQ(S(f32(1.5) + f32(2.25)), "3.75f");
+  Expr third = Simplify(f32(1.0) / f32(3.0));
+  ASSERT_EQ(third->kind, ExprKind::kFloatImm);
+  EXPECT_EQ(third->float_value, static_cast<double>(1.0f / 3.0f));
+  EXPECT_EQ(S(f32(1.0) / f32(0.0)), "1f/0f");
+  EXPECT_EQ(S(f32(1.0) < f32(2.0)), "true");
+  EXPECT_EQ(S(Min(f32(NAN), f32(1.0))), "min(nanf, 1f)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical affine form.
+
+TEST_F(KernelSimplify, CollectsLikeTerms) {
+  EXPECT_EQ(S((i * 4 + j) - j), "i*4");
+  EXPECT_EQ(S(i * 2 + i * 3), "i*5");
+  EXPECT_EQ(S((x + 3) * 2 - 6), "x*2");
+  EXPECT_EQ(S(j + i * 4 - j + i), "i*5");
+  Var outer = MakeVar("i_outer"), inner = MakeVar("i_inner");
+  EXPECT_EQ(S((outer * 16 + inner) - (outer * 16)), "i_inner");
+  EXPECT_EQ(S(x * y * 3 + y * x), "x*y*4");
+  EXPECT_EQ(S((i + 1) * (i + 1) - i * i), "i*2 + 1");
+  EXPECT_EQ(S((x + y) * 2 - x - y - x), "y");
+}
+
+TEST_F(KernelSimplify, IntegerIdentities) {
+  EXPECT_EQ(S(x * 1), "x");
+  EXPECT_EQ(S(1 * x), "x");
+  EXPECT_EQ(S(x + 0), "x");
+  EXPECT_EQ(S(0 + x), "x");
+  EXPECT_EQ(S(x * 0), "0");
+  EXPECT_EQ(S(x - x), "0");
+  EXPECT_EQ(S(Load(MakeBuffer("A", DataType::kInt64, {4}), {x}) * 0), "0");
+}
+
+TEST_F(KernelSimplify, OrdersTermsByFirstAppearanceNotByPointer) {
+  // `b` is created before `a`, so pointer order and appearance order may disagree.
+  Var b = MakeVar("b"), a = MakeVar("a");
+  EXPECT_EQ(S(b + a), "b + a");
+  EXPECT_EQ(S(a + b), "a + b");
+  EXPECT_EQ(S(a + b * 2 + a), "a*2 + b*2");
+  EXPECT_EQ(S(5 - x), "5 - x");
+  EXPECT_EQ(S(0 - x), "x*-1");
+  EXPECT_EQ(S(0 - x - 3), "x*-1 - 3");
+  EXPECT_EQ(S(y * -2 + x), "x - y*2");
+  EXPECT_EQ(S(x - y + 2), "x - y + 2");
+}
+
+TEST_F(KernelSimplify, FloatIdentitiesAreConservative) {
+  EXPECT_EQ(S(fx * f32(1.0)), "fx");
+  EXPECT_EQ(S(f32(1.0) * fx), "fx");
+  EXPECT_EQ(S(fx + f32(0.0)), "fx");
+  EXPECT_EQ(S(fx - f32(0.0)), "fx");
+  EXPECT_EQ(S(fx / f32(1.0)), "fx");
+  EXPECT_EQ(S(fx * f32(0.0)), "fx*0f");  // NaN * 0 is NaN
+  EXPECT_EQ(S(fx - fx), "fx - fx");      // inf - inf is NaN
+  EXPECT_EQ(S((fx + f32(1.0)) + f32(2.0)), "fx + 1f + 2f");
+}
+
+// ---------------------------------------------------------------------------------------------
+// floordiv / floormod.
+
+TEST_F(KernelSimplify, DivisionUsesBounds) {
+  Var i0 = MakeVar("i0"), i1 = MakeVar("i1"), f = MakeVar("f");
+  VarRanges r = Ranges({{i0, {0, 3}}, {i1, {0, 7}}});
+  EXPECT_EQ(S(FloorDiv(i0 * 8 + i1, 8), r), "i0");
+  EXPECT_EQ(S(FloorMod(i0 * 8 + i1, 8), r), "i1");
+  EXPECT_EQ(S(FloorDiv(i0 * 8 + i1, 8)), "i0 + floordiv(i1, 8)");
+  EXPECT_EQ(S(FloorMod(i0 * 8 + i1, 8)), "floormod(i1, 8)");
+  EXPECT_EQ(S(FloorMod(f, 32), Ranges({{f, {0, 31}}})), "f");
+  EXPECT_EQ(S(FloorDiv(f, 32), Ranges({{f, {0, 31}}})), "0");
+  EXPECT_EQ(S(FloorMod(f, 32), Ranges({{f, {0, 63}}})), "floormod(f, 32)");
+  EXPECT_EQ(S(FloorMod(f, 32), Ranges({{f, {32, 63}}})), "f - 32");
+  EXPECT_EQ(S(FloorDiv(f, 32), Ranges({{f, {32, 63}}})), "1");
+  EXPECT_EQ(S(FloorDiv(f - 8, 32), Ranges({{f, {0, 7}}})), "-1");
+}
+
+TEST_F(KernelSimplify, DivisionAlgebra) {
+  EXPECT_EQ(S(FloorDiv(FloorDiv(x, 4), 8)), "floordiv(x, 32)");
+  EXPECT_EQ(S(FloorDiv(FloorDiv(x, 4) + 1, 8)), "floordiv(x + 4, 32)");
+  EXPECT_EQ(S(FloorMod(FloorMod(x, 8), 4)), "floormod(x, 4)");
+  EXPECT_EQ(S(FloorMod(FloorMod(x, 4), 8)), "floormod(x, 4)");
+  EXPECT_EQ(S(FloorMod(FloorMod(x, 6), 4)), "floormod(floormod(x, 6), 4)");
+  EXPECT_EQ(S(FloorDiv(x * 6, 3)), "x*2");
+  EXPECT_EQ(S(FloorMod(x * 6, 3)), "0");
+  EXPECT_EQ(S(FloorDiv(x * 6 + y * 3 + 7, 3)), "x*2 + y + 2");
+  EXPECT_EQ(S(FloorDiv(x * 4 + y, 8), Ranges({{y, {0, 3}}})), "floordiv(x, 2)");
+  EXPECT_EQ(S(FloorMod(x * 4 + y, 8), Ranges({{y, {0, 3}}})), "floormod(x, 2)*4 + y");
+  EXPECT_EQ(S(FloorDiv(x * 2 + 1, 4)), "floordiv(x, 2)");
+  EXPECT_EQ(S(FloorDiv(x * 3, 6)), "floordiv(x, 2)");
+  EXPECT_EQ(S(FloorDiv(x + 9, 8)), "floordiv(x + 1, 8) + 1");
+  EXPECT_EQ(S(FloorDiv(x - 1, 4)), "floordiv(x + 3, 4) - 1");
+  EXPECT_EQ(S(FloorMod(x - 1, 4)), "floormod(x + 3, 4)");
+  EXPECT_EQ(S(FloorDiv(x, 1)), "x");
+  EXPECT_EQ(S(FloorMod(x, 1)), "0");
+}
+
+TEST_F(KernelSimplify, FuseSplitIdentity) {
+  EXPECT_EQ(S(FloorDiv(x, 8) * 8 + FloorMod(x, 8)), "x");
+  EXPECT_EQ(S(FloorMod(x, 8) + FloorDiv(x, 8) * 8), "x");
+  EXPECT_EQ(S(FloorDiv(x, 8) * 16 + FloorMod(x, 8) * 2 + y), "x*2 + y");
+  EXPECT_EQ(S(FloorDiv(i + j, 4) * 4 + FloorMod(j + i, 4)), "i + j");
+  EXPECT_EQ(S(FloorDiv(x - 1, 4) * 4 + FloorMod(x - 1, 4)), "x - 1");
+  EXPECT_EQ(S(x - FloorDiv(x, 4) * 4), "floormod(x, 4)");
+  EXPECT_EQ(S(x + y - FloorDiv(x + y, 4) * 4), "floormod(x + y, 4)");
+  EXPECT_EQ(S(FloorDiv(x, 8) * 4 + FloorMod(x, 8)), "floordiv(x, 8)*4 + floormod(x, 8)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// min/max, comparisons, logic, select, variables with a single value.
+
+TEST_F(KernelSimplify, MinMax) {
+  EXPECT_EQ(S(Min(x, x)), "x");
+  EXPECT_EQ(S(Max(fx, fx)), "fx");
+  EXPECT_EQ(S(Min(i, 10), ij), "i");
+  EXPECT_EQ(S(Max(i, 10), ij), "10");
+  EXPECT_EQ(S(Min(i + j, 14), ij), "i + j");
+  EXPECT_EQ(S(Min(x, x + 1)), "x");
+  EXPECT_EQ(S(Max(x, x - 2)), "x");
+  EXPECT_EQ(S(Min(x, y)), "min(x, y)");
+  EXPECT_EQ(S(Min(i, 5), ij), "min(i, 5)");
+}
+
+TEST_F(KernelSimplify, ComparisonsAndLogic) {
+  EXPECT_EQ(S(i < 8, ij), "true");
+  EXPECT_EQ(S(i >= 8, ij), "false");
+  EXPECT_EQ(S(i + j < 15, ij), "true");
+  EXPECT_EQ(S(i + j < 14, ij), "i + j < 14");
+  EXPECT_EQ(S(i * 8 + j < 64, ij), "true");
+  EXPECT_EQ(S(x == x), "true");
+  EXPECT_EQ(S(x < x + 1), "true");
+  EXPECT_EQ(S(x + 2 != x), "true");
+  EXPECT_EQ(S(c && (i < 8), ij), "c");
+  EXPECT_EQ(S((i < 8) || c, ij), "true");
+  EXPECT_EQ(S(c && (i > 8), ij), "false");
+  EXPECT_EQ(S(c && c), "c");
+  EXPECT_EQ(S(!!c), "c");
+  EXPECT_EQ(S(!(x < y)), "x >= y");
+  EXPECT_EQ(S(fx < fx), "fx < fx");  // NaN
+}
+
+TEST_F(KernelSimplify, SelectAndSingleValuedVariables) {
+  EXPECT_EQ(S(Select(i < 8, x, y), ij), "x");
+  EXPECT_EQ(S(Select(i > 8, x, y), ij), "y");
+  EXPECT_EQ(S(Select(c, x + 1, 1 + x)), "x + 1");
+  EXPECT_EQ(S(Select(c, x, y)), "select(c, x, y)");
+  VarRanges single = Ranges({{i, {3, 3}}});
+  EXPECT_EQ(S(i * 2 + j, single), "j + 6");
+  EXPECT_EQ(S(i == 3, single), "true");
+}
+
+TEST_F(KernelSimplify, DtypeIsKept) {
+  Var a = MakeVar("a", DataType::kInt32);
+  EXPECT_EQ(Simplify(a * IntImm(0, DataType::kInt32))->dtype, DataType::kInt32);
+  Var p = MakeVar("p", DataType::kInt64);
+  // && of integers has a bool result: it must not be replaced by the i64 operand.
+  Expr e = Binary(ExprKind::kAnd, p, IntImm(1));
+  EXPECT_EQ(Simplify(e)->dtype, DataType::kBool);
+  EXPECT_EQ(Simplify(Min(c, IntImm(1, DataType::kBool)))->dtype, DataType::kBool);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index arithmetic of split and fuse, for many extents.
+
+TEST(KernelSimplifySplitFuse, SplitRecoversOuterAndInner) {
+  Var outer = MakeVar("o"), inner = MakeVar("n");
+  for (int64_t extent = 1; extent <= 40; ++extent) {
+    for (int64_t factor = 1; factor <= 12; ++factor) {
+      VarRanges r =
+          Ranges({{outer, {0, (extent + factor - 1) / factor - 1}}, {inner, {0, factor - 1}}});
+      Expr index = outer * factor + inner;
+      SCOPED_TRACE(fmt::format("extent {} factor {}", extent, factor));
+      EXPECT_TRUE(SameExpr(Simplify(FloorDiv(index, factor), r), Simplify(outer, r)));
+      EXPECT_TRUE(SameExpr(Simplify(FloorMod(index, factor), r), Simplify(inner, r)));
+      EXPECT_TRUE(CanProve(index < (extent + factor - 1) / factor * factor, r));
+    }
+  }
+}
+
+TEST(KernelSimplifySplitFuse, FuseRecoversBothIterators) {
+  Var a = MakeVar("a"), b = MakeVar("b"), fused = MakeVar("f");
+  for (int64_t n = 2; n <= 12; ++n) {
+    for (int64_t m = 2; m <= 12; ++m) {
+      SCOPED_TRACE(fmt::format("{} x {}", n, m));
+      VarRanges r = Ranges({{a, {0, n - 1}}, {b, {0, m - 1}}, {fused, {0, n * m - 1}}});
+      EXPECT_EQ(Str(Simplify(FloorDiv(a * m + b, m), r)), "a");
+      EXPECT_EQ(Str(Simplify(FloorMod(a * m + b, m), r)), "b");
+      EXPECT_EQ(Str(Simplify(FloorDiv(fused, m) * m + FloorMod(fused, m), r)), "f");
+      // Substituting the fused variable back gives the fused index.
+      Expr back = FloorDiv(a * m + b, m) * m + FloorMod(a * m + b, m);
+      EXPECT_EQ(Str(Simplify(back, r)), fmt::format("a*{} + b", m));
+      EXPECT_EQ(Str(Simplify(back)), fmt::format("a*{} + b", m));
+    }
+  }
+}
+
+TEST(KernelSimplifySplitFuse, SplitOfFusedLoop) {
+  Var fo = MakeVar("fo"), fi = MakeVar("fi");
+  for (int64_t m : {2, 4, 8}) {
+    for (int64_t factor : {2, 4, 8, 16, 32}) {
+      SCOPED_TRACE(fmt::format("m {} factor {}", m, factor));
+      VarRanges r = Ranges({{fo, {0, 64}}, {fi, {0, factor - 1}}});
+      Expr index = fo * factor + fi;
+      std::string div = Str(Simplify(FloorDiv(index, m), r));
+      std::string mod = Str(Simplify(FloorMod(index, m), r));
+      if (factor == m) {
+        EXPECT_EQ(div, "fo");
+        EXPECT_EQ(mod, "fi");
+      } else if (factor % m == 0) {
+        EXPECT_EQ(div, fmt::format("fo*{} + floordiv(fi, {})", factor / m, m));
+        EXPECT_EQ(mod, fmt::format("floormod(fi, {})", m));
+      } else {
+        EXPECT_EQ(div, fmt::format("floordiv(fo, {})", m / factor));
+        EXPECT_EQ(mod, fmt::format("floormod(fo, {})*{} + fi", m / factor, factor));
+      }
+    }
+  }
+}
+
+TEST(KernelSimplifySplitFuse, NestedSplits) {
+  Var a = MakeVar("a"), b = MakeVar("b"), d = MakeVar("d");
+  for (int64_t f1 : {2, 3, 4}) {
+    for (int64_t f2 : {2, 5}) {
+      VarRanges r = Ranges({{a, {0, 9}}, {b, {0, f2 - 1}}, {d, {0, f1 - 1}}});
+      Expr index = (a * f2 + b) * f1 + d;
+      EXPECT_EQ(Str(Simplify(index, r)), fmt::format("a*{} + b*{} + d", f1 * f2, f1));
+      EXPECT_EQ(Str(Simplify(FloorDiv(index, f1 * f2), r)), "a");
+      EXPECT_EQ(Str(Simplify(FloorDiv(FloorMod(index, f1 * f2), f1), r)), "b");
+      EXPECT_EQ(Str(Simplify(FloorDiv(FloorDiv(index, f1), f2), r)), "a");
+      EXPECT_EQ(Str(Simplify(FloorMod(index, f1), r)), "d");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounds and proofs.
+
+TEST_F(KernelSimplify, ConstIntBound) {
+  VarRanges r = Ranges({{x, {-5, 9}}, {i, {0, 3}}, {j, {0, 3}}});
+  EXPECT_EQ(ConstIntBound(i * 4 + j, r), (IntInterval{0, 15}));
+  EXPECT_EQ(ConstIntBound(i - j, r), (IntInterval{-3, 3}));
+  EXPECT_EQ(ConstIntBound(FloorDiv(x, 4), r), (IntInterval{-2, 2}));
+  EXPECT_EQ(ConstIntBound(FloorDiv(x, -4), r), (IntInterval{-3, 1}));
+  EXPECT_EQ(ConstIntBound(FloorMod(x, 4), r), (IntInterval{0, 3}));
+  EXPECT_EQ(ConstIntBound(FloorMod(i + 4, 8), r), (IntInterval{4, 7}));
+  EXPECT_EQ(ConstIntBound(FloorMod(x, -4), r), (IntInterval{-3, 0}));
+  EXPECT_EQ(ConstIntBound(FloorDiv(x, i + 1), r), (IntInterval{-5, 9}));
+  EXPECT_EQ(ConstIntBound(FloorDiv(x, i), r), IntInterval::Everything());
+  EXPECT_EQ(ConstIntBound(Min(x, i) + Max(j, 2), r), (IntInterval{-3, 6}));
+  EXPECT_EQ(ConstIntBound(Select(c, i, x), r), (IntInterval{-5, 9}));
+  EXPECT_EQ(ConstIntBound(Select(i < 4, i, x), r), (IntInterval{0, 3}));
+  EXPECT_EQ(ConstIntBound(i < 4, r), IntInterval::Single(1));
+  EXPECT_EQ(ConstIntBound(x < 4, r), (IntInterval{0, 1}));
+  EXPECT_EQ(ConstIntBound(y, r), IntInterval::Everything());
+  EXPECT_EQ(ConstIntBound(y * 0 + 3, r), IntInterval::Single(3));
+  EXPECT_EQ(ConstIntBound(FloorMod(y, 8), r), (IntInterval{0, 7}));
+  EXPECT_EQ(ConstIntBound(FloorDiv(y, 8), r), IntInterval::Everything());
+  EXPECT_EQ(ConstIntBound(Load(MakeBuffer("A", DataType::kInt64, {4}), {i}), r),
+            IntInterval::Everything());
+  EXPECT_EQ(ConstIntBound(Load(MakeBuffer("B", DataType::kUInt8, {4}), {i}), r),
+            (IntInterval{0, 255}));
+  EXPECT_EQ(ConstIntBound(c, r), (IntInterval{0, 1}));
+  EXPECT_TRUE(IntInterval::Single(3).is_const());
+  EXPECT_FALSE(IntInterval::Everything().is_const());
+}
+
+TEST_F(KernelSimplify, ConstIntBoundIsOverflowSafe) {
+  int64_t big = int64_t{1} << 62;
+  VarRanges r = Ranges({{x, {0, big}}, {y, {-big, big}}});
+  EXPECT_EQ(ConstIntBound(x * x, r), (IntInterval{0, IntInterval::kPosInf}));
+  EXPECT_EQ(ConstIntBound(x + x, r), (IntInterval{0, IntInterval::kPosInf}));
+  EXPECT_EQ(ConstIntBound(y * 4, r), IntInterval::Everything());
+  EXPECT_EQ(ConstIntBound(y - x * 2, r), (IntInterval{IntInterval::kNegInf, big}));
+  // Unbounded sides stay unbounded through division.
+  EXPECT_EQ(ConstIntBound(FloorDiv(y * 4, 1024), r), IntInterval::Everything());
+  // i32 arithmetic that may wrap is bounded by the type only.
+  Var a = MakeVar("a", DataType::kInt32);
+  VarRanges ra = Ranges({{a, {0, 2000000000}}});
+  EXPECT_EQ(ConstIntBound(a * IntImm(2, DataType::kInt32), ra), DataTypeRange(DataType::kInt32));
+  EXPECT_EQ(ConstIntBound(a + IntImm(2, DataType::kInt32), ra), (IntInterval{2, 2000000002}));
+}
+
+TEST_F(KernelSimplify, CanProve) {
+  EXPECT_TRUE(CanProve(i * 8 + j < 64, ij));
+  EXPECT_FALSE(CanProve(i * 8 + j < 63, ij));
+  EXPECT_TRUE(CanProve(FloorMod(x, 8) < 8, {}));
+  EXPECT_TRUE(CanProve(FloorDiv(x, 8) * 8 <= x, {}));
+  EXPECT_TRUE(CanProve(x + y == y + x, {}));
+  EXPECT_TRUE(CanProve((i < 8) && (j >= 0), ij));
+  EXPECT_FALSE(CanProve((i < 8) && (j >= 1), ij));
+  EXPECT_FALSE(CanProve(x < y, {}));
+  EXPECT_FALSE(CanProve(fx < f32(1.0), {}));
+  EXPECT_TRUE(CanProve(Expr(2), {}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+class KernelSimplifyStmt : public KernelSimplify {
+ protected:
+  Buffer a = MakeBuffer("A", DataType::kFloat32, {64});
+  Buffer b = MakeBuffer("B", DataType::kFloat32, {64});
+  std::string Index(const Stmt& s) {
+    const StoreNode* store = As<StoreNode>(s);
+    EXPECT_NE(store, nullptr);
+    return store ? Str(store->indices[0]) : "";
+  }
+};
+
+TEST_F(KernelSimplifyStmt, LoopVariablesAreBoundedByTheirLoops) {
+  Stmt store = MakeStore(a, {FloorMod(i * 4 + j, 32)}, Load(b, {FloorDiv(i * 4 + j, 4)}));
+  Stmt loops = MakeFor(i, 8, ForKind::kSerial, MakeFor(j, 4, ForKind::kVectorized, store));
+  Stmt s = Simplify(loops);
+  const ForNode* outer = As<ForNode>(s);
+  ASSERT_NE(outer, nullptr);
+  EXPECT_EQ(outer->extent, 8);
+  const ForNode* inner = As<ForNode>(outer->body);
+  ASSERT_NE(inner, nullptr);
+  EXPECT_EQ(inner->for_kind, ForKind::kVectorized);
+  const StoreNode* st = As<StoreNode>(inner->body);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(Str(st->indices[0]), "i*4 + j");
+  EXPECT_EQ(Str(st->value), "B[i]");
+  // Outside the loops nothing is known.
+  EXPECT_EQ(Index(Simplify(store)), "floormod(i*4 + j, 32)");
+}
+
+TEST_F(KernelSimplifyStmt, KeepsLoopsOfExtentOneAndSharesUnchangedParts) {
+  Var k = MakeVar("k");
+  Stmt s = Simplify(MakeFor(k, 1, ForKind::kSerial, MakeStore(a, {k + i}, f32(0))));
+  const ForNode* loop = As<ForNode>(s);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(Index(loop->body), "i");
+  Stmt clean = MakeFor(i, 8, ForKind::kSerial, MakeStore(a, {i}, Load(b, {i})));
+  EXPECT_EQ(Simplify(clean), clean);
+}
+
+TEST_F(KernelSimplifyStmt, FoldsProvableConditions) {
+  Stmt store = MakeStore(a, {i}, f32(1));
+  Stmt other = MakeStore(b, {i}, f32(2));
+  auto in_loop = [&](Stmt body) {
+    return As<ForNode>(Simplify(MakeFor(i, 8, ForKind::kSerial, body)))->body;
+  };
+  EXPECT_EQ(in_loop(MakeIfThenElse(i < 8, store)), store);
+  EXPECT_EQ(in_loop(MakeIfThenElse(i >= 8, store, other)), other);
+  const SeqNode* empty = As<SeqNode>(in_loop(MakeIfThenElse(i >= 8, store)));
+  ASSERT_NE(empty, nullptr);
+  EXPECT_TRUE(empty->stmts.empty());
+  Stmt seq = in_loop(MakeSeq({MakeIfThenElse(i > 9, store), other}));
+  EXPECT_EQ(seq, other);
+  Stmt kept = in_loop(MakeIfThenElse(i < 4, store));
+  ASSERT_NE(As<IfThenElseNode>(kept), nullptr);
+  EXPECT_EQ(Str(As<IfThenElseNode>(kept)->condition), "i < 4");
+  // select folds too.
+  Stmt sel = in_loop(MakeStore(a, {Select(i < 8, i, 0)}, f32(0)));
+  EXPECT_EQ(Index(sel), "i");
+}
+
+TEST_F(KernelSimplifyStmt, IfConditionsNarrowRanges) {
+  Stmt body =
+      MakeIfThenElse((i < 4) && (j >= 2), MakeStore(a, {FloorDiv(i, 4) + FloorDiv(j, 2)}, f32(0)),
+                     MakeStore(a, {FloorDiv(i, 4)}, f32(0)));
+  Stmt s = Simplify(MakeFor(i, 16, ForKind::kSerial, MakeFor(j, 4, ForKind::kSerial, body)));
+  const IfThenElseNode* guard = As<IfThenElseNode>(As<ForNode>(As<ForNode>(s)->body)->body);
+  ASSERT_NE(guard, nullptr);
+  EXPECT_EQ(Index(guard->then_case), "1");
+  EXPECT_EQ(Index(guard->else_case), "floordiv(i, 4)");
+  Stmt negated = MakeIfThenElse(!(i >= 12), MakeStore(a, {Min(i, 11)}, f32(0)),
+                                MakeStore(a, {FloorDiv(i, 12)}, f32(0)));
+  Stmt s2 = Simplify(MakeFor(i, 16, ForKind::kSerial, negated));
+  const IfThenElseNode* g2 = As<IfThenElseNode>(As<ForNode>(s2)->body);
+  ASSERT_NE(g2, nullptr);
+  EXPECT_EQ(Str(g2->condition), "i < 12");
+  EXPECT_EQ(Index(g2->then_case), "i");
+  EXPECT_EQ(Index(g2->else_case), "1");
+}
+
+TEST_F(KernelSimplifyStmt, BlockIteratorsAreBoundedInsideTheirBlock) {
+  Var v = MakeVar("v");
+  auto block = std::make_shared<BlockNode>();
+  block->name = "copy";
+  block->iter_vars = {IterVar{v, 32, IterKind::kSpatial}};
+  block->reads = {BufferRegion{b, {Range{FloorMod(v, 32), Expr(1)}}}};
+  block->writes = {BufferRegion{a, {Range{v + 0, Expr(2) - 1}}}};
+  block->body = MakeStore(a, {FloorMod(v, 32)}, Load(b, {FloorDiv(v, 32) + v}));
+  Stmt realize = MakeBlockRealize({FloorDiv(i * 4 + j, 1)}, i < 8, block);
+  Stmt s = Simplify(MakeFor(i, 8, ForKind::kSerial, MakeFor(j, 4, ForKind::kSerial, realize)));
+  const BlockRealizeNode* br = As<BlockRealizeNode>(As<ForNode>(As<ForNode>(s)->body)->body);
+  ASSERT_NE(br, nullptr);
+  EXPECT_EQ(Str(br->iter_values[0]), "i*4 + j");
+  EXPECT_EQ(Str(br->predicate), "true");
+  EXPECT_EQ(Str(br->block->reads[0].region[0].min), "v");
+  EXPECT_EQ(Str(br->block->writes[0].region[0].min), "v");
+  EXPECT_EQ(Str(br->block->writes[0].region[0].extent), "1");
+  const StoreNode* st = As<StoreNode>(br->block->body);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(Str(st->indices[0]), "v");
+  EXPECT_EQ(Str(st->value), "B[v]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Randomized property test: simplified expressions equal the originals everywhere in range,
+// and bounds contain every value.
+
+class RandomExprs {
+ public:
+  RandomExprs(uint32_t seed, std::vector<Var> vars) : rng_(seed), vars_(std::move(vars)) {}
+
+  Expr Int(int depth) {
+    if (depth == 0 || Pick(6) == 0) return Leaf();
+    switch (Pick(12)) {
+      case 0:
+        return Int(depth - 1) + Int(depth - 1);
+      case 1:
+        return Int(depth - 1) - Int(depth - 1);
+      case 2:
+        return Int(depth - 1) * Const(-3, 4);
+      case 3:
+        return Int(depth - 1) * Int(depth - 2 < 0 ? 0 : depth - 2);
+      case 4:
+      case 5:
+        return FloorDiv(Int(depth - 1), Const(1, 9));
+      case 6:
+      case 7:
+        return FloorMod(Int(depth - 1), Const(1, 9));
+      case 8:
+        return Min(Int(depth - 1), Int(depth - 1));
+      case 9:
+        return Max(Int(depth - 1), Int(depth - 1));
+      case 10:
+        return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
+      default:
+        return Affine();
+    }
+  }
+
+  Expr Bool(int depth) {
+    static const ExprKind kComparisons[] = {ExprKind::kEQ, ExprKind::kNE, ExprKind::kLT,
+                                            ExprKind::kLE, ExprKind::kGT, ExprKind::kGE};
+    if (depth <= 0 || Pick(3) != 0) {
+      return Binary(kComparisons[Pick(6)], Int(std::max(depth - 1, 0)),
+                    Int(std::max(depth - 1, 0)));
+    }
+    switch (Pick(3)) {
+      case 0:
+        return Bool(depth - 1) && Bool(depth - 1);
+      case 1:
+        return Bool(depth - 1) || Bool(depth - 1);
+      default:
+        return !Bool(depth - 1);
+    }
+  }
+
+ private:
+  int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+  Expr Const(int lo, int hi) { return Expr(lo + Pick(hi - lo + 1)); }
+  Expr Leaf() { return Pick(3) == 0 ? Const(-4, 8) : vars_[Pick(static_cast<int>(vars_.size()))]; }
+  // Index-like arithmetic: a*x + b*y + k, often divided by a divisor of a coefficient.
+  Expr Affine() {
+    static const int kCoefficients[] = {1, 2, 3, 4, 6, 8, 16};
+    Expr e = Const(-6, 9);
+    for (const Var& v : vars_) {
+      if (Pick(3) != 0) e = v * Expr(kCoefficients[Pick(7)]) + e;
+    }
+    switch (Pick(3)) {
+      case 0:
+        return FloorDiv(e, Expr(kCoefficients[Pick(7)]));
+      case 1:
+        return FloorMod(e, Expr(kCoefficients[Pick(7)]));
+      default:
+        return e;
+    }
+  }
+
+  std::mt19937 rng_;
+  std::vector<Var> vars_;
+};
+
+// Every assignment of `vars` within `ranges`.
+std::vector<Values> Assignments(const std::vector<Var>& vars, const VarRanges& ranges) {
+  std::vector<Values> all = {Values{}};
+  for (const Var& v : vars) {
+    std::vector<Values> next;
+    const IntInterval& r = ranges.at(v.get());
+    for (const Values& partial : all) {
+      for (int64_t value = r.min; value <= r.max; ++value) {
+        Values extended = partial;
+        extended[v.get()] = value;
+        next.push_back(std::move(extended));
+      }
+    }
+    all = std::move(next);
+  }
+  return all;
+}
+
+void CheckRandom(const Expr& e, const std::vector<Var>& vars, const VarRanges& ranges) {
+  std::vector<Values> assignments = Assignments(vars, ranges);
+  Expr bounded = Simplify(e, ranges);
+  Expr free = Simplify(e);
+  ASSERT_EQ(bounded->dtype, e->dtype);
+  ASSERT_EQ(free->dtype, e->dtype);
+  ASSERT_TRUE(SameExpr(Simplify(bounded, ranges), bounded))
+      << Str(e) << "\n -> " << Str(bounded) << "\n -> " << Str(Simplify(bounded, ranges));
+  ASSERT_TRUE(SameExpr(Simplify(free), free)) << Str(e) << "\n -> " << Str(free);
+  IntInterval bound = ConstIntBound(e, ranges);
+  IntInterval bounded_bound = ConstIntBound(bounded, ranges);
+  for (const Values& values : assignments) {
+    std::optional<int64_t> expected = Eval(e, values);
+    ASSERT_TRUE(expected.has_value());
+    ASSERT_EQ(Eval(bounded, values), expected) << Str(e) << "\n -> " << Str(bounded);
+    ASSERT_EQ(Eval(free, values), expected) << Str(e) << "\n -> " << Str(free);
+    ASSERT_TRUE(bound.contains(*expected))
+        << Str(e) << " = " << *expected << " outside [" << bound.min << ", " << bound.max << "]";
+    ASSERT_TRUE(bounded_bound.contains(*expected)) << Str(bounded) << " = " << *expected;
+  }
+}
+
+TEST(KernelSimplifyRandom, IntegerExpressionsKeepTheirValues) {
+  Var x = MakeVar("x"), y = MakeVar("y"), z = MakeVar("z");
+  std::vector<Var> vars = {x, y, z};
+  VarRanges ranges = Ranges({{x, {-3, 4}}, {y, {0, 7}}, {z, {0, 2}}});
+  for (uint32_t seed = 0; seed < 4; ++seed) {
+    RandomExprs gen(seed, vars);
+    for (int n = 0; n < 250; ++n) {
+      Expr e = gen.Int(1 + n % 5);
+      SCOPED_TRACE(fmt::format("seed {} #{}: {}", seed, n, Str(e)));
+      CheckRandom(e, vars, ranges);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(KernelSimplifyRandom, BoolExpressionsKeepTheirValues) {
+  Var x = MakeVar("x"), y = MakeVar("y");
+  std::vector<Var> vars = {x, y};
+  VarRanges ranges = Ranges({{x, {-4, 5}}, {y, {0, 9}}});
+  for (uint32_t seed = 10; seed < 13; ++seed) {
+    RandomExprs gen(seed, vars);
+    for (int n = 0; n < 200; ++n) {
+      Expr e = gen.Bool(1 + n % 4);
+      SCOPED_TRACE(fmt::format("seed {} #{}: {}", seed, n, Str(e)));
+      CheckRandom(e, vars, ranges);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(KernelSimplifyRandom, IndexArithmeticOfSchedulesKeepsItsValue) {
+  // Tight ranges like loop extents after split/fuse: most divisions should fold away.
+  Var a = MakeVar("a"), b = MakeVar("b"), d = MakeVar("d");
+  std::vector<Var> vars = {a, b, d};
+  VarRanges ranges = Ranges({{a, {0, 3}}, {b, {0, 7}}, {d, {0, 1}}});
+  RandomExprs gen(99, vars);
+  int divisions_left = 0;
+  for (int n = 0; n < 300; ++n) {
+    Expr e = gen.Int(2);
+    SCOPED_TRACE(fmt::format("#{}: {}", n, Str(e)));
+    CheckRandom(e, vars, ranges);
+    if (HasFatalFailure()) return;
+  }
+  (void)divisions_left;
+}
+
+}  // namespace
+}  // namespace tandem::ir
