@@ -16,6 +16,7 @@ std::string ToString(NodeKind kind) {
     case NodeKind::kCall: return "call";
     case NodeKind::kTuple: return "tuple";
     case NodeKind::kTupleGetItem: return "tuple_get_item";
+    case NodeKind::kCallKernel: return "call_kernel";
   }
   return "?";
 }
@@ -109,6 +110,9 @@ void Verify(const GraphFunction& fn) {
           if (!(Type::Tuple(fields) == node.type)) fail("tuple type does not match its fields", node);
           break;
         }
+        case NodeKind::kCallKernel:
+          if (node.callee.empty()) fail("call_kernel without a callee", node);
+          break;
         case NodeKind::kTupleGetItem: {
           if (node.inputs.size() != 1) fail("tuple_get_item takes one operand", node);
           Type t = InferTupleGetItem(fn.type_of(node.inputs[0]), node.attrs.GetInt("index"));
@@ -161,8 +165,81 @@ std::shared_ptr<const GraphFunction> IRModule::GetShared(const std::string& name
   return it->second;
 }
 
+namespace {
+
+Type KernelResultType(const KernelFunction& kernel) {
+  std::vector<Type> outputs;
+  size_t first = kernel.params.size() - static_cast<size_t>(kernel.num_outputs);
+  for (size_t i = first; i < kernel.params.size(); ++i) {
+    outputs.push_back(TensorType{kernel.params[i]->shape, kernel.params[i]->dtype, ""});
+  }
+  if (outputs.size() == 1) return outputs[0];
+  return Type::Tuple(outputs);
+}
+
+bool SameTensor(const TensorType& a, const TensorType& b) {
+  return a.shape == b.shape && a.dtype == b.dtype;  // kernels see raw buffers: layouts are tags
+}
+
+bool SameIgnoringLayout(const Type& a, const Type& b) {
+  if (a.is_tensor() != b.is_tensor()) return false;
+  if (a.is_tensor()) return SameTensor(a.tensor(), b.tensor());
+  if (a.fields().size() != b.fields().size()) return false;
+  for (size_t i = 0; i < a.fields().size(); ++i) {
+    if (!SameIgnoringLayout(a.fields()[i], b.fields()[i])) return false;
+  }
+  return true;
+}
+
+void CheckKernelCall(const GraphFunction& fn, const Node& node, const KernelFunction& kernel) {
+  ErrorLocation where{.op = node.op, .node = node.name};
+  size_t num_inputs = kernel.params.size() - static_cast<size_t>(kernel.num_outputs);
+  if (node.inputs.size() != num_inputs) {
+    throw Error(fmt::format("graph function @{}: call of kernel '{}' with {} operands; it takes {}",
+                            fn.name, kernel.name, node.inputs.size(), num_inputs),
+                where);
+  }
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const Type& t = fn.type_of(node.inputs[i]);
+    TensorType param{kernel.params[i]->shape, kernel.params[i]->dtype, ""};
+    if (!t.is_tensor() || !SameTensor(t.tensor(), param)) {
+      throw Error(fmt::format("graph function @{}: operand {} of kernel '{}' is {} but the kernel "
+                              "takes {}",
+                              fn.name, i, kernel.name, ToString(t), ToString(param)),
+                  where);
+    }
+  }
+  if (!SameIgnoringLayout(node.type, KernelResultType(kernel))) {
+    throw Error(fmt::format("graph function @{}: call of kernel '{}' has type {} but the kernel "
+                            "produces {}",
+                            fn.name, kernel.name, ToString(node.type),
+                            ToString(KernelResultType(kernel))),
+                where);
+  }
+}
+
+}  // namespace
+
 void Verify(const IRModule& module) {
-  for (const auto& [name, fn] : module.graph_functions()) Verify(*fn);
+  for (const auto& [name, fn] : module.graph_functions()) {
+    Verify(*fn);
+    for (const Node& node : fn->nodes) {
+      if (node.kind == NodeKind::kCallKernel) CheckKernelCall(*fn, node, module.GetKernel(node.callee));
+    }
+  }
+}
+
+void IRModule::AddKernel(KernelFunction kernel) {
+  std::string name = kernel.name;
+  kernel_functions_[name] = std::make_shared<const KernelFunction>(std::move(kernel));
+}
+
+const KernelFunction& IRModule::GetKernel(const std::string& name) const {
+  auto it = kernel_functions_.find(name);
+  if (it == kernel_functions_.end()) {
+    throw Error(fmt::format("the module has no kernel function '{}'", name));
+  }
+  return *it->second;
 }
 
 GraphBuilder::GraphBuilder(std::string function_name) { function_.name = std::move(function_name); }
@@ -258,6 +335,22 @@ ValueId GraphBuilder::TupleGetItem(ValueId tuple, int64_t index, const std::stri
   node.attrs.Set("index", index);
   node.type = InferTupleGetItem(TypeOf(tuple), index);
   node.name = FreshName(name);
+  return Push(std::move(node));
+}
+
+ValueId GraphBuilder::CallKernel(const KernelFunction& kernel, const std::vector<ValueId>& inputs,
+                                 const std::string& op, Attrs attrs, const std::string& name,
+                                 std::optional<Type> result_type) {
+  for (ValueId input : inputs) CheckOperand(input);
+  Node node;
+  node.kind = NodeKind::kCallKernel;
+  node.callee = kernel.name;
+  node.op = op;
+  node.attrs = std::move(attrs);
+  node.inputs = inputs;
+  node.type = result_type ? *result_type : KernelResultType(kernel);
+  node.name = FreshName(name);
+  CheckKernelCall(function_, node, kernel);
   return Push(std::move(node));
 }
 

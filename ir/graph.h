@@ -8,6 +8,8 @@
 //                 attributes (normalized: every declared attribute present)
 //   tuple         groups values
 //   tuple_get_item  field `index` of a tuple value
+//   call_kernel   a call of the module's kernel function `callee` (after Legalize): operands are
+//                 its input buffers, the result its output buffer(s) (a tuple for several)
 // Every node carries its Type and free-form `annotations` (backend, layout, fusion group,
 // device ...) that passes use to record decisions and that the text form prints.
 //
@@ -19,10 +21,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/attrs.h"
+#include "ir/kernel/stmt.h"
 #include "ir/tensor.h"
 #include "ir/type.h"
 
@@ -30,14 +34,15 @@ namespace tandem::ir {
 
 using ValueId = int32_t;
 
-enum class NodeKind { kInput, kConstant, kCall, kTuple, kTupleGetItem };
+enum class NodeKind { kInput, kConstant, kCall, kTuple, kTupleGetItem, kCallKernel };
 
 std::string ToString(NodeKind kind);
 
 struct Node {
   NodeKind kind = NodeKind::kCall;
   std::string name;              // SSA name, unique within the function (printed as %name)
-  std::string op;                // kCall: registry op name
+  std::string op;                // kCall: registry op name; kCallKernel: the op it implements
+  std::string callee;            // kCallKernel: kernel function name
   std::vector<ValueId> inputs;   // operands (earlier nodes)
   Attrs attrs;                   // kCall: op attributes; kTupleGetItem: {"index"}
   Type type;                     // result type
@@ -81,15 +86,27 @@ class IRModule {
     return graph_functions_;
   }
 
+  // Kernel functions (created by Legalize), by name.
+  void AddKernel(KernelFunction kernel);
+  bool HasKernel(const std::string& name) const { return kernel_functions_.count(name) != 0; }
+  // Throws Error when there is no such kernel.
+  const KernelFunction& GetKernel(const std::string& name) const;
+  void RemoveKernel(const std::string& name) { kernel_functions_.erase(name); }
+  const std::map<std::string, std::shared_ptr<const KernelFunction>>& kernel_functions() const {
+    return kernel_functions_;
+  }
+
   Attrs& attrs() { return attrs_; }
   const Attrs& attrs() const { return attrs_; }
 
  private:
   std::map<std::string, std::shared_ptr<const GraphFunction>> graph_functions_;
+  std::map<std::string, std::shared_ptr<const KernelFunction>> kernel_functions_;
   Attrs attrs_;
 };
 
-// Verifies every function of the module.
+// Verifies every function of the module, and that every call_kernel names a kernel of the
+// module whose parameter buffers match the operand and result types.
 void Verify(const IRModule& module);
 
 // Builds a GraphFunction through the public API a user (or the ONNX importer) would use. Every
@@ -105,6 +122,13 @@ class GraphBuilder {
                const std::string& name = "");
   ValueId Tuple(const std::vector<ValueId>& fields, const std::string& name = "");
   ValueId TupleGetItem(ValueId tuple, int64_t index, const std::string& name = "");
+  // A call of kernel `kernel` (which the caller adds to the module under kernel.name). The
+  // result type is `result_type` when given (it must match the kernel's output buffers up to
+  // layout tags, which it may carry), else derived from the kernel. `op` and `attrs` record the
+  // op the kernel implements.
+  ValueId CallKernel(const KernelFunction& kernel, const std::vector<ValueId>& inputs,
+                     const std::string& op = "", Attrs attrs = {}, const std::string& name = "",
+                     std::optional<Type> result_type = std::nullopt);
   // Sets an annotation on an already-built node.
   void Annotate(ValueId id, const std::string& key, AttrValue value);
 

@@ -48,18 +48,32 @@ class Parser {
         module.attrs() = AttrDict();
       }
       ExpectPunct("{");
-      while (PeekWord("graph")) Graph(module);
+      Definitions(module);
       if (!PeekPunct("}")) Expected("'graph' or '}'");
       Next();
     } else {
       if (!PeekWord("graph")) Expected("'module' or 'graph'");
-      while (PeekWord("graph")) Graph(module);
+      Definitions(module);
     }
     if (Peek().kind != TokenKind::kEnd) Expected("end of input");
     return module;
   }
 
  private:
+  void Definitions(IRModule& module) {
+    while (true) {
+      if (PeekWord("graph")) {
+        Graph(module);
+      } else if (PeekWord("kernel")) {
+        Fail(Peek(), fmt::format("kernel function {} is elided: kernel IR has no text form yet, so "
+                                 "a module with kernel functions cannot be parsed back",
+                                 text::Describe(Peek(1))));
+      } else {
+        return;
+      }
+    }
+  }
+
   // ---- token access ----
   const Token& Peek(size_t ahead = 0) const {
     return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
@@ -371,10 +385,19 @@ class Parser {
   }
 
   // The type of a call, tuple or tuple_get_item node from its operands (normalizing call attrs).
-  Type Infer(const FunctionState& state, Node& node, const Token& name) const {
+  Type Infer(const FunctionState& state, Node& node, const Token& name,
+             const std::optional<Type>& declared) const {
     std::vector<Type> operand_types;
     for (ValueId input : node.inputs) operand_types.push_back(state.function.type_of(input));
     if (node.kind == NodeKind::kTuple) return Type::Tuple(std::move(operand_types));
+    if (node.kind == NodeKind::kCallKernel) {
+      if (!declared) {
+        Fail(name,
+             "call_kernel needs its result type (': type'), since the kernel functions are "
+             "not part of the text");
+      }
+      return *declared;
+    }
     if (node.kind == NodeKind::kCall) {
       try {
         return InferCallType(node.op, operand_types, node.attrs);
@@ -427,6 +450,12 @@ class Parser {
       node.kind = NodeKind::kTuple;
     } else if (head.text == "tuple_get_item") {
       node.kind = NodeKind::kTupleGetItem;
+    } else if (head.text == "call_kernel") {
+      node.kind = NodeKind::kCallKernel;
+      node.callee = ExpectKind(TokenKind::kGlobalName, "a kernel name ('@name')").text;
+      if (Peek().kind == TokenKind::kWord || Peek().kind == TokenKind::kString) {
+        node.op = Next().text;
+      }
     } else {
       node.kind = NodeKind::kCall;
       node.op = head.text;
@@ -448,7 +477,7 @@ class Parser {
     std::optional<Type> declared;
     if (TryPunct(":")) declared = ParseType();
     node.annotations = OptionalAnnotations();
-    node.type = Infer(state, node, name);
+    node.type = Infer(state, node, name, declared);
     if (declared && !(*declared == node.type)) {
       std::string source = node.kind == NodeKind::kCall ? node.op : ToString(node.kind);
       Fail(name,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -187,6 +188,10 @@ class FunctionPrinter {
       case NodeKind::kTupleGetItem:
         out += "tuple_get_item";
         break;
+      case NodeKind::kCallKernel:
+        out += "call_kernel " + NameText('@', node.callee);
+        if (!node.op.empty()) out += " " + KeyText(node.op);
+        break;
     }
     out += Operands(node);
     if (!node.attrs.empty()) out += " " + AttrDictText(node.attrs);
@@ -219,6 +224,25 @@ std::string PrintFunction(const GraphFunction& function, const PrintOptions& opt
   return FunctionPrinter(function, options).Print();
 }
 
+namespace {
+
+// Kernel IR has no text form yet: a kernel function prints as its buffer signature, marked
+// `elided` (the parser rejects it with a clear error).
+std::string KernelSignature(const KernelFunction& kernel) {
+  std::vector<std::string> inputs, outputs;
+  size_t num_outputs = static_cast<size_t>(std::max(kernel.num_outputs, 0));
+  size_t first_output = kernel.params.size() - std::min(num_outputs, kernel.params.size());
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const Buffer& buffer = kernel.params[i];
+    std::string text = buffer ? PrintType(TensorType{buffer->shape, buffer->dtype, ""}) : "?";
+    (i < first_output ? inputs : outputs).push_back(std::move(text));
+  }
+  return fmt::format("kernel {}({}) -> ({}) elided\n", NameText('@', kernel.name),
+                     fmt::join(inputs, ", "), fmt::join(outputs, ", "));
+}
+
+}  // namespace
+
 std::string PrintModule(const IRModule& module, const PrintOptions& options) {
   std::string out = "module";
   if (!module.attrs().empty()) out += " attributes " + AttrDictText(module.attrs());
@@ -228,6 +252,11 @@ std::string PrintModule(const IRModule& module, const PrintOptions& options) {
     if (!first) out += "\n";
     first = false;
     out += PrintFunction(*function, options);
+  }
+  for (const auto& [name, kernel] : module.kernel_functions()) {
+    if (!first) out += "\n";
+    first = false;
+    out += KernelSignature(*kernel);
   }
   return out + "}\n";
 }

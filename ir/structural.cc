@@ -7,6 +7,8 @@
 #include <cstring>
 #include <set>
 
+#include "ir/kernel/kernel_structural.h"
+
 namespace tandem::ir {
 namespace {
 
@@ -99,6 +101,7 @@ std::string NodeDiff(const Node& a, const Positions& positions_a, const Node& b,
                      const Positions& positions_b) {
   if (a.kind != b.kind) return fmt::format("kind {} vs {}", ToString(a.kind), ToString(b.kind));
   if (a.op != b.op) return fmt::format("op {} vs {}", a.op, b.op);
+  if (a.callee != b.callee) return fmt::format("callee @{} vs @{}", a.callee, b.callee);
   if (a.inputs.size() != b.inputs.size()) {
     return fmt::format("{} operands vs {}", a.inputs.size(), b.inputs.size());
   }
@@ -124,6 +127,11 @@ class StructureHasher {
     AttrMap(module.attrs());
     hasher_.UpdateU64(module.graph_functions().size());
     for (const auto& [name, function] : module.graph_functions()) Function(*function);
+    hasher_.UpdateU64(module.kernel_functions().size());
+    for (const auto& [name, kernel] : module.kernel_functions()) {
+      hasher_.UpdateString(name);
+      hasher_.UpdateU64(StructuralHash(*kernel));
+    }
   }
 
   void Function(const GraphFunction& function) {
@@ -193,6 +201,7 @@ class StructureHasher {
   void NodeFields(const Node& node, const Positions& positions) {
     hasher_.UpdateString(ToString(node.kind));
     hasher_.UpdateString(node.op);
+    if (node.kind == NodeKind::kCallKernel) hasher_.UpdateString(node.callee);
     hasher_.UpdateU64(node.inputs.size());
     for (ValueId input : node.inputs) Int(positions(input));
     AttrMap(node.attrs);
@@ -266,6 +275,16 @@ std::string StructuralDiff(const IRModule& a, const IRModule& b) {
   for (const auto& [name, function] : a.graph_functions()) {
     std::string diff = StructuralDiff(*function, b.Get(name));
     if (!diff.empty()) return diff;
+  }
+  for (const auto& [name, kernel] : a.kernel_functions()) {
+    if (!b.HasKernel(name)) return fmt::format("kernel @{} is only in the first module", name);
+  }
+  for (const auto& [name, kernel] : b.kernel_functions()) {
+    if (!a.HasKernel(name)) return fmt::format("kernel @{} is only in the second module", name);
+  }
+  for (const auto& [name, kernel] : a.kernel_functions()) {
+    std::string diff = StructuralDiff(*kernel, b.GetKernel(name));
+    if (!diff.empty()) return fmt::format("kernel @{}: {}", name, diff);
   }
   return "";
 }

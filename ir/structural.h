@@ -2,11 +2,13 @@
 //
 // Two functions are structurally equal when they compute the same thing in the same shape:
 // equal function names, parameter count, order and types, and node by node (in canonical node
-// order) equal kinds, ops, operands (by position), attributes, types including layouts,
-// annotations, constant data (bytewise), returned value and function attributes. Local value
-// names are ignored. Float attributes compare by bit pattern (0.0 differs from -0.0), except that
-// every NaN equals every NaN, since the text form prints them all as `nan`. The layout tag of a
-// constant's Tensor is ignored (the node's type carries the layout).
+// order) equal kinds, ops, call_kernel callees, operands (by position), attributes, types
+// including layouts, annotations, constant data (bytewise), returned value and function
+// attributes. Modules also compare their attributes and their kernel functions (with the kernel
+// equality of ir/kernel/kernel_structural.h). Local value names are ignored. Float attributes
+// compare by bit pattern (0.0 differs from -0.0), except that every NaN equals every NaN, since
+// the text form prints them all as `nan`. The layout tag of a constant's Tensor is ignored (the
+// node's type carries the layout).
 //
 // StructuralHash is a function of exactly what StructuralEqual compares (equal => equal hash) and
 // is stable across processes, machines and compiler versions: it is the 64-bit xxHash (XXH64,

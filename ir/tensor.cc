@@ -126,7 +126,7 @@ void Tensor::SetDouble(int64_t i, double v) {
       data<int32_t>()[i] = static_cast<int32_t>(to_int(-2147483648.0, 2147483647.0));
       break;
     case DataType::kInt64:
-      data<int64_t>()[i] = static_cast<int64_t>(to_int(-9.2233720368547748e18, 9.2233720368547748e18));
+      data<int64_t>()[i] = static_cast<int64_t>(to_int(-9223372036854775808.0, 9223372036854774784.0));
       break;
     case DataType::kBool: data<uint8_t>()[i] = v != 0 ? 1 : 0; break;
   }

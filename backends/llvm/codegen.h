@@ -8,8 +8,8 @@
 //   - no bounds checks: an access the interpreter rejects as out of bounds is undefined here;
 //   - integer division or modulo by zero yields an unspecified value (it never traps);
 //   - erf, tanh and sigmoid of f32 (and exp of f32 inside vectorized loops) use Tandem's own
-//     vectorizable approximations: relative error below 1e-6 for erf and tanh, about 2e-7 for
-//     exp and sigmoid (an absolute error below 1e-7 where |result| < 1e-30);
+//     vectorizable approximations, with a relative error below 5e-7 (3e-7 for exp) where the
+//     result is a normal f32 number (backends/llvm/codegen_math.cc);
 //   - a "local" buffer allocated outside a parallel loop and used only inside it is private to
 //     each thread, zero-filled once per chunk of iterations rather than once per block instance
 //     (loop iterations of a parallel loop must be independent anyway).

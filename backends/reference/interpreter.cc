@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ir/error.h"
+#include "backends/reference/kernel_interpreter.h"
 #include "ir/op_registry.h"
 
 namespace tandem::backends {
@@ -49,7 +50,9 @@ size_t CountTensors(const ir::Type& type) {
 
 }  // namespace
 
-std::vector<Tensor> RunReference(const ir::GraphFunction& fn, const std::vector<Tensor>& inputs) {
+namespace {
+std::vector<Tensor> Run(const ir::GraphFunction& fn, const std::vector<Tensor>& inputs,
+                        const ir::IRModule* module) {
   if (inputs.size() != fn.params.size()) {
     throw Error(fmt::format("@{} takes {} inputs but {} were given", fn.name, fn.params.size(),
                             inputs.size()));
@@ -95,6 +98,24 @@ std::vector<Tensor> RunReference(const ir::GraphFunction& fn, const std::vector<
         out = Unflatten(node.type, results, next);
         break;
       }
+      case NodeKind::kCallKernel: {
+        if (module == nullptr) {
+          throw Error(fmt::format("call of kernel '{}' needs the module; run the module instead",
+                                  node.callee),
+                      ir::ErrorLocation{.node = node.name});
+        }
+        std::vector<Tensor> operands;
+        for (ir::ValueId id : node.inputs) operands.push_back(values[static_cast<size_t>(id)].tensor);
+        std::vector<Tensor> results;
+        try {
+          results = RunKernelReference(module->GetKernel(node.callee), operands, true);
+        } catch (const Error& e) {
+          throw e.WithNode(node.name);
+        }
+        size_t next = 0;
+        out = Unflatten(node.type, results, next);
+        break;
+      }
       case NodeKind::kTuple:
         out.is_tuple = true;
         for (ir::ValueId id : node.inputs) out.fields.push_back(values[static_cast<size_t>(id)]);
@@ -111,9 +132,15 @@ std::vector<Tensor> RunReference(const ir::GraphFunction& fn, const std::vector<
   return result;
 }
 
+}  // namespace
+
+std::vector<Tensor> RunReference(const ir::GraphFunction& fn, const std::vector<Tensor>& inputs) {
+  return Run(fn, inputs, nullptr);
+}
+
 std::vector<Tensor> RunReference(const ir::IRModule& module, const std::vector<Tensor>& inputs,
                                  const std::string& function_name) {
-  return RunReference(module.Get(function_name), inputs);
+  return Run(module.Get(function_name), inputs, &module);
 }
 
 std::vector<Tensor> RandomInputs(const ir::GraphFunction& fn, uint64_t seed) {

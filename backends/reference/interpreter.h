@@ -16,7 +16,8 @@ namespace tandem::backends {
 // an Error naming the parameter.
 std::vector<ir::Tensor> RunReference(const ir::GraphFunction& function,
                                      const std::vector<ir::Tensor>& inputs);
-// Runs the module's function `function_name` (default "main").
+// Runs the module's function `function_name` (default "main"); call_kernel nodes run their
+// kernel function on the kernel interpreter.
 std::vector<ir::Tensor> RunReference(const ir::IRModule& module,
                                      const std::vector<ir::Tensor>& inputs,
                                      const std::string& function_name = "main");

@@ -108,6 +108,13 @@ Expr FoldFloatIn(ExprKind kind, T a, T b, DataType dtype) {
       if (b == 0) return Expr();
       r = a / b;
       break;
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod: {
+      if (b == 0) return Expr();
+      T q = std::floor(a / b);
+      r = kind == ExprKind::kFloorDiv ? q : a - q * b;
+      break;
+    }
     case ExprKind::kMin:
     case ExprKind::kMax:
       if (std::isnan(a) || std::isnan(b)) return Expr();
@@ -119,13 +126,21 @@ Expr FoldFloatIn(ExprKind kind, T a, T b, DataType dtype) {
   return FloatImm(static_cast<double>(r), dtype);
 }
 
-Expr FoldFloat(ExprKind kind, double a, double b, DataType dtype) {
-  if (std::optional<bool> c = Compare(kind, a, b)) return IntImm(*c ? 1 : 0, DataType::kBool);
+// The value of a float constant in its own precision (FloatImm holds a double); nullopt for f16.
+std::optional<double> FloatValue(const Expr& c) {
+  if (c->dtype == DataType::kFloat32) return static_cast<float>(c->float_value);
+  if (c->dtype == DataType::kFloat64) return c->float_value;
+  return std::nullopt;
+}
+
+Expr FoldFloat(ExprKind kind, const Expr& a, const Expr& b, DataType dtype) {
+  std::optional<double> x = FloatValue(a), y = FloatValue(b);
+  if (!x || !y) return Expr();  // f16 is not folded
+  if (std::optional<bool> c = Compare(kind, *x, *y)) return IntImm(*c ? 1 : 0, DataType::kBool);
   if (dtype == DataType::kFloat32) {
-    return FoldFloatIn<float>(kind, static_cast<float>(a), static_cast<float>(b), dtype);
+    return FoldFloatIn<float>(kind, static_cast<float>(*x), static_cast<float>(*y), dtype);
   }
-  if (dtype == DataType::kFloat64) return FoldFloatIn<double>(kind, a, b, dtype);
-  return Expr();  // f16 arithmetic is not folded
+  return FoldFloatIn<double>(kind, *x, *y, dtype);
 }
 
 Expr FloatConst(double value, DataType dtype) {
@@ -141,7 +156,7 @@ Expr FoldBinary(ExprKind kind, const Expr& a, const Expr& b, DataType dtype) {
     return FoldInt(kind, a->int_value, b->int_value, dtype);
   }
   if (a->kind == ExprKind::kFloatImm && b->kind == ExprKind::kFloatImm) {
-    return FoldFloat(kind, a->float_value, b->float_value, dtype);
+    return FoldFloat(kind, a, b, dtype);
   }
   return Expr();
 }
@@ -152,8 +167,10 @@ Expr FoldCast(const Expr& value, DataType dtype) {
     if (IsFloat(dtype)) return FloatConst(static_cast<double>(v), dtype);
     return IntImm(Wrap(v, dtype), dtype);
   }
-  if (value->kind != ExprKind::kFloatImm || value->dtype == DataType::kFloat16) return Expr();
-  double v = value->float_value;
+  if (value->kind != ExprKind::kFloatImm) return Expr();
+  std::optional<double> source = FloatValue(value);
+  if (!source) return Expr();
+  double v = *source;
   if (IsFloat(dtype)) return FloatConst(v, dtype);
   if (dtype == DataType::kBool) return IntImm(v != 0 ? 1 : 0, dtype);
   if (std::isnan(v)) return Expr();

@@ -8,12 +8,14 @@ namespace tandem::ir {
 
 // The constant value of the binary operation `kind` on the constants `a` and `b` (IntImm or
 // FloatImm) with result type `dtype`, or an undefined Expr when it must stay as it is: integer
-// division by zero, i64 overflow, true division of integers, bool arithmetic, f16 arithmetic,
-// float floordiv/floormod, min/max of NaN. Narrower integer types wrap like generated code.
+// division by zero, i64 overflow, true division of integers, bool arithmetic, anything on f16,
+// float division by zero, min/max of NaN. Narrower integer types wrap like generated code; f32
+// is computed in f32. Float floordiv is floor(a / b) and floormod a - floor(a / b) * b.
 Expr FoldBinary(ExprKind kind, const Expr& a, const Expr& b, DataType dtype);
 
 // The constant `value` converted to `dtype`, or an undefined Expr when `value` is not a constant
-// or the conversion is not folded (to or from f16, float to integer out of range or NaN).
+// or the conversion is not folded (to or from f16, float to integer out of range or NaN). Float
+// to integer truncates toward zero.
 Expr FoldCast(const Expr& value, DataType dtype);
 
 }  // namespace tandem::ir

@@ -290,42 +290,57 @@ std::pair<int64_t, int64_t> ValidRange(int64_t offset, int64_t stride, int64_t e
   return {std::min(first, last), last};
 }
 
+// One kernel tap along one axis: it pairs position p of the iterated tensor with position
+// p * stride + offset of the other one, for p in [first, last).
+struct Tap {
+  int64_t offset, first, last;
+};
+
+// The taps of every kernel index along each axis. A convolution iterates output positions and
+// reads input positions; a transposed one iterates input positions and writes output ones.
+std::array<std::vector<Tap>, kMaxSpatial> KernelTaps(const ConvGeometry& g, bool transposed) {
+  std::array<std::vector<Tap>, kMaxSpatial> taps;
+  for (size_t a = 0; a < kMaxSpatial; ++a) {
+    int64_t iterated = transposed ? g.input[a] : g.output[a];
+    int64_t other = transposed ? g.output[a] : g.input[a];
+    for (int64_t k = 0; k < g.kernel[a]; ++k) {
+      int64_t offset = k * g.dilation[a] - g.pad_begin[a];
+      auto [first, last] = ValidRange(offset, g.strides[a], other, iterated);
+      taps[a].push_back({offset, first, last});
+    }
+  }
+  return taps;
+}
+
 // out[n, o, p] = sum over i in o's group, k: in[n, i, p * stride + k * dilation - pad] * w[o, i, k]
 // on canonical buffers.
 void Convolve(const double* in, const double* weight, double* out, const ConvGeometry& g) {
   const Extents& is = g.input;
   const Extents& os = g.output;
-  const Extents& ks = g.kernel;
+  const std::array<std::vector<Tap>, kMaxSpatial> taps = KernelTaps(g, false);
   int64_t in_plane = is[0] * is[1] * is[2];
   int64_t out_plane = os[0] * os[1] * os[2];
-  int64_t kernel_size = ks[0] * ks[1] * ks[2];
   int64_t group_in = g.in_channels / g.groups;
   int64_t group_out = g.out_channels / g.groups;
+  int64_t stride_d = g.strides[0], stride_h = g.strides[1], stride_w = g.strides[2];
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t oc = 0; oc < g.out_channels; ++oc) {
       double* out_base = out + (n * g.out_channels + oc) * out_plane;
       int64_t first_in = oc / group_out * group_in;
+      const double* w = weight + oc * group_in * g.kernel[0] * g.kernel[1] * g.kernel[2];
       for (int64_t i = 0; i < group_in; ++i) {
         const double* in_base = in + (n * g.in_channels + first_in + i) * in_plane;
-        const double* w = weight + (oc * group_in + i) * kernel_size;
-        for (int64_t kd = 0; kd < ks[0]; ++kd) {
-          int64_t offset_d = kd * g.dilation[0] - g.pad_begin[0];
-          auto [d_first, d_last] = ValidRange(offset_d, g.strides[0], is[0], os[0]);
-          for (int64_t kh = 0; kh < ks[1]; ++kh) {
-            int64_t offset_h = kh * g.dilation[1] - g.pad_begin[1];
-            auto [h_first, h_last] = ValidRange(offset_h, g.strides[1], is[1], os[1]);
-            for (int64_t kw = 0; kw < ks[2]; ++kw) {
+        for (const Tap& td : taps[0]) {
+          for (const Tap& th : taps[1]) {
+            for (const Tap& tw : taps[2]) {
               double value = *w++;
-              int64_t offset_w = kw * g.dilation[2] - g.pad_begin[2];
-              auto [w_first, w_last] = ValidRange(offset_w, g.strides[2], is[2], os[2]);
-              int64_t stride_w = g.strides[2];
-              for (int64_t od = d_first; od < d_last; ++od) {
-                int64_t id = od * g.strides[0] + offset_d;
-                for (int64_t oh = h_first; oh < h_last; ++oh) {
-                  int64_t ih = oh * g.strides[1] + offset_h;
+              for (int64_t od = td.first; od < td.last; ++od) {
+                int64_t id = od * stride_d + td.offset;
+                for (int64_t oh = th.first; oh < th.last; ++oh) {
+                  int64_t ih = oh * stride_h + th.offset;
                   double* out_row = out_base + (od * os[1] + oh) * os[2];
-                  const double* in_row = in_base + (id * is[1] + ih) * is[2] + offset_w;
-                  for (int64_t ow = w_first; ow < w_last; ++ow) {
+                  const double* in_row = in_base + (id * is[1] + ih) * is[2] + tw.offset;
+                  for (int64_t ow = tw.first; ow < tw.last; ++ow) {
                     out_row[ow] += value * in_row[ow * stride_w];
                   }
                 }
@@ -343,37 +358,30 @@ void Convolve(const double* in, const double* weight, double* out, const ConvGeo
 void ConvolveTranspose(const double* in, const double* weight, double* out, const ConvGeometry& g) {
   const Extents& is = g.input;
   const Extents& os = g.output;
-  const Extents& ks = g.kernel;
+  const std::array<std::vector<Tap>, kMaxSpatial> taps = KernelTaps(g, true);
   int64_t in_plane = is[0] * is[1] * is[2];
   int64_t out_plane = os[0] * os[1] * os[2];
-  int64_t kernel_size = ks[0] * ks[1] * ks[2];
   int64_t group_in = g.in_channels / g.groups;
   int64_t group_out = g.out_channels / g.groups;
+  int64_t stride_d = g.strides[0], stride_h = g.strides[1], stride_w = g.strides[2];
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t ic = 0; ic < g.in_channels; ++ic) {
       const double* in_base = in + (n * g.in_channels + ic) * in_plane;
       int64_t first_out = ic / group_in * group_out;
+      const double* w = weight + ic * group_out * g.kernel[0] * g.kernel[1] * g.kernel[2];
       for (int64_t o = 0; o < group_out; ++o) {
         double* out_base = out + (n * g.out_channels + first_out + o) * out_plane;
-        const double* w = weight + (ic * group_out + o) * kernel_size;
-        for (int64_t kd = 0; kd < ks[0]; ++kd) {
-          int64_t offset_d = kd * g.dilation[0] - g.pad_begin[0];
-          auto [d_first, d_last] = ValidRange(offset_d, g.strides[0], os[0], is[0]);
-          for (int64_t kh = 0; kh < ks[1]; ++kh) {
-            int64_t offset_h = kh * g.dilation[1] - g.pad_begin[1];
-            auto [h_first, h_last] = ValidRange(offset_h, g.strides[1], os[1], is[1]);
-            for (int64_t kw = 0; kw < ks[2]; ++kw) {
+        for (const Tap& td : taps[0]) {
+          for (const Tap& th : taps[1]) {
+            for (const Tap& tw : taps[2]) {
               double value = *w++;
-              int64_t offset_w = kw * g.dilation[2] - g.pad_begin[2];
-              auto [w_first, w_last] = ValidRange(offset_w, g.strides[2], os[2], is[2]);
-              int64_t stride_w = g.strides[2];
-              for (int64_t id = d_first; id < d_last; ++id) {
-                int64_t od = id * g.strides[0] + offset_d;
-                for (int64_t ih = h_first; ih < h_last; ++ih) {
-                  int64_t oh = ih * g.strides[1] + offset_h;
+              for (int64_t id = td.first; id < td.last; ++id) {
+                int64_t od = id * stride_d + td.offset;
+                for (int64_t ih = th.first; ih < th.last; ++ih) {
+                  int64_t oh = ih * stride_h + th.offset;
                   const double* in_row = in_base + (id * is[1] + ih) * is[2];
-                  double* out_row = out_base + (od * os[1] + oh) * os[2] + offset_w;
-                  for (int64_t iw = w_first; iw < w_last; ++iw) {
+                  double* out_row = out_base + (od * os[1] + oh) * os[2] + tw.offset;
+                  for (int64_t iw = tw.first; iw < tw.last; ++iw) {
                     out_row[iw * stride_w] += value * in_row[iw];
                   }
                 }
@@ -401,7 +409,7 @@ std::vector<Tensor> RunConvolution(const std::vector<Tensor>& inputs, const Type
   kernel(in.data(), w.data(), out.data(), g);
   out = Permute(std::move(out), canonical, Inverse(g.data_axes));
   Tensor result(output.tensor());
-  if (result.shape() != output.tensor().shape || result.num_elements() != NumElements(canonical)) {
+  if (result.num_elements() != NumElements(canonical)) {
     throw Error("result type does not match the operands");
   }
   for (size_t i = 0; i < out.size(); ++i) result.SetDouble(static_cast<int64_t>(i), out[i]);

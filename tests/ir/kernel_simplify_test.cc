@@ -1,164 +1,19 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
-#include <cmath>
-#include <optional>
-#include <random>
+
 #include <string>
 
 #include "ir/kernel/bound.h"
 #include "ir/kernel/simplify.h"
+#include "tests/ir/kernel_expr_testing.h"
 
 namespace tandem::ir {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Test helpers: a debugging printer, structural equality and an integer evaluator.
-
-int Precedence(ExprKind kind) {
-  switch (kind) {
-    case ExprKind::kOr:
-      return 1;
-    case ExprKind::kAnd:
-      return 2;
-    case ExprKind::kAdd:
-    case ExprKind::kSub:
-      return 4;
-    case ExprKind::kMul:
-    case ExprKind::kDiv:
-      return 5;
-    default:
-      return IsComparison(kind) ? 3 : 6;
-  }
-}
-
-// Prints with the fewest parentheses that keep the tree unambiguous (operators associate to
-// the left), so two printed strings are equal only for equal trees (given distinct var names).
-std::string Str(const Expr& e) {
-  const ExprNode& n = *e;
-  auto child = [&](size_t i, bool right) {
-    std::string s = Str(n.operands[i]);
-    int mine = Precedence(n.kind), theirs = Precedence(n.operands[i]->kind);
-    bool parens = right || IsComparison(n.kind) ? theirs <= mine : theirs < mine;
-    return parens && theirs < 6 ? "(" + s + ")" : s;
-  };
-  auto call = [&](const std::string& name) {
-    std::string s = name + "(";
-    for (size_t i = 0; i < n.operands.size(); ++i) s += (i ? ", " : "") + Str(n.operands[i]);
-    return s + ")";
-  };
-  switch (n.kind) {
-    case ExprKind::kIntImm:
-      if (n.dtype == DataType::kBool) return n.int_value ? "true" : "false";
-      return std::to_string(n.int_value) + (n.dtype == DataType::kInt64 ? "" : ToString(n.dtype));
-    case ExprKind::kFloatImm:
-      return fmt::format("{}{}", n.float_value, n.dtype == DataType::kFloat32 ? "f" : "d");
-    case ExprKind::kVar:
-      return n.name;
-    case ExprKind::kMul:
-    case ExprKind::kDiv:
-      return child(0, false) + ToString(n.kind) + child(1, true);
-    case ExprKind::kFloorDiv:
-    case ExprKind::kFloorMod:
-    case ExprKind::kMin:
-    case ExprKind::kMax:
-    case ExprKind::kSelect:
-      return call(ToString(n.kind));
-    case ExprKind::kNot:
-      return "!" + child(0, true);
-    case ExprKind::kCast:
-      return call(ToString(n.dtype));
-    case ExprKind::kLoad: {
-      std::string s = call(n.buffer->name);
-      return s.replace(n.buffer->name.size(), 1, "[").replace(s.size() - 1, 1, "]");
-    }
-    case ExprKind::kCall:
-      return call(n.name);
-    default:
-      return child(0, false) + " " + ToString(n.kind) + " " + child(1, true);
-  }
-}
-
-bool SameExpr(const Expr& a, const Expr& b) {
-  if (a.same_as(b)) return true;
-  if (a->kind != b->kind || a->dtype != b->dtype || a->operands.size() != b->operands.size()) {
-    return false;
-  }
-  if (a->kind == ExprKind::kVar || a->buffer != b->buffer || a->name != b->name) return false;
-  if (a->int_value != b->int_value || a->float_value != b->float_value) return false;
-  for (size_t i = 0; i < a->operands.size(); ++i) {
-    if (!SameExpr(a->operands[i], b->operands[i])) return false;
-  }
-  return true;
-}
-
-using Values = std::unordered_map<const ExprNode*, int64_t>;
-
-int64_t FloorDivRef(int64_t a, int64_t b) {
-  return static_cast<int64_t>(std::floor(static_cast<double>(a) / static_cast<double>(b)));
-}
-
-// Evaluates an integer/bool expression (bools as 0/1); nullopt on division by zero.
-std::optional<int64_t> Eval(const Expr& e, const Values& values) {
-  const ExprNode& n = *e;
-  if (n.kind == ExprKind::kIntImm) return n.int_value;
-  if (n.kind == ExprKind::kVar) return values.at(e.get());
-  std::vector<int64_t> v;
-  for (const Expr& o : n.operands) {
-    std::optional<int64_t> x = Eval(o, values);
-    if (!x) return std::nullopt;
-    v.push_back(*x);
-  }
-  switch (n.kind) {
-    case ExprKind::kAdd:
-      return v[0] + v[1];
-    case ExprKind::kSub:
-      return v[0] - v[1];
-    case ExprKind::kMul:
-      return v[0] * v[1];
-    case ExprKind::kFloorDiv:
-      if (v[1] == 0) return std::nullopt;
-      return FloorDivRef(v[0], v[1]);
-    case ExprKind::kFloorMod:
-      if (v[1] == 0) return std::nullopt;
-      return v[0] - FloorDivRef(v[0], v[1]) * v[1];
-    case ExprKind::kMin:
-      return std::min(v[0], v[1]);
-    case ExprKind::kMax:
-      return std::max(v[0], v[1]);
-    case ExprKind::kEQ:
-      return v[0] == v[1];
-    case ExprKind::kNE:
-      return v[0] != v[1];
-    case ExprKind::kLT:
-      return v[0] < v[1];
-    case ExprKind::kLE:
-      return v[0] <= v[1];
-    case ExprKind::kGT:
-      return v[0] > v[1];
-    case ExprKind::kGE:
-      return v[0] >= v[1];
-    case ExprKind::kAnd:
-      return v[0] != 0 && v[1] != 0;
-    case ExprKind::kOr:
-      return v[0] != 0 || v[1] != 0;
-    case ExprKind::kNot:
-      return v[0] == 0;
-    case ExprKind::kSelect:
-      return v[0] != 0 ? v[1] : v[2];
-    case ExprKind::kCast:
-      return n.dtype == DataType::kBool ? v[0] != 0 : v[0];
-    default:
-      ADD_FAILURE() << "cannot evaluate " << Str(e);
-      return std::nullopt;
-  }
-}
-
-VarRanges Ranges(std::initializer_list<std::pair<Var, IntInterval>> list) {
-  VarRanges r;
-  for (const auto& [var, range] : list) r[var.get()] = range;
-  return r;
-}
+using kernel_testing::Ranges;
+using kernel_testing::SameExpr;
+using kernel_testing::Str;
 
 std::string S(const Expr& e, const VarRanges& ranges = {}) {
   Expr s = Simplify(e, ranges);
@@ -237,6 +92,16 @@ TEST_F(KernelSimplify, FoldsFloatConstantsInTheirPrecision) {
   EXPECT_EQ(S(f32(1.0) / f32(0.0)), "1f/0f");
   EXPECT_EQ(S(f32(1.0) < f32(2.0)), "true");
   EXPECT_EQ(S(Min(f32(NAN), f32(1.0))), "min(nanf, 1f)");
+  EXPECT_EQ(S(FloorDiv(f32(7), f32(-2))), "-4f");
+  EXPECT_EQ(S(FloorMod(f32(7), f32(-2))), "-1f");
+  EXPECT_EQ(S(FloorMod(f32(7), f32(0))), "floormod(7f, 0f)");
+  // An f32 constant holds an f32 value, whatever double it was built from.
+  Expr widened = Simplify(Cast(DataType::kFloat64, f32(0.1)));
+  ASSERT_EQ(widened->kind, ExprKind::kFloatImm);
+  EXPECT_EQ(widened->float_value, static_cast<double>(0.1f));
+  EXPECT_EQ(S(f32(0.1) == FloatImm(static_cast<float>(0.1), DataType::kFloat32)), "true");
+  Expr half = FloatImm(1.0, DataType::kFloat16);
+  EXPECT_EQ(S(half + half), "1h + 1h");  // f16 is not folded
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,67 +329,6 @@ TEST(KernelSimplifySplitFuse, NestedSplits) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bounds and proofs.
-
-TEST_F(KernelSimplify, ConstIntBound) {
-  VarRanges r = Ranges({{x, {-5, 9}}, {i, {0, 3}}, {j, {0, 3}}});
-  EXPECT_EQ(ConstIntBound(i * 4 + j, r), (IntInterval{0, 15}));
-  EXPECT_EQ(ConstIntBound(i - j, r), (IntInterval{-3, 3}));
-  EXPECT_EQ(ConstIntBound(FloorDiv(x, 4), r), (IntInterval{-2, 2}));
-  EXPECT_EQ(ConstIntBound(FloorDiv(x, -4), r), (IntInterval{-3, 1}));
-  EXPECT_EQ(ConstIntBound(FloorMod(x, 4), r), (IntInterval{0, 3}));
-  EXPECT_EQ(ConstIntBound(FloorMod(i + 4, 8), r), (IntInterval{4, 7}));
-  EXPECT_EQ(ConstIntBound(FloorMod(x, -4), r), (IntInterval{-3, 0}));
-  EXPECT_EQ(ConstIntBound(FloorDiv(x, i + 1), r), (IntInterval{-5, 9}));
-  EXPECT_EQ(ConstIntBound(FloorDiv(x, i), r), IntInterval::Everything());
-  EXPECT_EQ(ConstIntBound(Min(x, i) + Max(j, 2), r), (IntInterval{-3, 6}));
-  EXPECT_EQ(ConstIntBound(Select(c, i, x), r), (IntInterval{-5, 9}));
-  EXPECT_EQ(ConstIntBound(Select(i < 4, i, x), r), (IntInterval{0, 3}));
-  EXPECT_EQ(ConstIntBound(i < 4, r), IntInterval::Single(1));
-  EXPECT_EQ(ConstIntBound(x < 4, r), (IntInterval{0, 1}));
-  EXPECT_EQ(ConstIntBound(y, r), IntInterval::Everything());
-  EXPECT_EQ(ConstIntBound(y * 0 + 3, r), IntInterval::Single(3));
-  EXPECT_EQ(ConstIntBound(FloorMod(y, 8), r), (IntInterval{0, 7}));
-  EXPECT_EQ(ConstIntBound(FloorDiv(y, 8), r), IntInterval::Everything());
-  EXPECT_EQ(ConstIntBound(Load(MakeBuffer("A", DataType::kInt64, {4}), {i}), r),
-            IntInterval::Everything());
-  EXPECT_EQ(ConstIntBound(Load(MakeBuffer("B", DataType::kUInt8, {4}), {i}), r),
-            (IntInterval{0, 255}));
-  EXPECT_EQ(ConstIntBound(c, r), (IntInterval{0, 1}));
-  EXPECT_TRUE(IntInterval::Single(3).is_const());
-  EXPECT_FALSE(IntInterval::Everything().is_const());
-}
-
-TEST_F(KernelSimplify, ConstIntBoundIsOverflowSafe) {
-  int64_t big = int64_t{1} << 62;
-  VarRanges r = Ranges({{x, {0, big}}, {y, {-big, big}}});
-  EXPECT_EQ(ConstIntBound(x * x, r), (IntInterval{0, IntInterval::kPosInf}));
-  EXPECT_EQ(ConstIntBound(x + x, r), (IntInterval{0, IntInterval::kPosInf}));
-  EXPECT_EQ(ConstIntBound(y * 4, r), IntInterval::Everything());
-  EXPECT_EQ(ConstIntBound(y - x * 2, r), (IntInterval{IntInterval::kNegInf, big}));
-  // Unbounded sides stay unbounded through division.
-  EXPECT_EQ(ConstIntBound(FloorDiv(y * 4, 1024), r), IntInterval::Everything());
-  // i32 arithmetic that may wrap is bounded by the type only.
-  Var a = MakeVar("a", DataType::kInt32);
-  VarRanges ra = Ranges({{a, {0, 2000000000}}});
-  EXPECT_EQ(ConstIntBound(a * IntImm(2, DataType::kInt32), ra), DataTypeRange(DataType::kInt32));
-  EXPECT_EQ(ConstIntBound(a + IntImm(2, DataType::kInt32), ra), (IntInterval{2, 2000000002}));
-}
-
-TEST_F(KernelSimplify, CanProve) {
-  EXPECT_TRUE(CanProve(i * 8 + j < 64, ij));
-  EXPECT_FALSE(CanProve(i * 8 + j < 63, ij));
-  EXPECT_TRUE(CanProve(FloorMod(x, 8) < 8, {}));
-  EXPECT_TRUE(CanProve(FloorDiv(x, 8) * 8 <= x, {}));
-  EXPECT_TRUE(CanProve(x + y == y + x, {}));
-  EXPECT_TRUE(CanProve((i < 8) && (j >= 0), ij));
-  EXPECT_FALSE(CanProve((i < 8) && (j >= 1), ij));
-  EXPECT_FALSE(CanProve(x < y, {}));
-  EXPECT_FALSE(CanProve(fx < f32(1.0), {}));
-  EXPECT_TRUE(CanProve(Expr(2), {}));
-}
-
-// ---------------------------------------------------------------------------------------------
 // Statements.
 
 class KernelSimplifyStmt : public KernelSimplify {
@@ -627,170 +431,6 @@ TEST_F(KernelSimplifyStmt, BlockIteratorsAreBoundedInsideTheirBlock) {
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(Str(st->indices[0]), "v");
   EXPECT_EQ(Str(st->value), "B[v]");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Randomized property test: simplified expressions equal the originals everywhere in range,
-// and bounds contain every value.
-
-class RandomExprs {
- public:
-  RandomExprs(uint32_t seed, std::vector<Var> vars) : rng_(seed), vars_(std::move(vars)) {}
-
-  Expr Int(int depth) {
-    if (depth == 0 || Pick(6) == 0) return Leaf();
-    switch (Pick(12)) {
-      case 0:
-        return Int(depth - 1) + Int(depth - 1);
-      case 1:
-        return Int(depth - 1) - Int(depth - 1);
-      case 2:
-        return Int(depth - 1) * Const(-3, 4);
-      case 3:
-        return Int(depth - 1) * Int(depth - 2 < 0 ? 0 : depth - 2);
-      case 4:
-      case 5:
-        return FloorDiv(Int(depth - 1), Const(1, 9));
-      case 6:
-      case 7:
-        return FloorMod(Int(depth - 1), Const(1, 9));
-      case 8:
-        return Min(Int(depth - 1), Int(depth - 1));
-      case 9:
-        return Max(Int(depth - 1), Int(depth - 1));
-      case 10:
-        return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
-      default:
-        return Affine();
-    }
-  }
-
-  Expr Bool(int depth) {
-    static const ExprKind kComparisons[] = {ExprKind::kEQ, ExprKind::kNE, ExprKind::kLT,
-                                            ExprKind::kLE, ExprKind::kGT, ExprKind::kGE};
-    if (depth <= 0 || Pick(3) != 0) {
-      return Binary(kComparisons[Pick(6)], Int(std::max(depth - 1, 0)),
-                    Int(std::max(depth - 1, 0)));
-    }
-    switch (Pick(3)) {
-      case 0:
-        return Bool(depth - 1) && Bool(depth - 1);
-      case 1:
-        return Bool(depth - 1) || Bool(depth - 1);
-      default:
-        return !Bool(depth - 1);
-    }
-  }
-
- private:
-  int Pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
-  Expr Const(int lo, int hi) { return Expr(lo + Pick(hi - lo + 1)); }
-  Expr Leaf() { return Pick(3) == 0 ? Const(-4, 8) : vars_[Pick(static_cast<int>(vars_.size()))]; }
-  // Index-like arithmetic: a*x + b*y + k, often divided by a divisor of a coefficient.
-  Expr Affine() {
-    static const int kCoefficients[] = {1, 2, 3, 4, 6, 8, 16};
-    Expr e = Const(-6, 9);
-    for (const Var& v : vars_) {
-      if (Pick(3) != 0) e = v * Expr(kCoefficients[Pick(7)]) + e;
-    }
-    switch (Pick(3)) {
-      case 0:
-        return FloorDiv(e, Expr(kCoefficients[Pick(7)]));
-      case 1:
-        return FloorMod(e, Expr(kCoefficients[Pick(7)]));
-      default:
-        return e;
-    }
-  }
-
-  std::mt19937 rng_;
-  std::vector<Var> vars_;
-};
-
-// Every assignment of `vars` within `ranges`.
-std::vector<Values> Assignments(const std::vector<Var>& vars, const VarRanges& ranges) {
-  std::vector<Values> all = {Values{}};
-  for (const Var& v : vars) {
-    std::vector<Values> next;
-    const IntInterval& r = ranges.at(v.get());
-    for (const Values& partial : all) {
-      for (int64_t value = r.min; value <= r.max; ++value) {
-        Values extended = partial;
-        extended[v.get()] = value;
-        next.push_back(std::move(extended));
-      }
-    }
-    all = std::move(next);
-  }
-  return all;
-}
-
-void CheckRandom(const Expr& e, const std::vector<Var>& vars, const VarRanges& ranges) {
-  std::vector<Values> assignments = Assignments(vars, ranges);
-  Expr bounded = Simplify(e, ranges);
-  Expr free = Simplify(e);
-  ASSERT_EQ(bounded->dtype, e->dtype);
-  ASSERT_EQ(free->dtype, e->dtype);
-  ASSERT_TRUE(SameExpr(Simplify(bounded, ranges), bounded))
-      << Str(e) << "\n -> " << Str(bounded) << "\n -> " << Str(Simplify(bounded, ranges));
-  ASSERT_TRUE(SameExpr(Simplify(free), free)) << Str(e) << "\n -> " << Str(free);
-  IntInterval bound = ConstIntBound(e, ranges);
-  IntInterval bounded_bound = ConstIntBound(bounded, ranges);
-  for (const Values& values : assignments) {
-    std::optional<int64_t> expected = Eval(e, values);
-    ASSERT_TRUE(expected.has_value());
-    ASSERT_EQ(Eval(bounded, values), expected) << Str(e) << "\n -> " << Str(bounded);
-    ASSERT_EQ(Eval(free, values), expected) << Str(e) << "\n -> " << Str(free);
-    ASSERT_TRUE(bound.contains(*expected))
-        << Str(e) << " = " << *expected << " outside [" << bound.min << ", " << bound.max << "]";
-    ASSERT_TRUE(bounded_bound.contains(*expected)) << Str(bounded) << " = " << *expected;
-  }
-}
-
-TEST(KernelSimplifyRandom, IntegerExpressionsKeepTheirValues) {
-  Var x = MakeVar("x"), y = MakeVar("y"), z = MakeVar("z");
-  std::vector<Var> vars = {x, y, z};
-  VarRanges ranges = Ranges({{x, {-3, 4}}, {y, {0, 7}}, {z, {0, 2}}});
-  for (uint32_t seed = 0; seed < 4; ++seed) {
-    RandomExprs gen(seed, vars);
-    for (int n = 0; n < 250; ++n) {
-      Expr e = gen.Int(1 + n % 5);
-      SCOPED_TRACE(fmt::format("seed {} #{}: {}", seed, n, Str(e)));
-      CheckRandom(e, vars, ranges);
-      if (HasFatalFailure()) return;
-    }
-  }
-}
-
-TEST(KernelSimplifyRandom, BoolExpressionsKeepTheirValues) {
-  Var x = MakeVar("x"), y = MakeVar("y");
-  std::vector<Var> vars = {x, y};
-  VarRanges ranges = Ranges({{x, {-4, 5}}, {y, {0, 9}}});
-  for (uint32_t seed = 10; seed < 13; ++seed) {
-    RandomExprs gen(seed, vars);
-    for (int n = 0; n < 200; ++n) {
-      Expr e = gen.Bool(1 + n % 4);
-      SCOPED_TRACE(fmt::format("seed {} #{}: {}", seed, n, Str(e)));
-      CheckRandom(e, vars, ranges);
-      if (HasFatalFailure()) return;
-    }
-  }
-}
-
-TEST(KernelSimplifyRandom, IndexArithmeticOfSchedulesKeepsItsValue) {
-  // Tight ranges like loop extents after split/fuse: most divisions should fold away.
-  Var a = MakeVar("a"), b = MakeVar("b"), d = MakeVar("d");
-  std::vector<Var> vars = {a, b, d};
-  VarRanges ranges = Ranges({{a, {0, 3}}, {b, {0, 7}}, {d, {0, 1}}});
-  RandomExprs gen(99, vars);
-  int divisions_left = 0;
-  for (int n = 0; n < 300; ++n) {
-    Expr e = gen.Int(2);
-    SCOPED_TRACE(fmt::format("#{}: {}", n, Str(e)));
-    CheckRandom(e, vars, ranges);
-    if (HasFatalFailure()) return;
-  }
-  (void)divisions_left;
 }
 
 }  // namespace

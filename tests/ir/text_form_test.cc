@@ -220,6 +220,59 @@ TEST(TextForm, HandWrittenTextMayOmitTypesAndDefaults) {
   EXPECT_TRUE(StructuralEqual(ParseFunction(PrintFunction(f)), f));
 }
 
+TEST(TextForm, CallKernelNodesRoundTripAndKernelFunctionsPrintElided) {
+  GraphFunction f;
+  f.name = "lowered";
+  Node x;
+  x.kind = NodeKind::kInput;
+  x.name = "x";
+  x.type = F32({2, 3});
+  Node call;
+  call.kind = NodeKind::kCallKernel;
+  call.name = "y";
+  call.callee = "fused relu_0";
+  call.op = "relu";
+  call.inputs = {0};
+  call.type = F32({2, 3}, "NC");
+  call.annotations.Set("backend", std::string("llvm"));
+  f.nodes = {x, call};
+  f.params = {0};
+  f.output = 1;
+  IRModule module;
+  module.Add(f);
+  std::string text = PrintModule(module);
+  EXPECT_NE(text.find("%y = call_kernel @\"fused relu_0\" relu(%x) : f32[2,3]{NC} @{backend="),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(RoundTrips(module));
+  // The callee is part of the structure.
+  GraphFunction other = f;
+  other.nodes[1].callee = "relu_1";
+  EXPECT_NE(StructuralDiff(f, other).find("callee @fused relu_0 vs @relu_1"), std::string::npos);
+  EXPECT_NE(StructuralHash(f), StructuralHash(other));
+  // Without a kernel in the text, the result type cannot be inferred: it must be written.
+  EXPECT_THROW(ParseModule("graph @g(%x: f32[2]) -> f32[2] {\n  %y = call_kernel @k(%x)\n"
+                           "  return %y\n}"),
+               Error);
+
+  // Kernel IR has no text form yet: kernel functions print as an elided signature, which the
+  // parser refuses clearly instead of dropping the kernel.
+  KernelFunction kernel;
+  kernel.name = "fused relu_0";
+  kernel.params = {MakeBuffer("a", DataType::kFloat32, {2, 3}),
+                   MakeBuffer("b", DataType::kFloat32, {2, 3})};
+  module.AddKernel(kernel);
+  text = PrintModule(module);
+  EXPECT_NE(text.find("kernel @\"fused relu_0\"(f32[2,3]) -> (f32[2,3]) elided"), std::string::npos)
+      << text;
+  try {
+    ParseModule(text);
+    FAIL() << "a module with an elided kernel parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("kernel IR has no text form yet"), std::string::npos) << e.what();
+  }
+}
+
 // ---- one call of every registered op ----
 
 struct OpSample {

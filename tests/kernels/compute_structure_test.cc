@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "ir/error.h"
+#include "ir/kernel/kernel_structural.h"
 #include "ir/op_registry.h"
+#include "kernels/compute/compute_builder.h"
 #include "kernels/compute/lower.h"
 #include "tests/kernels/compute_test_util.h"
 
@@ -193,6 +195,40 @@ TEST(ComputeStructure, IndexRemapping) {
   EXPECT_EQ(Blocks(concat)[0].block->reads.size(), 2u);
 }
 
+TEST(ComputeStructure, LoweringIsDeterministic) {
+  // Workloads are keyed by structural hash, so lowering the same call twice must give
+  // structurally equal kernels; a different attribute must not.
+  std::vector<TensorType> inputs = {F32({1, 3, 7, 7}), F32({4, 3, 3, 3})};
+  ir::KernelFunction a = Lower("conv2d", inputs, {{"padding", Ints{1, 1, 1, 1}}});
+  ir::KernelFunction b = Lower("conv2d", inputs, {{"padding", Ints{1, 1, 1, 1}}});
+  ir::KernelFunction c =
+      Lower("conv2d", inputs, {{"padding", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}});
+  EXPECT_EQ(ir::StructuralDiff(a, b), "");
+  EXPECT_EQ(ir::StructuralHash(a), ir::StructuralHash(b));
+  EXPECT_FALSE(ir::StructuralEqual(a, c));
+}
+
+TEST(ComputeStructure, ReadRegionsCoverEveryAccess) {
+  ir::Buffer a = ir::MakeBuffer("a", DataType::kFloat32, {4, 8});
+  ir::Buffer c = ir::MakeBuffer("c", DataType::kFloat32, {6});
+  ir::Var i = ir::MakeVar("i");
+  ir::Var k = ir::MakeVar("k");
+  ir::Expr value = ir::Load(a, {i, k}) + ir::Load(a, {i, k + ir::Expr(2)}) +
+                   ir::Load(c, {ir::Expr(1)}) + ir::Load(c, {ir::Expr(4)}) + ir::Load(a, {i, k});
+  std::vector<ir::BufferRegion> regions = ReadRegions(value, nullptr);
+  ASSERT_EQ(regions.size(), 2u);
+  EXPECT_EQ(regions[0].buffer, a);
+  EXPECT_TRUE(regions[0].region[0].min.same_as(i));
+  EXPECT_TRUE(regions[0].region[0].extent->is_const_int(1));
+  // Axis 1 is accessed at k and k + 2: the box [min(k, k+2), max(k, k+2) - min(k, k+2) + 1).
+  EXPECT_EQ(regions[0].region[1].min->kind, ir::ExprKind::kMin);
+  EXPECT_EQ(regions[0].region[1].extent->kind, ir::ExprKind::kAdd);
+  EXPECT_EQ(regions[1].buffer, c);
+  EXPECT_TRUE(regions[1].region[0].min->is_const_int(1));
+  EXPECT_TRUE(regions[1].region[0].extent->is_const_int(4));
+  EXPECT_TRUE(ReadRegions(value, a).size() == 1u && ReadRegions(value, a)[0].buffer == c);
+}
+
 TEST(ComputeErrors, NameTheOpAndTheReason) {
   EXPECT_FALSE(HasCompute("no_such_op"));
   EXPECT_THROW(LowerOpCall("k", "no_such_op", {}, {F32({2})}, F32({2})), ir::Error);
@@ -309,6 +345,17 @@ TEST(FusedCompute, ParameterAndRepeatedResultsAreCopied) {
   ir::KernelFunction kernel = LowerGraphFunction(function, "copies");
   EXPECT_EQ(kernel.num_outputs, 3);
   EXPECT_EQ(BlockNames(kernel), (Names{"relu", "copy", "copy_1"}));
+}
+
+TEST(FusedCompute, OneBufferReadTwiceByConcat) {
+  ir::GraphBuilder b("self_concat");
+  ir::ValueId x = b.Input("x", F32({2, 3}));
+  ir::GraphFunction function = b.Finish(b.Call("concat", {x, x}, {{"axis", int64_t{1}}}));
+  ExpectGraphMatches(function);
+  ir::KernelFunction kernel = LowerGraphFunction(function, "self_concat");
+  const ir::BlockNode& concat = *Blocks(kernel)[0].block;
+  ASSERT_EQ(concat.reads.size(), 1u);
+  EXPECT_EQ(concat.reads[0].region[1].min->kind, ir::ExprKind::kMin);
 }
 
 TEST(FusedCompute, ConstantsAreRejected) {
