@@ -296,8 +296,8 @@ Value NodeContext::Scalar(double value, ir::DataType dtype) {
 
 Value NodeContext::Reshape(Value value, const ir::Shape& shape) {
   if (TypeOf(value).shape == shape) return value;
-  if (values_.IsConstant(value)) {
-    return values_.AddConstant(values_.ConstantOf(value).Reshaped(shape), name_);
+  if (values_.IsConstant(value)) {  // keeps the name: a reshaped weight is still that weight
+    return values_.AddConstant(values_.ConstantOf(value).Reshaped(shape), values_.NameOf(value));
   }
   return Call("reshape", {value}, {{"newshape", shape}});
 }

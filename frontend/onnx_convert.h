@@ -46,6 +46,10 @@ class ValueTable {
   const ir::TensorType& TypeOf(Value value) const { return entry(value).type; }
   // The graph value; a known tensor gets its constant node on first use.
   ir::ValueId Materialize(Value value);
+  // The graph value, or -1 for a known tensor without a constant node yet.
+  ir::ValueId GraphValueOf(Value value) const { return entry(value).id; }
+  // The name a known tensor's constant node gets.
+  const std::string& NameOf(Value value) const { return entry(value).name; }
 
   ir::GraphBuilder& builder() { return builder_; }
 

@@ -181,6 +181,7 @@ class GraphImporter {
         }
         inputs.push_back(it->second);
       }
+      ir::ValueId first_node = static_cast<ir::ValueId>(builder_.num_nodes());
       onnx_import::NodeContext context(values_, node, std::move(inputs), opsets_.at(""));
       std::vector<Value> outputs = converter->second(context);
       context.CheckAttributesUsed();
@@ -191,7 +192,10 @@ class GraphImporter {
           throw Error(
               fmt::format("output {} ('{}') of {} is not supported", i, name, node.op_type()));
         }
-        Define(name, outputs[static_cast<size_t>(i)], "node '" + label + "'");
+        Value value = outputs[static_cast<size_t>(i)];
+        Define(name, value, "node '" + label + "'");
+        ir::ValueId id = values_.GraphValueOf(value);
+        if (id >= first_node) renames_.push_back({id, first_node, onnx_import::GraphName(name)});
       }
     } catch (const Error& e) {
       ir::ErrorLocation inner = e.where();
@@ -244,7 +248,35 @@ class GraphImporter {
       CheckOutput(output, values_.TypeOf(it->second));
       results.push_back(values_.Materialize(it->second));
     }
-    return builder_.Finish(results);
+    ir::GraphFunction function = builder_.Finish(results);
+    NameOutputs(function);
+    return function;
+  }
+
+  // Gives the graph value of each node output the ONNX tensor's name. A converter names every
+  // op it emits after the node's first output, so the name may sit on an intermediate op of the
+  // same node; the two swap names then.
+  void NameOutputs(ir::GraphFunction& function) {
+    std::unordered_map<std::string, ir::ValueId> holders;
+    for (size_t i = 0; i < function.nodes.size(); ++i) {
+      holders[function.nodes[i].name] = static_cast<ir::ValueId>(i);
+    }
+    for (const Rename& rename : renames_) {
+      ir::Node& node = function.nodes[static_cast<size_t>(rename.id)];
+      if (rename.name.empty() || node.name == rename.name) continue;
+      auto holder = holders.find(rename.name);
+      if (holder == holders.end()) {
+        holders.erase(node.name);
+      } else if (holder->second >= rename.first_node && holder->second < rename.id) {
+        ir::Node& other = function.nodes[static_cast<size_t>(holder->second)];
+        other.name = node.name;
+        holders[other.name] = holder->second;
+      } else {
+        continue;
+      }
+      node.name = rename.name;
+      holders[node.name] = rename.id;
+    }
   }
 
   const onnx::GraphProto& graph_;
@@ -253,6 +285,12 @@ class GraphImporter {
   ir::GraphBuilder builder_;
   onnx_import::ValueTable values_;
   std::unordered_map<std::string, Value> tensors_;
+  struct Rename {
+    ir::ValueId id;          // the graph value of a node output
+    ir::ValueId first_node;  // the first graph node the ONNX node emitted
+    std::string name;        // the ONNX tensor name, as a graph name
+  };
+  std::vector<Rename> renames_;
 };
 
 ir::IRModule ImportModelProto(const onnx::ModelProto& model, const OnnxImportOptions& options) {

@@ -1,0 +1,293 @@
+#include "backends/runtime/executable.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "ir/error.h"
+
+namespace tandem::backends {
+
+using ir::Error;
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+int64_t AlignUp(int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+// An interval of the arena used by one tensor during [first, last] steps.
+struct Lifetime {
+  int slot;
+  int64_t bytes;
+  int first;
+  int last;
+  int64_t offset = -1;
+};
+
+// Best-fit placement: tensors in order of decreasing size, each at the lowest offset where it
+// overlaps no already-placed tensor whose lifetime intersects its own.
+int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
+  std::vector<Lifetime*> order;
+  for (Lifetime& l : lifetimes) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Lifetime* a, const Lifetime* b) { return a->bytes > b->bytes; });
+  std::vector<Lifetime*> placed;
+  int64_t total = 0;
+  for (Lifetime* l : order) {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Lifetime* p : placed) {
+      if (p->first <= l->last && l->first <= p->last) busy.emplace_back(p->offset, p->offset + p->bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (offset + l->bytes <= begin) break;
+      offset = std::max(offset, end);
+    }
+    l->offset = offset;
+    total = std::max(total, offset + l->bytes);
+    placed.push_back(l);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
+  ir::IRModule module = kernels::Legalize(input_module, options.legalize);
+  ir::Verify(module);
+  const ir::GraphFunction& fn = module.Get(options.function);
+
+  auto exe = std::unique_ptr<Executable>(new Executable());
+  std::vector<ir::KernelFunction> kernels;
+  for (const auto& [name, kernel] : module.kernel_functions()) kernels.push_back(*kernel);
+  exe->compiled_ = CompileKernels(kernels, options.codegen);
+
+  // Slots for every tensor value; tuples map to the slots of their fields.
+  std::vector<std::vector<int>> value_slots(fn.nodes.size());
+  auto new_slot = [&](Executable::SlotKind kind, const ir::TensorType& type) {
+    Executable::Slot slot;
+    slot.kind = kind;
+    slot.bytes = type.num_bytes();
+    exe->slots_.push_back(slot);
+    return static_cast<int>(exe->slots_.size() - 1);
+  };
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ir::Node& p = fn.node(fn.params[i]);
+    int s = new_slot(Executable::SlotKind::kInput, p.type.tensor());
+    exe->slots_[static_cast<size_t>(s)].index = static_cast<int64_t>(i);
+    value_slots[static_cast<size_t>(fn.params[i])] = {s};
+    exe->input_types_.push_back(p.type.tensor());
+  }
+  std::vector<int> step_of_node(fn.nodes.size(), -1);
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const ir::Node& node = fn.nodes[i];
+    switch (node.kind) {
+      case ir::NodeKind::kInput: break;
+      case ir::NodeKind::kConstant: {
+        int s = new_slot(Executable::SlotKind::kConstant, node.type.tensor());
+        exe->slots_[static_cast<size_t>(s)].constant = node.value;
+        value_slots[i] = {s};
+        break;
+      }
+      case ir::NodeKind::kTuple:
+        for (ir::ValueId f : node.inputs) {
+          for (int s : value_slots[static_cast<size_t>(f)]) value_slots[i].push_back(s);
+        }
+        break;
+      case ir::NodeKind::kTupleGetItem: {
+        // Fields of a tuple of tensors: one slot each (nested tuples are flattened in order).
+        const ir::Type& tuple = fn.type_of(node.inputs[0]);
+        size_t index = static_cast<size_t>(node.attrs.GetInt("index"));
+        size_t first = 0;
+        auto count = [](const ir::Type& t, auto&& self) -> size_t {
+          if (t.is_tensor()) return 1;
+          size_t n = 0;
+          for (const ir::Type& f : t.fields()) n += self(f, self);
+          return n;
+        };
+        for (size_t k = 0; k < index; ++k) first += count(tuple.fields()[k], count);
+        size_t n = count(tuple.fields()[index], count);
+        const auto& source = value_slots[static_cast<size_t>(node.inputs[0])];
+        value_slots[i].assign(source.begin() + static_cast<std::ptrdiff_t>(first),
+                              source.begin() + static_cast<std::ptrdiff_t>(first + n));
+        break;
+      }
+      case ir::NodeKind::kCallKernel: {
+        Executable::Step step;
+        step.kernel = node.callee;
+        step.op = node.op;
+        step.entry = exe->compiled_->Lookup(node.callee);
+        for (ir::ValueId id : node.inputs) {
+          for (int s : value_slots[static_cast<size_t>(id)]) step.args.push_back(s);
+        }
+        std::vector<ir::TensorType> results;
+        if (node.type.is_tensor()) {
+          results.push_back(node.type.tensor());
+        } else {
+          for (const ir::Type& f : node.type.fields()) results.push_back(f.tensor());
+        }
+        for (const ir::TensorType& t : results) {
+          int s = new_slot(Executable::SlotKind::kArena, t);
+          value_slots[i].push_back(s);
+          step.args.push_back(s);
+        }
+        step_of_node[i] = static_cast<int>(exe->steps_.size());
+        exe->steps_.push_back(std::move(step));
+        break;
+      }
+      case ir::NodeKind::kCall:
+        throw Error(fmt::format("Build: node %{} still calls op '{}' after Legalize", node.name, node.op));
+    }
+  }
+
+  // Outputs: produced slots become output slots; inputs/constants returned directly are copied.
+  const std::vector<int>& result_slots = value_slots[static_cast<size_t>(fn.output)];
+  exe->output_types_ = fn.OutputTensorTypes();
+  std::map<int, int> output_of_slot;
+  for (size_t k = 0; k < result_slots.size(); ++k) {
+    int s = result_slots[k];
+    Executable::Slot& slot = exe->slots_[static_cast<size_t>(s)];
+    if (slot.kind == Executable::SlotKind::kArena && !output_of_slot.count(s)) {
+      slot.kind = Executable::SlotKind::kOutput;
+      slot.index = static_cast<int64_t>(k);
+      output_of_slot[s] = static_cast<int>(k);
+    } else {
+      exe->output_copies_.push_back({s, static_cast<int>(k)});
+    }
+  }
+
+  // Liveness of arena slots over the steps, then placement.
+  std::map<int, Lifetime> lifetimes;
+  for (size_t st = 0; st < exe->steps_.size(); ++st) {
+    for (int s : exe->steps_[st].args) {
+      if (exe->slots_[static_cast<size_t>(s)].kind != Executable::SlotKind::kArena) continue;
+      auto [it, inserted] = lifetimes.try_emplace(
+          s, Lifetime{s, AlignUp(exe->slots_[static_cast<size_t>(s)].bytes), static_cast<int>(st),
+                      static_cast<int>(st)});
+      if (!inserted) it->second.last = static_cast<int>(st);
+    }
+  }
+  std::vector<Lifetime> list;
+  for (auto& [s, l] : lifetimes) {
+    list.push_back(l);
+    exe->unplanned_bytes_ += l.bytes;
+  }
+  exe->arena_bytes_ = PlanArena(list);
+  for (const Lifetime& l : list) exe->slots_[static_cast<size_t>(l.slot)].index = l.offset;
+  if (exe->arena_bytes_ > 0) {
+    void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(AlignUp(exe->arena_bytes_)));
+    if (!p) throw Error(fmt::format("Build: cannot allocate an arena of {} bytes", exe->arena_bytes_));
+    exe->arena_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+  }
+  exe->pointers_.assign(exe->slots_.size(), nullptr);
+  exe->step_seconds_.assign(exe->steps_.size(), 0);
+  exe->step_calls_.assign(exe->steps_.size(), 0);
+  exe->module_ = std::move(module);
+  return exe;
+}
+
+std::vector<ir::Tensor> Executable::Run(const std::vector<ir::Tensor>& inputs) {
+  std::vector<ir::Tensor> outputs;
+  for (const ir::TensorType& t : output_types_) outputs.emplace_back(t);
+  RunInto(inputs, outputs);
+  return outputs;
+}
+
+void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
+                         const std::vector<ir::Tensor>& outputs) {
+  if (inputs.size() != input_types_.size()) {
+    throw Error(fmt::format("the model takes {} inputs but {} were given", input_types_.size(),
+                            inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].shape() != input_types_[i].shape || inputs[i].dtype() != input_types_[i].dtype) {
+      throw Error(fmt::format("input {} must be {} but is {}", i, ir::ToString(input_types_[i]),
+                              ir::ToString(inputs[i].type())));
+    }
+  }
+  if (outputs.size() != output_types_.size()) {
+    throw Error(fmt::format("the model has {} outputs but {} were given", output_types_.size(),
+                            outputs.size()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].shape() != output_types_[i].shape || outputs[i].dtype() != output_types_[i].dtype) {
+      throw Error(fmt::format("output {} must be {} but is {}", i, ir::ToString(output_types_[i]),
+                              ir::ToString(outputs[i].type())));
+    }
+  }
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    switch (slot.kind) {
+      case SlotKind::kInput:
+        pointers_[s] = const_cast<void*>(inputs[static_cast<size_t>(slot.index)].raw_data());
+        break;
+      case SlotKind::kConstant: pointers_[s] = const_cast<void*>(slot.constant.raw_data()); break;
+      case SlotKind::kArena: pointers_[s] = arena_.get() + slot.index; break;
+      case SlotKind::kOutput:
+        pointers_[s] = const_cast<void*>(outputs[static_cast<size_t>(slot.index)].raw_data());
+        break;
+    }
+  }
+  for (size_t st = 0; st < steps_.size(); ++st) {
+    const Step& step = steps_[st];
+    arguments_.resize(step.args.size());
+    for (size_t a = 0; a < step.args.size(); ++a) arguments_[a] = pointers_[static_cast<size_t>(step.args[a])];
+    if (profiling_) {
+      auto start = std::chrono::steady_clock::now();
+      step.entry(arguments_.data());
+      step_seconds_[st] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++step_calls_[st];
+    } else {
+      step.entry(arguments_.data());
+    }
+  }
+  for (const OutputCopy& copy : output_copies_) {
+    const ir::Tensor& out = outputs[static_cast<size_t>(copy.output)];
+    std::memcpy(const_cast<void*>(out.raw_data()), pointers_[static_cast<size_t>(copy.slot)],
+                static_cast<size_t>(out.num_bytes()));
+  }
+}
+
+std::vector<KernelProfile> Executable::Profile() const {
+  std::map<std::string, KernelProfile> by_kernel;
+  for (size_t st = 0; st < steps_.size(); ++st) {
+    KernelProfile& p = by_kernel[steps_[st].kernel];
+    p.kernel = steps_[st].kernel;
+    p.op = steps_[st].op;
+    p.calls += step_calls_[st];
+    p.total_seconds += step_seconds_[st];
+  }
+  std::vector<KernelProfile> out;
+  for (auto& [k, p] : by_kernel) out.push_back(p);
+  std::sort(out.begin(), out.end(), [](const KernelProfile& a, const KernelProfile& b) {
+    return a.total_seconds > b.total_seconds;
+  });
+  return out;
+}
+
+void Executable::ResetProfile() {
+  std::fill(step_seconds_.begin(), step_seconds_.end(), 0.0);
+  std::fill(step_calls_.begin(), step_calls_.end(), 0);
+}
+
+std::string Executable::ProfileTable() const {
+  std::vector<KernelProfile> rows = Profile();
+  double total = 0;
+  for (const KernelProfile& p : rows) total += p.total_seconds;
+  std::string out = fmt::format("{:<32} {:<18} {:>7} {:>12} {:>12} {:>7}\n", "kernel", "op",
+                                "calls", "total ms", "mean us", "share");
+  for (const KernelProfile& p : rows) {
+    out += fmt::format("{:<32} {:<18} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%\n", p.kernel, p.op,
+                       p.calls, p.total_seconds * 1e3,
+                       p.calls ? p.total_seconds * 1e6 / static_cast<double>(p.calls) : 0.0,
+                       total > 0 ? 100.0 * p.total_seconds / total : 0.0);
+  }
+  return out;
+}
+
+}  // namespace tandem::backends

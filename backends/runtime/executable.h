@@ -1,0 +1,99 @@
+// Build and Executable: a module compiled to machine code plus a static execution plan.
+//
+// Build legalizes the module's graph function (op calls become kernels with default
+// schedules unless they already are call_kernel nodes), compiles every kernel through LLVM into
+// one JIT module, and plans execution: a list of kernel calls with their argument slots, where
+// every intermediate tensor lives at a fixed offset of one arena whose regions are reused once
+// their tensor is dead (liveness over the call order, best-fit by size). Running allocates
+// nothing but the returned outputs (RunInto allocates nothing at all).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/llvm/codegen.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+#include "kernels/legalize.h"
+
+namespace tandem::backends {
+
+struct BuildOptions {
+  std::string function = "main";
+  CodegenOptions codegen;
+  kernels::LegalizeOptions legalize;
+};
+
+// Time spent in one kernel over the runs made with profiling on.
+struct KernelProfile {
+  std::string kernel;
+  std::string op;
+  int64_t calls = 0;
+  double total_seconds = 0;
+};
+
+class Executable {
+ public:
+  // Inputs in parameter order; shapes and dtypes are checked (Error naming the input).
+  std::vector<ir::Tensor> Run(const std::vector<ir::Tensor>& inputs);
+  // Writes the outputs into `outputs` (one tensor per output, of the right type).
+  void RunInto(const std::vector<ir::Tensor>& inputs, const std::vector<ir::Tensor>& outputs);
+
+  void set_profiling(bool on) { profiling_ = on; }
+  // Per-kernel totals since the last ResetProfile, heaviest first.
+  std::vector<KernelProfile> Profile() const;
+  void ResetProfile();
+  // A text table of Profile(): kernel, op, calls, total and mean time, share.
+  std::string ProfileTable() const;
+
+  const ir::IRModule& module() const { return module_; }  // the legalized module
+  int64_t arena_bytes() const { return arena_bytes_; }
+  // Bytes the intermediates would need without reuse (for reporting the planner's savings).
+  int64_t unplanned_bytes() const { return unplanned_bytes_; }
+  size_t num_kernel_calls() const { return steps_.size(); }
+  const std::vector<ir::TensorType>& input_types() const { return input_types_; }
+  const std::vector<ir::TensorType>& output_types() const { return output_types_; }
+
+ private:
+  friend std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options);
+
+  enum class SlotKind { kInput, kConstant, kArena, kOutput };
+  struct Slot {
+    SlotKind kind = SlotKind::kArena;
+    int64_t index = 0;  // input / output number, or arena offset
+    ir::Tensor constant;
+    int64_t bytes = 0;
+  };
+  struct Step {
+    CompiledModule::KernelEntry entry = nullptr;
+    std::string kernel;
+    std::string op;
+    std::vector<int> args;  // slot per kernel parameter
+  };
+  struct OutputCopy {  // an output that is an input or a constant is copied into place
+    int slot;
+    int output;
+  };
+
+  ir::IRModule module_;
+  std::unique_ptr<CompiledModule> compiled_;
+  std::vector<Slot> slots_;
+  std::vector<Step> steps_;
+  std::vector<OutputCopy> output_copies_;
+  std::vector<ir::TensorType> input_types_;
+  std::vector<ir::TensorType> output_types_;
+  std::shared_ptr<uint8_t> arena_;
+  int64_t arena_bytes_ = 0;
+  int64_t unplanned_bytes_ = 0;
+  std::vector<void*> pointers_;   // per slot, refreshed each run
+  std::vector<void*> arguments_;  // scratch for one kernel call
+  bool profiling_ = false;
+  std::vector<double> step_seconds_;
+  std::vector<int64_t> step_calls_;
+};
+
+std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options = {});
+
+}  // namespace tandem::backends
