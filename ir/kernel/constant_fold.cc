@@ -71,6 +71,10 @@ Expr FoldInt(ExprKind kind, int64_t a, int64_t b, DataType dtype) {
       r = kind == ExprKind::kFloorDiv ? q : Wide{a} - q * b;
       break;
     }
+    case ExprKind::kDiv:  // integer kDiv truncates toward zero, as the backends do
+      if (b == 0 || dtype == DataType::kBool) return Expr();
+      r = Wide{a} / b;
+      break;
     case ExprKind::kMin:
       r = std::min(a, b);
       break;
@@ -78,7 +82,7 @@ Expr FoldInt(ExprKind kind, int64_t a, int64_t b, DataType dtype) {
       r = std::max(a, b);
       break;
     default:
-      return Expr();  // kDiv of integers: not folded
+      return Expr();
   }
   if (ring && dtype == DataType::kBool) return Expr();
   if (dtype == DataType::kInt64) {

@@ -8,9 +8,10 @@ namespace tandem::ir {
 
 // The constant value of the binary operation `kind` on the constants `a` and `b` (IntImm or
 // FloatImm) with result type `dtype`, or an undefined Expr when it must stay as it is: integer
-// division by zero, i64 overflow, true division of integers, bool arithmetic, anything on f16,
-// float division by zero, min/max of NaN. Narrower integer types wrap like generated code; f32
-// is computed in f32. Float floordiv is floor(a / b) and floormod a - floor(a / b) * b.
+// division by zero, i64 overflow, bool arithmetic, anything on f16, float division by zero,
+// min/max of NaN. Narrower integer types wrap like generated code; f32 is computed in f32.
+// Integer kDiv truncates toward zero; float floordiv is floor(a / b) and floormod
+// a - floor(a / b) * b (the semantics of the reference interpreter and the LLVM backend).
 Expr FoldBinary(ExprKind kind, const Expr& a, const Expr& b, DataType dtype);
 
 // The constant `value` converted to `dtype`, or an undefined Expr when `value` is not a constant

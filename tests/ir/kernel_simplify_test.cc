@@ -42,6 +42,8 @@ TEST_F(KernelSimplify, FoldsIntegerConstantsWithFloorSemantics) {
   EXPECT_EQ(S(FloorDiv(7, -2)), "-4");
   EXPECT_EQ(S(FloorMod(7, -2)), "-1");
   EXPECT_EQ(S(FloorDiv(-8, 2)), "-4");
+  EXPECT_EQ(S(Expr(-7) / 2), "-3");  // integer true division truncates
+  EXPECT_EQ(S(Expr(7) / 0), "7/0");
   EXPECT_EQ(S(Min(3, -2) + Max(3, -2)), "1");
   EXPECT_EQ(S(Expr(3) < 4), "true");
   EXPECT_EQ(S(Expr(3) >= 4), "false");

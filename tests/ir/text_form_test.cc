@@ -3,10 +3,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -85,7 +87,7 @@ std::vector<Tensor> ConstantsOfEveryDtype() {
   for (DataType dtype :
        {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kInt8,
         DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kBool}) {
-    out.push_back(Tensor::Random(TensorType{{5, 7}, dtype, ""}, 7, -100, 100));
+    out.push_back(Tensor::Random(TensorType{{3, 6}, dtype, ""}, 7, -100, 100));
   }
   return out;
 }
@@ -95,10 +97,10 @@ std::vector<Tensor> ConstantsOfEveryDtype() {
 IRModule EveryConstructModule() {
   GraphBuilder b("main");
   ValueId x = b.Input("x", F32({1, 4, 8, 8}));
-  ValueId weight = b.Constant(Tensor::Random(F32({8, 4, 3, 3}), 1), "conv.weight");
+  ValueId weight = b.Constant(Tensor::Random(F32({8, 4, 1, 1}), 1), "conv.weight");
   ValueId y = b.Input("a/b:0", F32({1, 8, 8, 8}));  // a parameter after a constant
   ValueId conv =
-      b.Call("conv2d", {x, weight}, {{"padding", std::vector<int64_t>{1, 1, 1, 1}}}, "conv out");
+      b.Call("conv2d", {x, weight}, {{"dilation", std::vector<int64_t>{2, 2}}}, "conv out");
   b.Annotate(conv, "backend", std::string("onednn"));
   b.Annotate(conv, "group", int64_t{3});
   ValueId sum = b.Call("add", {conv, y}, {}, "quote\"back\\slash");
@@ -124,7 +126,7 @@ IRModule EveryConstructModule() {
   param.attrs.Set("origin", std::string("onnx"));
   param.annotations.Set("device", int64_t{0});
   Node& constant = main.nodes[static_cast<size_t>(weight)];
-  constant.type = F32({8, 4, 3, 3}, "OIHW");
+  constant.type = F32({8, 4, 1, 1}, "OIHW");
   constant.annotations.Set("frozen", int64_t{1});
 
   GraphBuilder helper("helper fn/1");
@@ -156,11 +158,26 @@ TEST(TextForm, EveryConstructRoundTrips) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("constant bool[3] [true, false, true]"), std::string::npos) << text;
-  EXPECT_NE(text.find("constant f32[8,4,3,3]{OIHW} base64\""), std::string::npos) << text;
+  EXPECT_NE(text.find("constant f32[8,4,1,1]{OIHW} base64\""), std::string::npos) << text;
   EXPECT_NE(text.find("graph @\"helper fn/1\"(%0abc: i64[3]) -> f32[3] {"), std::string::npos)
       << text;
   EXPECT_NE(text.find("tuple_get_item(%0) {index=1} : f32[1,3,8,8]"), std::string::npos) << text;
   EXPECT_NE(text.find("= tuple() : ()"), std::string::npos) << text;
+}
+
+// Complements ParseRobustness.EveryPrefixParsesOrThrowsError (text_form_errors_test.cc) with the
+// text that has every construct in it.
+TEST(TextForm, EveryPrefixOfTheFullModuleParsesOrThrowsError) {
+  std::string text = PrintModule(EveryConstructModule());
+  int parsed = 0;
+  for (size_t length = 0; length <= text.size(); ++length) {
+    try {
+      ParseModule(text.substr(0, length));
+      ++parsed;
+    } catch (const Error&) {
+    }
+  }
+  EXPECT_EQ(parsed, 2);  // the whole text, and the text without its final newline
 }
 
 TEST(TextForm, ConstantsKeepEveryByte) {
@@ -192,7 +209,7 @@ TEST(TextForm, CanonicalNamesAndElidedConstants) {
   EXPECT_EQ(StructuralDiff(ParseModule(canonical), module), "");
 
   std::string elided = PrintModule(module, PrintOptions{.max_constant_bytes = 16});
-  EXPECT_NE(elided.find("constant f32[8,4,3,3]{OIHW} elided"), std::string::npos) << elided;
+  EXPECT_NE(elided.find("constant f32[8,4,1,1]{OIHW} elided"), std::string::npos) << elided;
   EXPECT_NE(elided.find("constant u8[2] [0, 255]"), std::string::npos) << elided;  // 2 bytes
   try {
     ParseModule(elided, "dump.tir");
@@ -271,6 +288,22 @@ TEST(TextForm, CallKernelNodesRoundTripAndKernelFunctionsPrintElided) {
   } catch (const Error& e) {
     EXPECT_NE(e.message().find("kernel IR has no text form yet"), std::string::npos) << e.what();
   }
+}
+
+TEST(TextForm, DocumentedExampleReadsBackUnchanged) {
+  std::ifstream file(std::string(TANDEM_SOURCE_DIR) + "/docs/text_form.md");
+  ASSERT_TRUE(file) << "docs/text_form.md is missing";
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  std::string doc = buffer.str();
+  size_t start = doc.find("```\n");
+  ASSERT_NE(start, std::string::npos);
+  start += 4;
+  std::string example = doc.substr(start, doc.find("```\n", start) - start);
+  IRModule module = ParseModule(example, "docs/text_form.md");
+  EXPECT_EQ(PrintModule(module), example);
+  const GraphFunction& main = module.Get("main");
+  EXPECT_EQ(main.node(main.Find("table")).value.data<int8_t>()[19], 19);
 }
 
 // ---- one call of every registered op ----

@@ -122,17 +122,29 @@ std::vector<uint64_t> Seeds() {
   return seeds;
 }
 
+// The seed of the fuzzer's own choices: differs between workloads for the same schedule seed.
+uint64_t FuzzSeed(const Workload& workload, uint64_t seed) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a of the name
+  for (char c : workload.name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h ^ seed;
+}
+
+int StepCount(uint64_t fuzz_seed) {
+  RandomState random(fuzz_seed);
+  return 8 + static_cast<int>(random.Uniform(10));
+}
+
 bool Verbose() { return std::getenv("TANDEM_FUZZ_VERBOSE") != nullptr; }
 
 // Re-runs the fuzzer for `seed` checking the result after every step, and describes the first
 // step that broke the program (called after a final check failed).
-std::string FirstBadStep(const ir::KernelFunction& original, uint64_t seed, int steps,
-                         const std::vector<ir::Tensor>& inputs,
+std::string FirstBadStep(const ir::KernelFunction& original, uint64_t seed, uint64_t fuzz_seed,
+                         int steps, const std::vector<ir::Tensor>& inputs,
                          const std::vector<ir::Tensor>& expected) {
   Schedule s(original, seed);
   FuzzCounts counts;
   std::string report;
-  ScheduleFuzzer fuzzer(s, seed, counts,
+  ScheduleFuzzer fuzzer(s, fuzz_seed, counts,
                         [&](const std::string& kind, const ir::KernelFunction& before) {
                           if (!report.empty()) return;
                           std::string error;
@@ -162,9 +174,9 @@ void FuzzWorkload(const Workload& workload) {
       expected[variant] = backends::RunKernelReference(original, inputs[variant], true);
     }
     Schedule s(original, seed);
-    RandomState steps_random(seed);
-    int steps = 8 + static_cast<int>(steps_random.Uniform(10));
-    ScheduleFuzzer fuzzer(s, seed, counts);
+    uint64_t fuzz_seed = FuzzSeed(workload, seed);
+    int steps = StepCount(fuzz_seed);
+    ScheduleFuzzer fuzzer(s, fuzz_seed, counts);
     try {
       fuzzer.Run(steps);
     } catch (const std::exception& e) {
@@ -184,7 +196,8 @@ void FuzzWorkload(const Workload& workload) {
     if (!(err < kTolerance)) {
       ++failures;
       ADD_FAILURE() << "wrong result (relative error " << err << ") " << error << "\n" << context
-                    << FirstBadStep(original, seed, steps, inputs[variant], expected[variant]);
+                    << FirstBadStep(original, seed, fuzz_seed, steps, inputs[variant],
+                                    expected[variant]);
       continue;
     }
     // (a') Parallel and vectorized iterations are independent.

@@ -152,18 +152,74 @@ std::vector<AxisRegion> RegionUnderLoop(const ir::KernelFunction& fn, const Stmt
   }
   std::vector<AxisRegion> region(rank);
   for (size_t d = 0; d < rank; ++d) {
+    // The extent comes from the unclamped bounds (exact for affine indices); the box is then
+    // clamped to the buffer, so that an access outside it (a guarded read of a padding border)
+    // neither shifts the box out of the buffer nor cuts its end off.
     ir::IntInterval span = ir::ConstIntBound(ir::Simplify(maxs[d] - mins[d], outer), outer);
     int64_t extent = span.max == INT64_MAX ? buffer->shape[d] : span.max + 1;
     extent = std::clamp<int64_t>(extent, 1, buffer->shape[d]);
-    region[d] = AxisRegion{mins[d], maxs[d], extent};
+    Expr lo = ir::Simplify(ir::Max(mins[d], ir::IntImm(0)), outer);
+    Expr hi = ir::Simplify(ir::Min(maxs[d], ir::IntImm(buffer->shape[d] - 1)), outer);
+    region[d] = AxisRegion{lo, hi, extent};
   }
   return region;
 }
 
+// Structural equality of expressions (variables and buffers by identity).
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a.same_as(b)) return true;
+  if (!a.defined() || !b.defined()) return false;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->operands.size() != b->operands.size() ||
+      a->kind == ir::ExprKind::kVar || a->int_value != b->int_value ||
+      a->float_value != b->float_value || a->name != b->name || a->buffer != b->buffer) {
+    return false;
+  }
+  for (size_t i = 0; i < a->operands.size(); ++i) {
+    if (!SameExpr(a->operands[i], b->operands[i])) return false;
+  }
+  return true;
+}
+
+// Rewrites an expression over loop variables into one over block iterators by replacing every
+// sub-expression equal to an iterator's bound value with the iterator.
+class ValuesToIterators : public ir::ExprMutator {
+ public:
+  explicit ValuesToIterators(const ir::BlockRealizeNode* realize) : realize_(realize) {}
+  Expr VisitExpr(const Expr& e) override {
+    for (size_t k = 0; k < realize_->iter_values.size(); ++k) {
+      const Expr& value = realize_->iter_values[k];
+      if (!value->is_const_int() && SameExpr(e, value)) return realize_->block->iter_vars[k].var;
+    }
+    return VisitChildren(e);
+  }
+
+ private:
+  const ir::BlockRealizeNode* realize_;
+};
+
+// The predicate of `realize` in terms of its block's iterators and of the loops in `kept`
+// (those that still enclose the block at its new place); undefined when it cannot be written
+// so (it mentions a loop of the old place other than through an iterator's bound value).
+Expr PredicateOverIterators(const ir::BlockRealizeNode* realize, const ir::VarRanges& kept) {
+  ValuesToIterators rewriter(realize);
+  Expr predicate = rewriter.VisitExpr(realize->predicate);
+  bool expressible = true;
+  ir::VisitExprTree(predicate, [&](const Expr& e) {
+    if (e->kind != ir::ExprKind::kVar || kept.count(e.get())) return;
+    bool is_iterator = false;
+    for (const ir::IterVar& iv : realize->block->iter_vars) {
+      is_iterator = is_iterator || iv.var.same_as(e);
+    }
+    expressible = expressible && is_iterator;
+  });
+  return expressible ? predicate : Expr();
+}
+
 // Builds the loop nest of `block` over `region` (for its spatial iterators listed in
-// `spatial_iters`, one per buffer axis) and full loops for its other iterators.
+// `spatial_iters`, one per buffer axis) and full loops for its other iterators. The old
+// predicate `iterator_predicate` (over the block's iterators) is kept.
 Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iters,
-                    const std::vector<AxisRegion>& region, const ir::Buffer& buffer,
+                    const std::vector<AxisRegion>& region, const Expr& iterator_predicate,
                     const ir::VarRanges& outer) {
   size_t n = block->iter_vars.size();
   std::vector<Expr> values(n);
@@ -194,6 +250,12 @@ Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iter
     values[k] = r;
   }
   for (Expr& v : values) v = ir::Simplify(v, ranges);
+  int64_t always = 0;
+  if (!ir::AsConstInt(iterator_predicate, &always) || always == 0) {
+    ir::VarMap bind;
+    for (size_t k = 0; k < n; ++k) bind[block->iter_vars[k].var.get()] = values[k];
+    predicate = predicate && ir::Substitute(iterator_predicate, bind);
+  }
   Stmt nest = ir::MakeBlockRealize(values, ir::Simplify(predicate, ranges), block);
   for (size_t i = loop_vars.size(); i-- > 0;) {
     nest = ir::MakeFor(loop_vars[i], extents[i], ir::ForKind::kSerial, nest);
@@ -366,7 +428,11 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
   }
   const auto* loop = ir::As<ir::ForNode>(loop_path.target);
   outer[loop->loop_var.get()] = {0, loop->extent - 1};
-  Stmt new_nest = RegenerateNest(block, spatial_iters, region, region_buffer, outer);
+  Expr iterator_predicate = PredicateOverIterators(realize, outer);
+  if (!iterator_predicate.defined()) {
+    throw fail("the block's predicate cannot be expressed in its iterators");
+  }
+  Stmt new_nest = RegenerateNest(block, spatial_iters, region, iterator_predicate, outer);
 
   ir::KernelFunction removed = WithBody(fn, ReplaceStmt(fn.body, nest, nullptr));
   return InsertIntoLoop(removed, loop_var, new_nest, /*at_end=*/reverse);

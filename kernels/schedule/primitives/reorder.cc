@@ -1,9 +1,11 @@
 // reorder: permute loops along one perfectly nested chain.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/schedule/tree_util.h"
 
@@ -11,6 +13,53 @@ namespace tandem::kernels::primitive {
 
 using ir::Error;
 using ir::Stmt;
+
+namespace {
+
+// A reduction block runs its init at the first iteration that reaches a spatial point. Loops
+// that each feed a block only spatial or only reduction iterators can be permuted freely:
+// whatever their order, that first iteration has every reduction loop at 0. A loop that feeds
+// both kinds (after fusing a spatial with a reduction loop) mixes the two: moving such loops
+// past each other changes which reduction iteration comes first, so the init would wipe
+// partial sums. Throws when `result` changes the relative order of two such loops of a block.
+void CheckMixedLoopsKeepOrder(const std::vector<const ir::ForNode*>& chain,
+                              const std::vector<const ir::ForNode*>& result) {
+  ir::VisitStmtTree(chain.back()->body, [&](const Stmt& s) {
+    const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+    if (!realize) return;
+    auto feeds = [&](const ir::ForNode* loop, ir::IterKind kind) {
+      for (size_t k = 0; k < realize->iter_values.size(); ++k) {
+        if (realize->block->iter_vars[k].kind == kind &&
+            ir::UsesVar(realize->iter_values[k], loop->loop_var)) {
+          return true;
+        }
+      }
+      return false;
+    };
+    std::vector<const ir::ForNode*> mixed_before, mixed_after;
+    for (const ir::ForNode* loop : chain) {
+      if (feeds(loop, ir::IterKind::kSpatial) && feeds(loop, ir::IterKind::kReduction)) {
+        mixed_before.push_back(loop);
+      }
+    }
+    for (const ir::ForNode* loop : result) {
+      if (std::find(mixed_before.begin(), mixed_before.end(), loop) != mixed_before.end()) {
+        mixed_after.push_back(loop);
+      }
+    }
+    for (size_t i = 0; i < mixed_before.size(); ++i) {
+      if (mixed_before[i] != mixed_after[i]) {
+        throw Error(fmt::format("reorder: loops '{}' and '{}' both feed spatial and reduction "
+                                "iterators of block '{}'; swapping them would change which "
+                                "iteration initializes the reduction",
+                                mixed_before[i]->loop_var->name, mixed_after[i]->loop_var->name,
+                                realize->block->name));
+      }
+    }
+  });
+}
+
+}  // namespace
 
 ir::KernelFunction Reorder(const ir::KernelFunction& fn, const std::vector<ir::Var>& order) {
   if (order.empty()) return fn;
@@ -56,6 +105,7 @@ ir::KernelFunction Reorder(const ir::KernelFunction& fn, const std::vector<ir::V
       if (c->loop_var.same_as(v)) slot = c;
     }
   }
+  CheckMixedLoopsKeepOrder(chain, result);
   Stmt body = chain.back()->body;
   for (size_t i = result.size(); i-- > 0;) {
     const ir::ForNode* n = result[i];

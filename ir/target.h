@@ -1,0 +1,24 @@
+// Target: what a module is compiled for. Passes, code generation and the tuning database all
+// read it; a tuning record is only reused for an equal target descriptor.
+#pragma once
+
+#include <string>
+
+namespace tandem::ir {
+
+struct Target {
+  std::string kind = "llvm";  // "llvm" (x86-64 CPU) or "cuda"
+  std::string cpu = "host";   // LLVM CPU name; "host" resolves to the machine's CPU
+  std::string features;       // extra LLVM subtarget features ("+avx512f,...")
+  int num_threads = 0;        // 0: every hardware thread
+  int vector_bits = 0;        // preferred vector width; 0: the target's default
+
+  bool operator==(const Target& other) const = default;
+};
+
+// "llvm -cpu=host -threads=2" (fields at their default are left out).
+std::string ToString(const Target& target);
+// Parses the form ToString prints; unknown keys are an Error.
+Target ParseTarget(const std::string& text);
+
+}  // namespace tandem::ir

@@ -1,0 +1,32 @@
+// Small graph-rewriting helpers shared by the heuristic passes.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tandem::passes {
+
+// The function without nodes that the output does not depend on (parameters are kept), with
+// operand ids renumbered.
+ir::GraphFunction RemoveUnusedNodes(const ir::GraphFunction& function);
+
+// Number of uses of every node (operands of other nodes, plus one for the returned value).
+std::vector<int> UseCounts(const ir::GraphFunction& function);
+
+// Rebuilds `function` node by node: `rewrite(node_id, builder, map)` returns the new id of a
+// node (map translates old operand ids to new ones); returning -1 copies the node unchanged.
+// Nodes are revisited in order, so a rewrite can look at already-rebuilt operands.
+using NodeRewrite = std::function<ir::ValueId(ir::ValueId old_id, ir::GraphFunction& out,
+                                              const std::vector<ir::ValueId>& map)>;
+ir::GraphFunction RewriteNodes(const ir::GraphFunction& function, const NodeRewrite& rewrite);
+
+// Appends a node to `out` (operands already in `out`'s numbering) with a name unique in `out`.
+ir::ValueId AppendNode(ir::GraphFunction& out, ir::Node node);
+
+// Applies `fn` to every graph function of the module.
+ir::IRModule MapGraphFunctions(const ir::IRModule& module,
+                               const std::function<ir::GraphFunction(const ir::GraphFunction&)>& fn);
+
+}  // namespace tandem::passes

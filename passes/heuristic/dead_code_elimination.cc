@@ -1,0 +1,41 @@
+// DeadCodeElimination: removes nodes the returned value does not depend on, and kernel
+// functions no graph function calls any more.
+#include <set>
+
+#include "passes/graph_utils.h"
+#include "passes/pass_registry.h"
+
+namespace tandem::passes {
+
+namespace {
+
+ir::IRModule EliminateDeadCode(const ir::IRModule& module) {
+  ir::IRModule out = MapGraphFunctions(module, RemoveUnusedNodes);
+  std::set<std::string> called;
+  for (const auto& [name, fn] : out.graph_functions()) {
+    for (const ir::Node& n : fn->nodes) {
+      if (n.kind == ir::NodeKind::kCallKernel) called.insert(n.callee);
+    }
+  }
+  for (const auto& [name, kernel] : module.kernel_functions()) {
+    if (!called.count(name)) out.RemoveKernel(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterDeadCodeElimination(PassRegistry& registry) {
+  registry.Register(PassDef{
+      .name = "DeadCodeElimination",
+      .doc = "Remove nodes the result does not depend on, and uncalled kernel functions.",
+      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+        return std::make_shared<FunctionPass>(
+            PassInfo{"DeadCodeElimination", {}, false}, std::move(args),
+            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
+              return EliminateDeadCode(module);
+            });
+      }});
+}
+
+}  // namespace tandem::passes

@@ -1,0 +1,29 @@
+// Legalize: lowers every op call into a kernel function (compute definition + default schedule)
+// called through call_kernel; identical kernels are shared (kernels/legalize.h).
+#include "kernels/legalize.h"
+#include "passes/pass_registry.h"
+
+namespace tandem::passes {
+
+void RegisterLegalize(PassRegistry& registry) {
+  registry.Register(PassDef{
+      .name = "Legalize",
+      .doc = "Lower op calls to kernel functions with default schedules (call_kernel).",
+      .arguments = {{"default_schedule", ir::AttrKind::kInt, int64_t{1},
+                     "1: apply the default schedule to each new kernel; 0: leave it unscheduled"}},
+      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+        return std::make_shared<FunctionPass>(
+            PassInfo{"Legalize", {}, false}, std::move(args),
+            [](const ir::IRModule& module, PassContext& context, const PassArguments& a) {
+              kernels::LegalizeOptions options;
+              for (const auto& [k, v] : a) {
+                if (k == "default_schedule") options.apply_default_schedule = std::get<int64_t>(v) != 0;
+              }
+              options.schedule.num_threads = context.target.num_threads;
+              if (context.target.vector_bits > 0) options.schedule.vector_lanes = context.target.vector_bits / 32;
+              return kernels::Legalize(module, options);
+            });
+      }});
+}
+
+}  // namespace tandem::passes

@@ -1,0 +1,19 @@
+// The one place where every built-in pass is registered under its stable name. A pass lives in
+// passes/heuristic/<snake_case_name>.cc or passes/tuning/<snake_case_name>.cc.
+#include "passes/pass_registry.h"
+
+namespace tandem::passes {
+
+void RegisterInferType(PassRegistry& registry);
+void RegisterFoldConstant(PassRegistry& registry);
+void RegisterDeadCodeElimination(PassRegistry& registry);
+void RegisterLegalize(PassRegistry& registry);
+
+void RegisterAllPasses(PassRegistry& registry) {
+  RegisterInferType(registry);
+  RegisterFoldConstant(registry);
+  RegisterDeadCodeElimination(registry);
+  RegisterLegalize(registry);
+}
+
+}  // namespace tandem::passes

@@ -1,0 +1,17 @@
+// The built-in pipelines. Each is plain pipeline text, so `tandem pipelines NAME` shows exactly
+// what runs; target-specific variants are registered with a target kind.
+#include "pipelines/pipeline_registry.h"
+
+namespace tandem::pipelines {
+
+void RegisterBuiltinPipelines(PipelineRegistry& registry) {
+  registry.Register({"default_heuristic",
+                     "Heuristic graph passes, then lowering to kernels with default schedules.",
+                     "InferType, FoldConstant, DeadCodeElimination, Legalize", ""});
+  registry.Register({"unscheduled",
+                     "Lowering without any schedule: every kernel is its plain compute definition "
+                     "(a baseline for measuring what schedules buy).",
+                     "InferType, Legalize(default_schedule=0)", ""});
+}
+
+}  // namespace tandem::pipelines
