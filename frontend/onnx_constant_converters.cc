@@ -142,15 +142,17 @@ std::vector<Value> ConvertConstantOfShape(NodeContext& ctx) {
   if (ctx.HasAttr("value")) fill = TensorFromProto(ctx.TensorAttr("value"));
   if (fill.num_elements() != 1) ctx.Fail("the value of ConstantOfShape must hold one element");
   for (int64_t d : shape) {
-    if (d < 0)
+    if (d < 0) {
       ctx.Fail(fmt::format("ConstantOfShape got a negative extent in [{}]", fmt::join(shape, ",")));
+    }
   }
   CheckFoldable(ctx, shape);
   Tensor out(shape, fill.dtype());
   size_t width = static_cast<size_t>(ir::SizeOf(fill.dtype()));
   auto* dst = static_cast<uint8_t*>(out.raw_data());
-  for (int64_t i = 0; i < out.num_elements(); ++i)
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
     std::memcpy(dst + i * width, fill.raw_data(), width);
+  }
   return {ctx.Constant(out)};
 }
 
@@ -176,8 +178,9 @@ Value Broadcast(NodeContext& ctx, const std::vector<const Tensor*>& inputs, Data
 std::vector<Value> ConvertCompare(NodeContext& ctx) {
   const Tensor& a = KnownInput(ctx, 0);
   const Tensor& b = KnownInput(ctx, 1);
-  if (a.dtype() != b.dtype())
+  if (a.dtype() != b.dtype()) {
     ctx.Fail(fmt::format("{} needs operands of one dtype", ctx.op_type()));
+  }
   const std::string& op = ctx.op_type();
   bool exact = a.dtype() == DataType::kInt64;
   return {Broadcast(ctx, {&a, &b}, DataType::kBool,

@@ -125,8 +125,9 @@ class GraphImporter {
       }
     }
     for (int64_t extent : type.shape) {
-      if (extent < 0)
+      if (extent < 0) {
         throw Error(fmt::format("the shape given for input '{}' has a negative extent", name));
+      }
     }
     onnx_import::CheckedNumElements(type.shape);
     return type;

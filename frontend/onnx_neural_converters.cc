@@ -84,9 +84,10 @@ std::vector<Value> ConvertConv(NodeContext& ctx) {
   Value data = ctx.Input(0), weight = ctx.Input(1);
   const Shape& shape = ctx.InputType(0).shape;
   int64_t rank = ctx.InputRank(0);
-  if (rank < 3 || rank > 5)
+  if (rank < 3 || rank > 5) {
     ctx.Fail(fmt::format("Conv input must have rank 3, 4 or 5 but is {}",
                          ir::ToString(ctx.InputType(0))));
+  }
   if (ctx.InputRank(1) != rank) {
     ctx.Fail(fmt::format("Conv weight {} must have the rank of the input {}",
                          ir::ToString(ctx.InputType(1)), ir::ToString(ctx.InputType(0))));
@@ -272,12 +273,14 @@ std::vector<Value> ConvertClip(NodeContext& ctx) {
 std::vector<Value> ConvertBatchNormalization(NodeContext& ctx) {
   double epsilon = ctx.Float("epsilon", 1e-5);
   ctx.Ignore("momentum");  // only used in training
-  if (ctx.Int("training_mode", 0) != 0)
+  if (ctx.Int("training_mode", 0) != 0) {
     ctx.Fail("BatchNormalization in training mode is not supported");
+  }
   if (ctx.Int("spatial", 1) != 1) ctx.Fail("BatchNormalization with spatial=0 is not supported");
   for (size_t i = 1; i < ctx.num_outputs(); ++i) {
-    if (ctx.WantsOutput(i))
+    if (ctx.WantsOutput(i)) {
       ctx.Fail("the training outputs of BatchNormalization are not supported");
+    }
   }
   if (ctx.InputRank(0) < 2) ctx.Fail("BatchNormalization needs an input of rank 2 or more");
   std::vector<Value> operands;
@@ -297,8 +300,9 @@ std::vector<Value> ConvertLayerNormalization(NodeContext& ctx) {
   Shape normalized(type.shape.begin() + axis, type.shape.end());
   // ONNX lets scale and bias broadcast; layer_norm wants the normalized shape exactly.
   auto fit = [&](Value v) {
-    if (ctx.TypeOf(v).num_elements() == ir::NumElements(normalized))
+    if (ctx.TypeOf(v).num_elements() == ir::NumElements(normalized)) {
       return ctx.Reshape(v, normalized);
+    }
     return ctx.Call("add", {v, ctx.Zeros(normalized, ctx.TypeOf(v).dtype)});
   };
   Value bias = ctx.HasInput(2) ? ctx.Input(2) : ctx.Zeros(normalized, type.dtype);

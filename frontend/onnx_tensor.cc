@@ -251,8 +251,9 @@ std::vector<ir::Tensor> ReadTensorProtoDirectory(const std::string& dir,
     }
     indices.insert(std::stoll(digits));
   }
-  if (error)
+  if (error) {
     throw Error(fmt::format("cannot list test-data directory {}: {}", dir, error.message()));
+  }
   if (indices.empty()) throw Error(fmt::format("directory {} holds no {}_0.pb", dir, prefix));
   std::vector<ir::Tensor> tensors;
   int64_t expected = 0;

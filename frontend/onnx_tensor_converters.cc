@@ -46,13 +46,15 @@ std::vector<Value> ConvertReshape(NodeContext& ctx) {
   for (size_t i = 0; i < spec.size(); ++i) {
     int64_t v = spec[i];
     if (v == 0 && !allow_zero) {
-      if (i >= in.size())
+      if (i >= in.size()) {
         ctx.Fail(fmt::format("shape entry {} is 0 but the input has rank {}", i, in.size()));
+      }
       v = in[i];
     }
     if (v == -1) {
-      if (inferred >= 0)
+      if (inferred >= 0) {
         ctx.Fail(fmt::format("shape [{}] has more than one -1", fmt::join(spec, ",")));
+      }
       inferred = static_cast<int64_t>(i);
       continue;
     }
@@ -93,8 +95,9 @@ std::vector<Value> ConvertTranspose(NodeContext& ctx) {
 std::vector<Value> ConvertFlatten(NodeContext& ctx) {
   int64_t rank = ctx.InputRank(0);
   int64_t axis = ctx.Int("axis", 1);
-  if (axis < -rank || axis > rank)
+  if (axis < -rank || axis > rank) {
     ctx.Fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  }
   if (axis < 0) axis += rank;
   return {ctx.Call("flatten", {ctx.Input(0)}, Attrs{{"axis", axis}})};
 }
@@ -135,8 +138,9 @@ std::vector<Value> ConvertSplit(NodeContext& ctx) {
   }
   int64_t total = 0;
   for (int64_t s : *sizes) {
-    if (s < 0)
+    if (s < 0) {
       ctx.Fail(fmt::format("split sizes [{}] have a negative entry", fmt::join(*sizes, ",")));
+    }
     total += s;
   }
   if (total != extent || static_cast<int64_t>(sizes->size()) != parts) {
@@ -304,8 +308,9 @@ std::vector<Value> ConvertDropout(NodeContext& ctx) {
 
 std::vector<Value> ConvertConstant(NodeContext& ctx) {
   for (const char* unsupported : {"sparse_value", "value_string", "value_strings"}) {
-    if (ctx.HasAttr(unsupported))
+    if (ctx.HasAttr(unsupported)) {
       ctx.Fail(fmt::format("Constant with '{}' is not supported", unsupported));
+    }
   }
   int given = 0;
   for (const char* name : {"value", "value_float", "value_floats", "value_int", "value_ints"}) {
@@ -317,8 +322,9 @@ std::vector<Value> ConvertConstant(NodeContext& ctx) {
     return {ctx.Constant(
         ir::Tensor::FromFloats({}, {static_cast<float>(ctx.Float("value_float", 0))}))};
   }
-  if (ctx.HasAttr("value_int"))
+  if (ctx.HasAttr("value_int")) {
     return {ctx.Constant(ir::Tensor::FromInt64s({}, {ctx.Int("value_int", 0)}))};
+  }
   if (ctx.HasAttr("value_ints")) {
     std::vector<int64_t> v = ctx.Ints("value_ints", {});
     return {ctx.Constant(ir::Tensor::FromInt64s({static_cast<int64_t>(v.size())}, v))};

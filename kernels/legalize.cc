@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "ir/error.h"
@@ -55,7 +58,120 @@ class Legalizer {
     return name;
   }
 
+  // A fusion group (call nodes annotated with the same "group"): its members in order, the
+  // values it reads from outside, and its output (the last member, the only one used outside).
+  struct Group {
+    std::vector<ir::ValueId> members;
+    std::vector<ir::ValueId> externals;
+    ir::ValueId output = -1;
+  };
+
+  std::map<int64_t, Group> CollectGroups(const ir::GraphFunction& fn) {
+    std::map<int64_t, Group> groups;
+    std::vector<int64_t> group_of(fn.nodes.size(), -1);
+    for (size_t i = 0; i < fn.nodes.size(); ++i) {
+      const ir::Node& n = fn.nodes[i];
+      if (n.kind != ir::NodeKind::kCall || !n.annotations.Has("group")) continue;
+      int64_t g = n.annotations.GetInt("group");
+      group_of[i] = g;
+      groups[g].members.push_back(static_cast<ir::ValueId>(i));
+    }
+    for (auto& [g, group] : groups) {
+      group.output = group.members.back();
+      for (ir::ValueId m : group.members) {
+        for (ir::ValueId in : fn.node(m).inputs) {
+          if (group_of[static_cast<size_t>(in)] == g) continue;
+          if (std::find(group.externals.begin(), group.externals.end(), in) == group.externals.end()) {
+            group.externals.push_back(in);
+          }
+        }
+      }
+    }
+    // Every member but the output must be used only inside its group.
+    for (size_t i = 0; i < fn.nodes.size(); ++i) {
+      for (ir::ValueId in : fn.nodes[i].inputs) {
+        int64_t g = group_of[static_cast<size_t>(in)];
+        if (g < 0 || group_of[i] == g || in == groups[g].output) continue;
+        throw ir::Error(fmt::format("Legalize: value %{} of fusion group {} is used outside the group "
+                                    "by %{}; a group has one output",
+                                    fn.node(in).name, g, fn.nodes[i].name),
+                        ir::ErrorLocation{.pass = "Legalize", .node = fn.node(in).name});
+      }
+    }
+    for (const auto& [g, group] : groups) {
+      if (fn.output >= 0 && group_of[static_cast<size_t>(fn.output)] == g && fn.output != group.output) {
+        throw ir::Error(fmt::format("Legalize: fusion group {} returns a value other than its output", g));
+      }
+    }
+    return groups;
+  }
+
+  ir::KernelFunction LowerGroup(const ir::GraphFunction& fn, const Group& group) {
+    ir::GraphBuilder b("group");
+    std::map<ir::ValueId, ir::ValueId> local;
+    for (size_t k = 0; k < group.externals.size(); ++k) {
+      const ir::Type& t = fn.type_of(group.externals[k]);
+      if (!t.is_tensor()) throw ir::Error("Legalize: a fusion group cannot read a tuple");
+      local[group.externals[k]] = b.Input(fmt::format("in{}", k), t.tensor());
+    }
+    std::string name = "fused";
+    for (ir::ValueId m : group.members) {
+      const ir::Node& n = fn.node(m);
+      std::vector<ir::ValueId> operands;
+      for (ir::ValueId in : n.inputs) operands.push_back(local.at(in));
+      local[m] = b.Call(n.op, operands, n.attrs);
+      name += "_" + SafeName(n.op);
+    }
+    ir::KernelFunction kernel = LowerGraphFunction(b.Finish(local.at(group.output)), name);
+    if (options_.apply_default_schedule) kernel = ApplyDefaultSchedule(kernel, options_.schedule).function();
+    return kernel;
+  }
+
   ir::GraphFunction Rewrite(const ir::GraphFunction& fn, ir::IRModule& module) {
+    std::map<int64_t, Group> groups = CollectGroups(fn);
+    std::map<ir::ValueId, const Group*> output_of;
+    std::set<ir::ValueId> inner;
+    for (const auto& [g, group] : groups) {
+      output_of[group.output] = &group;
+      for (ir::ValueId m : group.members) {
+        if (m != group.output) inner.insert(m);
+      }
+    }
+    if (!groups.empty()) {
+      // Rebuild: drop inner members, turn each group output into one kernel call.
+      ir::GraphFunction out;
+      out.name = fn.name;
+      out.attrs = fn.attrs;
+      std::vector<ir::ValueId> map(fn.nodes.size(), -1);
+      for (size_t i = 0; i < fn.nodes.size(); ++i) {
+        if (inner.count(static_cast<ir::ValueId>(i))) continue;
+        ir::Node n = fn.nodes[i];
+        auto it = output_of.find(static_cast<ir::ValueId>(i));
+        if (it != output_of.end()) {
+          ir::KernelFunction kernel;
+          try {
+            kernel = LowerGroup(fn, *it->second);
+          } catch (const ir::Error& e) {
+            throw e.WithNode(n.name).WithPass("Legalize");
+          }
+          n.kind = ir::NodeKind::kCallKernel;
+          n.inputs = it->second->externals;
+          n.attrs = ir::Attrs{};
+          n.op = kernel.name;
+          n.callee = Intern(std::move(kernel), module);
+        }
+        for (ir::ValueId& in : n.inputs) in = map[static_cast<size_t>(in)];
+        map[i] = static_cast<ir::ValueId>(out.nodes.size());
+        out.nodes.push_back(std::move(n));
+      }
+      for (ir::ValueId p : fn.params) out.params.push_back(map[static_cast<size_t>(p)]);
+      out.output = map[static_cast<size_t>(fn.output)];
+      return RewriteCalls(out, module);
+    }
+    return RewriteCalls(fn, module);
+  }
+
+  ir::GraphFunction RewriteCalls(const ir::GraphFunction& fn, ir::IRModule& module) {
     ir::GraphFunction out = fn;
     for (ir::Node& node : out.nodes) {
       if (node.kind != ir::NodeKind::kCall) continue;

@@ -1,7 +1,9 @@
 // Legalize: lowers every op call of a module's graph functions into a kernel function (compute
 // definition + default schedule) and replaces the call with call_kernel.
 //
-// Identical kernels (equal structural hash and structure) are created once and shared by every
+// Call nodes annotated with the same integer "group" (set by FuseOps) are lowered together into
+// one kernel with several blocks (LowerGraphFunction); the group must have a single output, used
+// outside it. Identical kernels (equal structural hash and structure) are created once and shared by every
 // call, so a model with repeated layers compiles each distinct kernel once. This is the step the
 // `Legalize` pass wraps.
 #pragma once

@@ -106,3 +106,44 @@ TEST(Legalize, ErrorsNameTheNodeAndPass) {
 
 }  // namespace
 }  // namespace tandem::kernels
+
+namespace tandem::kernels {
+namespace {
+
+TEST(Legalize, LowersFusionGroupsIntoOneKernel) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", testing::F32({1, 4, 6, 6}));
+  ir::ValueId w = b.Constant(ir::Tensor::Random(testing::F32({8, 4, 3, 3}), 1), "w");
+  ir::ValueId bias = b.Constant(ir::Tensor::Random(testing::F32({8, 1, 1}), 2), "bias");
+  ir::ValueId c = b.Call("conv2d", {x, w}, ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::ValueId a = b.Call("add", {c, bias});
+  ir::ValueId r = b.Call("relu", {a});
+  ir::ValueId s = b.Call("sigmoid", {r});
+  for (ir::ValueId v : {c, a, r}) b.Annotate(v, "group", int64_t{0});
+  ir::IRModule module;
+  module.Add(b.Finish(s));
+
+  ir::IRModule legal = Legalize(module);
+  ir::Verify(legal);
+  EXPECT_EQ(legal.kernel_functions().size(), 2u);  // the fused group and sigmoid
+  EXPECT_TRUE(legal.HasKernel("fused_conv2d_add_relu"));
+  auto inputs = backends::RandomInputs(module.Get("main"), 4);
+  EXPECT_LT(ir::RelativeError(backends::RunReference(legal, inputs)[0],
+                              backends::RunReference(module, inputs)[0]),
+            1e-5);
+
+  // A member used outside its group is an error naming it.
+  ir::GraphBuilder b2("main");
+  ir::ValueId y = b2.Input("y", testing::F32({8}));
+  ir::ValueId e = b2.Call("exp", {y});
+  ir::ValueId t = b2.Call("tanh", {e});
+  ir::ValueId sum = b2.Call("add", {e, t});
+  b2.Annotate(e, "group", int64_t{1});
+  b2.Annotate(t, "group", int64_t{1});
+  ir::IRModule bad;
+  bad.Add(b2.Finish(sum));
+  EXPECT_THROW(Legalize(bad), ir::Error);
+}
+
+}  // namespace
+}  // namespace tandem::kernels
