@@ -69,11 +69,12 @@ struct Convolution {
   bool batch_norm_relu = false;
 };
 
-std::string ConvolutionSummary(const Convolution& c, const ir::Shape& out) {
-  std::string text = fmt::format("x{} w{} s{} p{}", ir::ShapeToString(c.data),
+std::string ConvolutionSummary(const std::string& op, const Convolution& c, const ir::Shape& out) {
+  std::string text = fmt::format("{} x{} w{} s{} p{}", op, ir::ShapeToString(c.data),
                                  ir::ShapeToString(c.weight), c.stride, c.padding);
   if (c.dilation != 1) text += fmt::format(" d{}", c.dilation);
   if (c.groups != 1) text += fmt::format(" g{}", c.groups);
+  if (c.batch_norm_relu) text += " +batch_norm+relu";
   return text + " -> " + ir::ShapeToString(out);
 }
 
@@ -182,7 +183,7 @@ Workload ConvolutionWorkload(const std::string& name, const Convolution& c, Oned
   }
   Finish(builder, workload, y);
   const ir::Shape& out = workload.onednn_output.shape();
-  workload.shapes = ConvolutionSummary(c, out);
+  workload.shapes = ConvolutionSummary(op, c, out);
   workload.flops = ConvolutionFlops(c, out);
 
   const ir::Tensor* weight = &workload.inputs[1];
@@ -223,7 +224,7 @@ Workload GemmWorkload(const std::string& name, int64_t size, OnednnContext& cont
   ir::ValueId a = RandomInput(builder, workload, "a", {size, size}, seed);
   ir::ValueId b = RandomInput(builder, workload, "b", {size, size}, seed);
   Finish(builder, workload, builder.Call("matmul", {a, b}));
-  workload.shapes = fmt::format("[{0},{0}] x [{0},{0}]", size);
+  workload.shapes = fmt::format("matmul [{0},{0}] x [{0},{0}]", size);
   workload.flops = 2.0 * std::pow(static_cast<double>(size), 3);
   memory user_a = WrapTensor(workload.inputs[0], {size, size}, Tag::ab, context);
   memory user_b = WrapTensor(workload.inputs[1], {size, size}, Tag::ab, context);
@@ -255,7 +256,7 @@ Workload TransposeBatchMatmulWorkload(OnednnContext& context, uint64_t seed) {
   ir::ValueId kt =
       builder.Call("transpose", {k}, ir::Attrs{{"axes", std::vector<int64_t>{0, 2, 3, 1}}});
   Finish(builder, workload, builder.Call("matmul", {qt, kt}));
-  workload.shapes = "q,k[1,128,12,64] -> [12,128,64] x [12,64,128]";
+  workload.shapes = "transpose+matmul q,k[1,128,12,64] -> [12,128,64] x [12,64,128]";
   workload.flops = 2.0 * heads * seq * seq * dim;
   // The transposes as strided views: Q^T[h][s][d] = Q[s][h][d], K^T[h][d][s] = K[s][h][d].
   memory q_view = WrapTensor(workload.inputs[0], {heads, seq, dim}, {dim, heads * dim, 1}, context);

@@ -19,8 +19,9 @@
 // not overlap when one of them is written (they are marked noalias).
 //
 // Code generation, per statement:
-//   - serial loops are plain loops; unrolled loops with extent <= 64 are replicated with the
-//     loop variable replaced by constants (longer ones are loops with an unroll hint);
+//   - serial loops are plain loops; unrolled loops are replicated with the loop variable
+//     replaced by constants while the product of the extents of nested replicated loops stays
+//     within 64 (beyond that they are plain loops, left to LLVM's unroller);
 //   - vectorized loops are emitted as vector IR of width = extent (loops longer than 64 run in
 //     chunks of 64 lanes plus a remainder). Loads and stores whose flat index is affine in the
 //     loop variable become vector loads/stores (stride 1), a scalar load and splat (stride 0)

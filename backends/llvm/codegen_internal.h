@@ -76,8 +76,9 @@ struct FunctionAttributes {
 constexpr int kMaxVectorWidth = 64;
 // Local buffers up to this size live on the stack; larger ones on the heap.
 constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
-// Unrolled loops up to this extent are replicated.
-constexpr int64_t kMaxUnrollExtent = 64;
+// Unrolled loops are replicated while the product of the extents of the enclosing replicated
+// loops stays within this bound.
+constexpr int64_t kMaxUnrollProduct = 64;
 
 class KernelCodegen {
  public:
@@ -137,11 +138,10 @@ class KernelCodegen {
   // ---- statements (codegen_stmt.cc)
   void Emit(const ir::Stmt& s);
   void EmitFor(const ir::ForNode* loop);
-  void EmitSerialFor(const ir::ForNode* loop, bool unroll_hint);
+  void EmitSerialFor(const ir::ForNode* loop);
   // A loop over [begin, end) in the current function; `body` receives the i64 counter.
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
-                const std::function<void(llvm::Value*)>& body, bool unroll_hint = false,
-                bool guard_empty = false);
+                const std::function<void(llvm::Value*)>& body, bool guard_empty = false);
   void EmitParallel(const ir::ForNode* loop);
   void EmitBlock(const ir::BlockRealizeNode* realize);
   void EmitStore(const ir::StoreNode* store);
@@ -177,6 +177,7 @@ class KernelCodegen {
   llvm::Value* mask_ = nullptr;  // active lanes (<width x i1>); null when all are active
   bool in_parallel_ = false;     // emitting an outlined parallel body
   int parallel_count_ = 0;
+  int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
   // Number of loads and stores of each buffer in the whole kernel.
   std::unordered_map<const ir::BufferNode*, int> access_counts_;
 };

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
-#include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
 
@@ -126,49 +125,52 @@ void KernelCodegen::EmitFor(const ir::ForNode* loop) {
   }
   if (loop->extent <= 0) return;
   switch (loop->for_kind) {
-    case ir::ForKind::kSerial: EmitSerialFor(loop, false); return;
-    case ir::ForKind::kUnrolled:
-      if (loop->extent > kMaxUnrollExtent) {
-        EmitSerialFor(loop, true);
+    case ir::ForKind::kSerial: EmitSerialFor(loop); return;
+    case ir::ForKind::kUnrolled: {
+      // Replicate while the product of enclosing replicated extents stays small; beyond that the
+      // loop is left to LLVM's unroller (nested unrolled loops would multiply code size).
+      if (unroll_product_ * loop->extent > kMaxUnrollProduct) {
+        EmitSerialFor(loop);
         return;
       }
+      int64_t saved_product = unroll_product_;
+      unroll_product_ *= loop->extent;
       for (int64_t v = 0; v < loop->extent; ++v) {
         CgValue counter = Uniform(builder_.getInt64(v), DataType::kInt64);
         VarScope bind(vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, counter));
         Emit(loop->body);
       }
+      unroll_product_ = saved_product;
       return;
+    }
     case ir::ForKind::kVectorized:
       if (width_ == 0 && loop->extent > 1 && CanVectorize(loop)) {
         EmitVectorized(loop);
       } else {
-        EmitSerialFor(loop, false);
+        EmitSerialFor(loop);
       }
       return;
     case ir::ForKind::kParallel:
       if (!in_parallel_ && width_ == 0 && loop->extent > 1) {
         EmitParallel(loop);
       } else {
-        EmitSerialFor(loop, false);
+        EmitSerialFor(loop);
       }
       return;
   }
 }
 
-void KernelCodegen::EmitSerialFor(const ir::ForNode* loop, bool unroll_hint) {
-  EmitLoop(
-      builder_.getInt64(0), builder_.getInt64(loop->extent), loop->loop_var->name,
-      [&](llvm::Value* counter) {
-        VarScope bind(vars_, loop->loop_var.get(),
-                      LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
-        Emit(loop->body);
-      },
-      unroll_hint);
+void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
+  EmitLoop(builder_.getInt64(0), builder_.getInt64(loop->extent), loop->loop_var->name,
+           [&](llvm::Value* counter) {
+             VarScope bind(vars_, loop->loop_var.get(),
+                           LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
+             Emit(loop->body);
+           });
 }
 
 void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
-                             const std::function<void(llvm::Value*)>& body, bool unroll_hint,
-                             bool guard_empty) {
+                             const std::function<void(llvm::Value*)>& body, bool guard_empty) {
   llvm::BasicBlock* preheader = builder_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(context_, name + ".loop", function_);
   auto* exit = llvm::BasicBlock::Create(context_, name + ".exit");
@@ -184,15 +186,8 @@ void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::st
   llvm::Value* next = builder_.CreateAdd(counter, builder_.getInt64(1), name + ".next",
                                          /*HasNUW=*/true, /*HasNSW=*/true);
   llvm::BasicBlock* latch = builder_.GetInsertBlock();
-  llvm::BranchInst* back = builder_.CreateCondBr(builder_.CreateICmpSLT(next, end), header, exit);
+  builder_.CreateCondBr(builder_.CreateICmpSLT(next, end), header, exit);
   counter->addIncoming(next, latch);
-  if (unroll_hint) {
-    llvm::Metadata* enable = llvm::MDNode::get(
-        context_, {llvm::MDString::get(context_, "llvm.loop.unroll.enable")});
-    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(context_, {nullptr, enable});
-    loop_id->replaceOperandWith(0, loop_id);
-    back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
-  }
   exit->insertInto(function_);
   builder_.SetInsertPoint(exit);
 }
@@ -445,7 +440,7 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
                       LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
         Emit(loop->body);
       },
-      /*unroll_hint=*/false, /*guard_empty=*/true);
+      /*guard_empty=*/true);
   for (llvm::Value* pointer : heap) FreeBuffer(pointer);
   builder_.CreateRetVoid();
   in_parallel_ = false;

@@ -173,6 +173,7 @@ void FuzzWorkload(const Workload& workload) {
       inputs[variant] = testing::RandomArgs(original, 7);
       expected[variant] = backends::RunKernelReference(original, inputs[variant], true);
     }
+    auto seed_start = std::chrono::steady_clock::now();
     Schedule s(original, seed);
     uint64_t fuzz_seed = FuzzSeed(workload, seed);
     int steps = StepCount(fuzz_seed);
@@ -227,6 +228,11 @@ void FuzzWorkload(const Workload& workload) {
     } catch (const ir::Error& e) {
       ++failures;
       ADD_FAILURE() << "replay failed: " << e.what() << "\n" << context;
+    }
+    double seed_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - seed_start).count();
+    if (Verbose() && seed_seconds > 0.5) {
+      std::cout << fmt::format("    seed {} took {:.2f} s\n", seed, seed_seconds);
     }
   }
   double seconds =

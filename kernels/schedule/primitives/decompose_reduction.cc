@@ -54,16 +54,18 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
       throw fail(fmt::format("reduction loop '{}' is outside the loop", loops[i]->loop_var->name));
     }
   }
-  // The init nest replicates the spatial loops from `loop` down to the block.
+  // The init nest replicates the loops from `loop` down to the block that are not reduction
+  // loops: the spatial ones, and those that feed no iterator but may appear in the predicate
+  // (init is idempotent, so running it more than once per spatial point is harmless).
   ir::VarMap loop_map;
   std::vector<std::pair<ir::Var, int64_t>> init_loops;
   for (size_t i = position; i < loops.size(); ++i) {
     const ir::Var& v = loops[i]->loop_var;
-    bool spatial = used_by(v, ir::IterKind::kSpatial);
-    if (spatial && used_by(v, ir::IterKind::kReduction)) {
+    bool reduction = used_by(v, ir::IterKind::kReduction);
+    if (reduction && used_by(v, ir::IterKind::kSpatial)) {
       throw fail(fmt::format("loop '{}' feeds both spatial and reduction iterators", v->name));
     }
-    if (spatial) {
+    if (!reduction) {
       ir::Var copy = ir::MakeVar(v->name + "_init");
       loop_map[v.get()] = copy;
       init_loops.emplace_back(copy, loops[i]->extent);
@@ -92,7 +94,20 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
       reduction = reduction || (used_by(l->loop_var, ir::IterKind::kReduction) && ir::UsesVar(c, l->loop_var));
     }
     int64_t always = 0;
-    if (reduction || (ir::AsConstInt(c, &always) && always != 0)) continue;
+    if (ir::AsConstInt(c, &always) && always != 0) continue;
+    if (reduction) {
+      // Dropped for the init, which must run for every spatial point; that is only right
+      // when the condition does not also restrict the spatial loops.
+      for (const auto& [copied, copy] : loop_map) {
+        ir::VisitExprTree(c, [&](const Expr& e) {
+          if (e.get() == copied) {
+            throw fail(fmt::format("the predicate ties loop '{}' to a reduction loop",
+                                   e->name));
+          }
+        });
+      }
+      continue;
+    }
     predicate = predicate && ir::Substitute(c, loop_map);
   }
   Stmt init_nest = ir::MakeBlockRealize(values, ir::Simplify(predicate), WithRecomputedRegions(init));

@@ -1,0 +1,51 @@
+// The subcommands of the `tandem` program. Each Add*Command registers its options on the CLI11
+// app and returns the function that runs it (exit status; user errors are thrown as ir::Error
+// and reported by main).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/target.h"
+
+namespace tandem::tools {
+
+using Command = std::function<int()>;
+
+// How a model file is found and read.
+struct ModelOptions {
+  std::string path;
+  std::vector<std::string> input_shapes;  // NAME=1,3,224,224
+};
+void AddModelOptions(CLI::App* command, ModelOptions& options);
+// Loads an ONNX model (.onnx) or a Tandem IR text file (anything else).
+ir::IRModule LoadModel(const ModelOptions& options);
+
+// Options that choose and instrument a pipeline.
+struct PipelineOptions {
+  std::string name = "default_heuristic";
+  std::string text;  // explicit pipeline text (overrides name)
+  std::string pipeline_file;
+  std::string target = "llvm";
+  std::vector<std::string> print_before, print_after;
+  bool verify_each = false;
+  bool time_passes = false;
+  std::string reproducer_dir;
+  uint64_t seed = 0;
+};
+void AddPipelineOptions(CLI::App* command, PipelineOptions& options);
+// Runs the chosen pipeline on the module (printing timing/IR dumps as asked).
+ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options);
+
+Command AddShowCommand(CLI::App& app);
+Command AddInterpretCommand(CLI::App& app);
+Command AddPipelinesCommand(CLI::App& app);
+Command AddCompileCommand(CLI::App& app);
+Command AddRunCommand(CLI::App& app);
+
+}  // namespace tandem::tools

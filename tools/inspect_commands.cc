@@ -1,0 +1,76 @@
+// `tandem show`, `tandem pipelines` and `tandem compile`: look at a model, at the registered
+// pipelines, and at what a pipeline makes of a model.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "ir/printer.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
+#include "tools/commands.h"
+
+namespace tandem::tools {
+
+Command AddShowCommand(CLI::App& app) {
+  auto model = std::make_shared<ModelOptions>();
+  auto full = std::make_shared<bool>(false);
+  CLI::App* show = app.add_subcommand("show", "print the graph IR of a model");
+  AddModelOptions(show, *model);
+  show->add_flag("--full-constants", *full, "print every constant's data (the text then parses back exactly)");
+  return [show, model, full]() {
+    if (!*show) return -1;
+    ir::PrintOptions options;
+    options.max_constant_bytes = *full ? -1 : 64;
+    std::cout << ir::PrintModule(LoadModel(*model), options);
+    return 0;
+  };
+}
+
+Command AddPipelinesCommand(CLI::App& app) {
+  auto name = std::make_shared<std::string>();
+  auto file = std::make_shared<std::string>();
+  auto target = std::make_shared<std::string>("llvm");
+  CLI::App* cmd = app.add_subcommand("pipelines", "list the registered pipelines, or show one's structure");
+  cmd->add_option("name", *name, "pipeline to show");
+  cmd->add_option("--pipeline-file", *file, "also register the pipelines of this file");
+  cmd->add_option("--target", *target, "target whose variant to show")->capture_default_str();
+  return [cmd, name, file, target]() {
+    if (!*cmd) return -1;
+    auto& registry = pipelines::PipelineRegistry::Global();
+    if (!file->empty()) registry.LoadFile(*file);
+    if (name->empty()) {
+      for (const auto& def : registry.List()) {
+        std::string label = def.name + (def.target_kind.empty() ? "" : "@" + def.target_kind);
+        fmt::print("{:<24} {}\n", label, def.description);
+      }
+      return 0;
+    }
+    ir::Target t = ir::ParseTarget(*target);
+    const auto& def = registry.Get(*name, t);
+    auto pipeline = registry.Create(*name, t);
+    fmt::print("{}{}: {}\n\npipeline text:\n  {}\n\nstructure:\n{}", def.name,
+               def.target_kind.empty() ? "" : "@" + def.target_kind, def.description,
+               passes::PrintPipeline(*pipeline), passes::PrintPipelineTree(*pipeline));
+    return 0;
+  };
+}
+
+Command AddCompileCommand(CLI::App& app) {
+  auto model = std::make_shared<ModelOptions>();
+  auto pipeline = std::make_shared<PipelineOptions>();
+  auto full = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand("compile", "run a pipeline on a model and print the optimized IR");
+  AddModelOptions(cmd, *model);
+  AddPipelineOptions(cmd, *pipeline);
+  cmd->add_flag("--full-constants", *full, "print every constant's data");
+  return [cmd, model, pipeline, full]() {
+    if (!*cmd) return -1;
+    ir::IRModule out = RunPipeline(LoadModel(*model), *pipeline);
+    ir::PrintOptions options;
+    options.max_constant_bytes = *full ? -1 : 64;
+    std::cout << ir::PrintModule(out, options);
+    return 0;
+  };
+}
+
+}  // namespace tandem::tools

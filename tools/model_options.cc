@@ -1,0 +1,113 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "frontend/onnx_importer.h"
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "passes/instruments.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
+#include "tools/commands.h"
+
+namespace tandem::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void ParseInputShape(const std::string& text, std::map<std::string, ir::Shape>& shapes) {
+  auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ir::Error(fmt::format("--input-shape '{}' must look like NAME=1,3,224,224", text));
+  }
+  ir::Shape shape;
+  std::stringstream dims(text.substr(eq + 1));
+  std::string dim;
+  while (std::getline(dims, dim, ',')) {
+    try {
+      size_t used = 0;
+      int64_t d = std::stoll(dim, &used);
+      if (used != dim.size() || d < 0) throw std::invalid_argument(dim);
+      shape.push_back(d);
+    } catch (const std::exception&) {
+      throw ir::Error(fmt::format("--input-shape '{}': '{}' is not a non-negative integer", text, dim));
+    }
+  }
+  shapes[text.substr(0, eq)] = shape;
+}
+
+}  // namespace
+
+void AddModelOptions(CLI::App* command, ModelOptions& options) {
+  command->add_option("model", options.path, "ONNX model (.onnx) or Tandem IR text file")->required();
+  command->add_option("--input-shape", options.input_shapes,
+                      "concrete shape for an input with symbolic dimensions, NAME=1,3,224,224 "
+                      "(repeatable)");
+}
+
+ir::IRModule LoadModel(const ModelOptions& options) {
+  if (!fs::exists(options.path)) throw ir::Error(fmt::format("no such file: {}", options.path));
+  if (fs::is_directory(options.path)) throw ir::Error(fmt::format("{} is a directory, not a model file", options.path));
+  if (fs::path(options.path).extension() == ".onnx") {
+    frontend::OnnxImportOptions import_options;
+    for (const std::string& s : options.input_shapes) ParseInputShape(s, import_options.input_shapes);
+    return frontend::ImportOnnxFile(options.path, import_options);
+  }
+  std::ifstream in(options.path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ir::ParseModule(text.str(), options.path);
+}
+
+void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {
+  command->add_option("--pipeline", options.name, "registered pipeline (see `tandem pipelines`)")
+      ->capture_default_str();
+  command->add_option("--pipeline-text", options.text,
+                      "explicit pipeline, e.g. \"InferType, FoldConstant, Legalize\" (overrides "
+                      "--pipeline)");
+  command->add_option("--pipeline-file", options.pipeline_file,
+                      "file of user pipelines to register before looking up --pipeline");
+  command->add_option("--target", options.target, "target, e.g. \"llvm -threads=2\"")->capture_default_str();
+  command->add_option("--print-ir-before", options.print_before,
+                      "print the IR before this pass (repeatable; * for every pass)");
+  command->add_option("--print-ir-after", options.print_after,
+                      "print the IR after this pass (repeatable; * for every pass)");
+  command->add_flag("--verify-each", options.verify_each,
+                    "verify the IR after every pass and name the pass that breaks it");
+  command->add_flag("--time-passes", options.time_passes, "print the time spent in each pass");
+  command->add_option("--reproducer-dir", options.reproducer_dir,
+                      "write a crash reproducer (input IR + pipeline) here when a pass fails");
+  command->add_option("--pipeline-seed", options.seed, "random seed of the pipeline (tuning decisions)");
+}
+
+ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options) {
+  auto& registry = pipelines::PipelineRegistry::Global();
+  if (!options.pipeline_file.empty()) registry.LoadFile(options.pipeline_file);
+  passes::PassContext context;
+  context.target = ir::ParseTarget(options.target);
+  context.seed = options.seed;
+  context.verify_each = options.verify_each;
+  context.reproducer_dir = options.reproducer_dir;
+  std::shared_ptr<passes::TimingInstrument> timing;
+  if (options.time_passes) {
+    timing = std::make_shared<passes::TimingInstrument>();
+    context.instruments.push_back(timing);
+  }
+  if (!options.print_before.empty() || !options.print_after.empty()) {
+    context.instruments.push_back(std::make_shared<passes::PrintIRInstrument>(
+        std::cerr, std::set<std::string>(options.print_before.begin(), options.print_before.end()),
+        std::set<std::string>(options.print_after.begin(), options.print_after.end())));
+  }
+  passes::PassPtr pipeline = options.text.empty() ? registry.Create(options.name, context.target)
+                                                  : passes::ParsePipeline(options.text);
+  ir::IRModule out = context.RunPipeline(*pipeline, module);
+  if (timing) std::cerr << timing->Report();
+  return out;
+}
+
+}  // namespace tandem::tools

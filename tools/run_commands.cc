@@ -1,0 +1,202 @@
+// `tandem interpret` and `tandem run`: execute a model on the reference interpreter, or build it
+// with a pipeline and run the machine code, checking results and reporting latency.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
+#include "backends/runtime/thread_pool.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+#include "tools/commands.h"
+
+namespace tandem::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct IoOptions {
+  std::string inputs_dir, check_dir, outputs_dir, function = "main";
+  uint64_t seed = 0;
+  double tolerance = 1e-4;
+};
+
+void AddIoOptions(CLI::App* cmd, IoOptions& io) {
+  cmd->add_option("--inputs", io.inputs_dir,
+                  "directory with input_0.pb, input_1.pb, ... (ONNX TensorProto); random inputs when absent");
+  cmd->add_option("--check", io.check_dir,
+                  "directory with the expected output_0.pb, ...; exit status 1 on mismatch");
+  cmd->add_option("--outputs", io.outputs_dir, "directory to write output_0.pb, ... to");
+  cmd->add_option("--seed", io.seed, "seed for random inputs");
+  cmd->add_option("--tolerance", io.tolerance, "largest accepted relative error (L2) for checks")
+      ->capture_default_str();
+  cmd->add_option("--function", io.function, "graph function to run")->capture_default_str();
+}
+
+std::string Summarize(const ir::Tensor& t) {
+  std::vector<double> v = t.ToDoubles();
+  std::string head;
+  for (size_t i = 0; i < std::min<size_t>(v.size(), 8); ++i) head += (i ? ", " : "") + fmt::format("{:.6g}", v[i]);
+  if (v.size() > 8) head += ", ...";
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (double x : v) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  return fmt::format("{} [{}]\n    min {:.6g}  max {:.6g}  mean {:.6g}", ir::ToString(t.type()), head, lo,
+                     hi, v.empty() ? 0.0 : sum / static_cast<double>(v.size()));
+}
+
+std::vector<ir::Tensor> Inputs(const ir::GraphFunction& fn, const IoOptions& io) {
+  std::vector<ir::Tensor> inputs = io.inputs_dir.empty()
+                                       ? backends::RandomInputs(fn, io.seed)
+                                       : frontend::ReadTensorProtoDirectory(io.inputs_dir, "input");
+  fmt::print("inputs ({}):\n", io.inputs_dir.empty() ? fmt::format("random, seed {}", io.seed) : io.inputs_dir);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string name = i < fn.params.size() ? fn.node(fn.params[i]).name : "?";
+    fmt::print("  {} %{}: {}\n", i, name, ir::ToString(inputs[i].type()));
+  }
+  return inputs;
+}
+
+// Compares outputs with expected ones; prints one line per output; true when all match.
+bool Compare(const std::vector<ir::Tensor>& outputs, const std::vector<ir::Tensor>& expected,
+             const std::string& against, double tolerance) {
+  if (expected.size() != outputs.size()) {
+    fmt::print("check against {}: FAILED, {} outputs but {} expected\n", against, outputs.size(), expected.size());
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].shape() != expected[i].shape()) {
+      fmt::print("check output {} against {}: FAILED, shape {} but expected {}\n", i, against,
+                 ir::ShapeToString(outputs[i].shape()), ir::ShapeToString(expected[i].shape()));
+      ok = false;
+      continue;
+    }
+    double error = ir::RelativeError(outputs[i], expected[i]);
+    bool pass = error <= tolerance;
+    ok = ok && pass;
+    fmt::print("check output {} against {}: relative error {:.3g} (tolerance {:.3g}) {}\n", i, against,
+               error, tolerance, pass ? "ok" : "FAILED");
+  }
+  return ok;
+}
+
+void WriteOutputs(const std::vector<ir::Tensor>& outputs, const std::string& dir) {
+  if (dir.empty()) return;
+  fs::create_directories(dir);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    frontend::WriteTensorProtoFile(outputs[i], (fs::path(dir) / fmt::format("output_{}.pb", i)).string());
+  }
+  fmt::print("wrote {} outputs to {}\n", outputs.size(), dir);
+}
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Command AddInterpretCommand(CLI::App& app) {
+  auto model = std::make_shared<ModelOptions>();
+  auto io = std::make_shared<IoOptions>();
+  CLI::App* cmd = app.add_subcommand("interpret", "run a model on the reference interpreter");
+  AddModelOptions(cmd, *model);
+  AddIoOptions(cmd, *io);
+  return [cmd, model, io]() {
+    if (!*cmd) return -1;
+    ir::IRModule module = LoadModel(*model);
+    const ir::GraphFunction& fn = module.Get(io->function);
+    std::vector<ir::Tensor> inputs = Inputs(fn, *io);
+    auto start = std::chrono::steady_clock::now();
+    std::vector<ir::Tensor> outputs = backends::RunReference(module, inputs, io->function);
+    fmt::print("reference interpreter: {:.3f} s\noutputs:\n", Seconds(start));
+    for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
+    WriteOutputs(outputs, io->outputs_dir);
+    if (io->check_dir.empty()) return 0;
+    return Compare(outputs, frontend::ReadTensorProtoDirectory(io->check_dir, "output"), io->check_dir,
+                   io->tolerance)
+               ? 0
+               : 1;
+  };
+}
+
+Command AddRunCommand(CLI::App& app) {
+  auto model = std::make_shared<ModelOptions>();
+  auto pipeline = std::make_shared<PipelineOptions>();
+  auto io = std::make_shared<IoOptions>();
+  auto repeat = std::make_shared<int>(20);
+  auto threads = std::make_shared<int>(0);
+  auto no_reference = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "run", "optimize a model with a pipeline, build it, run it, check it and time it");
+  AddModelOptions(cmd, *model);
+  AddPipelineOptions(cmd, *pipeline);
+  AddIoOptions(cmd, *io);
+  cmd->add_option("--repeat", *repeat, "timed runs (the median is reported)")->capture_default_str();
+  cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)");
+  cmd->add_flag("--no-reference", *no_reference, "skip the comparison with the reference interpreter");
+  return [=]() {
+    if (!*cmd) return -1;
+    if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
+    ir::IRModule module = LoadModel(*model);
+    const ir::GraphFunction& fn = module.Get(io->function);
+    std::vector<ir::Tensor> inputs = Inputs(fn, *io);
+
+    auto start = std::chrono::steady_clock::now();
+    ir::IRModule optimized = RunPipeline(module, *pipeline);
+    double pipeline_seconds = Seconds(start);
+    start = std::chrono::steady_clock::now();
+    backends::BuildOptions build_options;
+    build_options.function = io->function;
+    auto exe = backends::Build(optimized, build_options);
+    double build_seconds = Seconds(start);
+    fmt::print("pipeline {}: {:.2f} s; build: {:.2f} s ({} kernel calls, arena {:.1f} MiB, {:.1f} MiB without reuse)\n",
+               pipeline->text.empty() ? pipeline->name : pipeline->text, pipeline_seconds, build_seconds,
+               exe->num_kernel_calls(), static_cast<double>(exe->arena_bytes()) / (1 << 20),
+               static_cast<double>(exe->unplanned_bytes()) / (1 << 20));
+
+    std::vector<ir::Tensor> outputs = exe->Run(inputs);  // warm-up
+    std::vector<double> times;
+    exe->set_profiling(false);
+    for (int r = 0; r < std::max(1, *repeat); ++r) {
+      start = std::chrono::steady_clock::now();
+      exe->RunInto(inputs, outputs);
+      times.push_back(Seconds(start));
+    }
+    std::sort(times.begin(), times.end());
+    double median = times[times.size() / 2];
+    fmt::print("latency: median {:.3f} ms over {} runs (min {:.3f} ms, max {:.3f} ms)\n", median * 1e3,
+               times.size(), times.front() * 1e3, times.back() * 1e3);
+    exe->set_profiling(true);
+    for (int r = 0; r < std::max(1, std::min(*repeat, 5)); ++r) exe->RunInto(inputs, outputs);
+    fmt::print("per-kernel profile:\n{}", exe->ProfileTable());
+    fmt::print("outputs:\n");
+    for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
+    WriteOutputs(outputs, io->outputs_dir);
+
+    bool ok = true;
+    if (!*no_reference) {
+      start = std::chrono::steady_clock::now();
+      std::vector<ir::Tensor> reference = backends::RunReference(module, inputs, io->function);
+      fmt::print("reference interpreter: {:.3f} s\n", Seconds(start));
+      ok = Compare(outputs, reference, "the reference interpreter", io->tolerance) && ok;
+    }
+    if (!io->check_dir.empty()) {
+      ok = Compare(outputs, frontend::ReadTensorProtoDirectory(io->check_dir, "output"), io->check_dir,
+                   io->tolerance) && ok;
+    }
+    return ok ? 0 : 1;
+  };
+}
+
+}  // namespace tandem::tools
