@@ -8,12 +8,14 @@ void RegisterInferType(PassRegistry& registry);
 void RegisterFoldConstant(PassRegistry& registry);
 void RegisterDeadCodeElimination(PassRegistry& registry);
 void RegisterLegalize(PassRegistry& registry);
+void RegisterFuseOps(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
   RegisterFoldConstant(registry);
   RegisterDeadCodeElimination(registry);
   RegisterLegalize(registry);
+  RegisterFuseOps(registry);
 }
 
 }  // namespace tandem::passes

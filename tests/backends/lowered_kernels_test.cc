@@ -3,7 +3,9 @@
 // must compute what the kernel interpreter computes for the same kernel.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <iostream>
 
 #include "backends/llvm/codegen.h"
 #include "backends/reference/kernel_interpreter.h"
@@ -103,7 +105,13 @@ TEST(LoweredKernels, RandomSchedules) {
       }
       SCOPED_TRACE(name + " seed " + std::to_string(seed) + "\n" +
                    kernels::testing::KernelText(scheduled));
-      backends::CompileKernels({scheduled})->Run(scheduled.name, compiled_args);
+      auto start = std::chrono::steady_clock::now();
+      std::unique_ptr<backends::CompiledModule> module = backends::CompileKernels({scheduled});
+      if (std::getenv("TANDEM_CODEGEN_FUZZ_VERBOSE")) {
+        std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+        std::cerr << name << " seed " << seed << ": compiled in " << took.count() << " s\n";
+      }
+      module->Run(scheduled.name, compiled_args);
       ++compiled;
       for (size_t i = 0; i < scheduled.params.size(); ++i) {
         ASSERT_LT(ir::RelativeError(compiled_args[i], reference_args[i]), 1e-5)
