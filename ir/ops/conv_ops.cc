@@ -6,10 +6,13 @@
 // written back in the requested data layout.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <array>
 
 #include "ir/op_registry.h"
+#include "ir/layout.h"
 #include "ir/ops/op_util.h"
 
 namespace tandem::ir::ops {
@@ -429,6 +432,46 @@ std::vector<AttrSpec> WindowAttrSpecs(size_t spatial) {
   };
 }
 
+// A convolution whose data and/or kernel layout splits axes into blocks (NCHW16c with
+// OIHW16i16o): it computes what the convolution in the primal layouts computes, with operands
+// and result in the blocked layouts. The result is in the data layout.
+struct BlockedConv {
+  Layout data{"NCHW"};
+  Layout kernel{"OIHW"};
+  std::string plain_data_layout;
+  std::string plain_kernel_layout;
+  Attrs plain_attrs;
+
+  static std::optional<BlockedConv> From(const Attrs& attrs) {
+    Layout d(attrs.GetString("data_layout")), k(attrs.GetString("kernel_layout"));
+    auto split = [](const Layout& l) { return l.primal_axes().size() != static_cast<size_t>(l.rank()); };
+    if (!split(d) && !split(k)) return std::nullopt;
+    BlockedConv b;
+    b.data = d;
+    b.kernel = k;
+    b.plain_data_layout = d.primal_axes();
+    b.plain_kernel_layout = k.primal_axes();
+    b.plain_attrs = attrs;
+    b.plain_attrs.Set("data_layout", b.plain_data_layout);
+    b.plain_attrs.Set("kernel_layout", b.plain_kernel_layout);
+    return b;
+  }
+  TensorType Unblock(const TensorType& t, bool is_data) const {
+    const Layout& from = is_data ? data : kernel;
+    const std::string& to = is_data ? plain_data_layout : plain_kernel_layout;
+    if (t.rank() != from.rank()) {
+      throw Error(fmt::format("{} must have rank {} (layout {}) but has shape {}",
+                              is_data ? "data" : "weight", from.rank(), from.name(),
+                              ShapeToString(t.shape)));
+    }
+    return TensorType{ConvertShape(t.shape, from, Layout(to)), t.dtype, ""};
+  }
+  TensorType Reblock(const TensorType& plain) const {
+    return TensorType{ConvertShape(plain.shape, Layout(plain_data_layout), data), plain.dtype,
+                      data.name()};
+  }
+};
+
 OpDef ConvolutionOp(const std::string& name, const ConvSpec& spec, const std::string& doc) {
   OpDef def;
   def.name = name;
@@ -446,11 +489,34 @@ OpDef ConvolutionOp(const std::string& name, const ConvSpec& spec, const std::st
     const TensorType& weight = TensorOperand(inputs, 1, "weight");
     CheckOperandLayout(data, attrs.GetString("data_layout"), "data");
     CheckOperandLayout(weight, attrs.GetString("kernel_layout"), "weight");
+    if (auto blocked = BlockedConv::From(attrs)) {
+      // Blocked layouts (NCHW16c, OIHW16i16o): infer in the primal layouts, then re-block.
+      TensorType plain_data = blocked->Unblock(data, true);
+      TensorType plain_weight = blocked->Unblock(weight, false);
+      ConvGeometry g = ForwardGeometry(plain_data, plain_weight, blocked->plain_attrs, spec);
+      TensorType plain = ResultType(plain_data, g, spec.spatial, blocked->plain_data_layout,
+                                    spec.data_layout);
+      return blocked->Reblock(plain);
+    }
     ConvGeometry g = ForwardGeometry(data, weight, attrs, spec);
     return ResultType(data, g, spec.spatial, attrs.GetString("data_layout"), spec.data_layout);
   };
   def.reference = [spec](const std::vector<Tensor>& inputs, const Attrs& attrs,
                          const Type& output) {
+    if (auto blocked = BlockedConv::From(attrs)) {
+      std::vector<Tensor> plain{
+          TransformLayout(inputs.at(0), blocked->data, Layout(blocked->plain_data_layout)),
+          TransformLayout(inputs.at(1), blocked->kernel, Layout(blocked->plain_kernel_layout))};
+      for (Tensor& t : plain) t = t.WithLayout("");
+      ConvGeometry g = ForwardGeometry(plain[0].type(), plain[1].type(), blocked->plain_attrs, spec);
+      TensorType plain_out = ResultType(plain[0].type(), g, spec.spatial, blocked->plain_data_layout,
+                                        spec.data_layout);
+      plain_out.layout = "";
+      Tensor result = RunConvolution(plain, plain_out, g, Convolve).at(0);
+      return std::vector<Tensor>{
+          TransformLayout(result, Layout(blocked->plain_data_layout), blocked->data)
+              .WithLayout(output.tensor().layout)};
+    }
     ConvGeometry g = ForwardGeometry(inputs.at(0).type(), inputs.at(1).type(), attrs, spec);
     return RunConvolution(inputs, output, g, Convolve);
   };

@@ -53,7 +53,14 @@ Expr InputChannel(const Expr& co, const Expr& ci, int64_t groups, int64_t group_
 
 }  // namespace
 
+bool IsBlockedConvolution(const OpCall& call);
+void LowerBlockedConvolution(ComputeBuilder& builder, const OpCall& call);
+
 void LowerConvolution(ComputeBuilder& builder, const OpCall& call) {
+  if (IsBlockedConvolution(call)) {
+    LowerBlockedConvolution(builder, call);
+    return;
+  }
   const ir::Buffer& data = call.inputs[0];
   const ir::Buffer& weight = call.inputs[1];
   const ir::Buffer& out = call.outputs[0];

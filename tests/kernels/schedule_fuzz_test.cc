@@ -234,6 +234,7 @@ void FuzzWorkload(const Workload& workload) {
     if (Verbose() && seed_seconds > 0.5) {
       std::cout << fmt::format("    seed {} took {:.2f} s\n", seed, seed_seconds);
     }
+    if (Verbose() && std::getenv("TANDEM_FUZZ_SEED")) std::cout << context;
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
