@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <map>
 #include <optional>
@@ -403,6 +404,9 @@ class Parser {
         return InferCallType(node.op, operand_types, node.attrs);
       } catch (const Error& e) {
         Fail(name, e.message(), node.op, name.text);
+      } catch (const std::exception& e) {  // a defect in the op's type inference
+        Fail(name, fmt::format("{}: type inference failed: {}", node.op, e.what()), node.op,
+             name.text);
       }
     }
     if (operand_types.size() != 1) {
@@ -529,6 +533,8 @@ class Parser {
       Verify(function);
     } catch (const Error& e) {
       Fail(graph_token, e.message(), e.where().op, e.where().node);
+    } catch (const std::exception& e) {
+      Fail(graph_token, fmt::format("verification failed: {}", e.what()));
     }
     module.Add(std::move(function));
   }

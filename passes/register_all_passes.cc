@@ -9,6 +9,11 @@ void RegisterFoldConstant(PassRegistry& registry);
 void RegisterDeadCodeElimination(PassRegistry& registry);
 void RegisterLegalize(PassRegistry& registry);
 void RegisterFuseOps(PassRegistry& registry);
+void RegisterSimplifyExpr(PassRegistry& registry);
+void RegisterCombineParallelConv2D(PassRegistry& registry);
+void RegisterCombineParallelMatmul(PassRegistry& registry);
+void RegisterAnnotateBackend(PassRegistry& registry);
+void RegisterConvertLayout(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
@@ -16,6 +21,11 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterDeadCodeElimination(registry);
   RegisterLegalize(registry);
   RegisterFuseOps(registry);
+  RegisterSimplifyExpr(registry);
+  RegisterCombineParallelConv2D(registry);
+  RegisterCombineParallelMatmul(registry);
+  RegisterAnnotateBackend(registry);
+  RegisterConvertLayout(registry);
 }
 
 }  // namespace tandem::passes

@@ -21,7 +21,8 @@
 // Code generation, per statement:
 //   - serial loops are plain loops; unrolled loops are replicated with the loop variable
 //     replaced by constants while the product of the extents of nested replicated loops stays
-//     within 64 (beyond that they are plain loops, left to LLVM's unroller);
+//     within 64 and the replicated code small (beyond that they are plain loops, left to LLVM's
+//     unroller: compile time grows quickly with code size);
 //   - vectorized loops are emitted as vector IR of width = extent (loops longer than 64 run in
 //     chunks of 64 lanes plus a remainder). Loads and stores whose flat index is affine in the
 //     loop variable become vector loads/stores (stride 1), a scalar load and splat (stride 0)

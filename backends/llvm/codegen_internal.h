@@ -77,8 +77,11 @@ constexpr int kMaxVectorWidth = 64;
 // Local buffers up to this size live on the stack; larger ones on the heap.
 constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
 // Unrolled loops are replicated while the product of the extents of the enclosing replicated
-// loops stays within this bound.
+// loops stays within kMaxUnrollProduct and the replicated code within kMaxUnrolledWork
+// (EstimateWork units); beyond that they are plain loops (compile time grows fast with code
+// size).
 constexpr int64_t kMaxUnrollProduct = 64;
+constexpr int64_t kMaxUnrolledWork = 4096;
 
 class KernelCodegen {
  public:
@@ -181,6 +184,10 @@ class KernelCodegen {
   // Number of loads and stores of each buffer in the whole kernel.
   std::unordered_map<const ir::BufferNode*, int> access_counts_;
 };
+
+// A rough size of the code `s` becomes after LLVM's full unrolling of short loops: expression
+// nodes times the iterations that may be unrolled.
+int64_t EstimateWork(const ir::Stmt& s);
 
 // Loads and stores (by buffer) in `s`, counted per buffer.
 std::unordered_map<const ir::BufferNode*, int> CountAccesses(const ir::Stmt& s);

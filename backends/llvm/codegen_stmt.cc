@@ -48,7 +48,53 @@ Uses CollectUses(const Stmt& s) {
   return uses;
 }
 
+int64_t ExprNodes(const Expr& e) {
+  int64_t count = 0;
+  ir::VisitExprTree(e, [&](const Expr&) { ++count; });
+  return count;
+}
+
 }  // namespace
+
+int64_t EstimateWork(const Stmt& s) {
+  if (!s) return 0;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      const auto* loop = ir::As<ir::ForNode>(s);
+      // LLVM fully unrolls short loops: count up to 16 iterations; vector code is emitted once.
+      int64_t copies = loop->for_kind == ir::ForKind::kUnrolled     ? loop->extent
+                       : loop->for_kind == ir::ForKind::kVectorized ? 1
+                                                                    : std::min<int64_t>(loop->extent, 16);
+      return copies * EstimateWork(loop->body);
+    }
+    case StmtKind::kSeq: {
+      int64_t total = 0;
+      for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) total += EstimateWork(child);
+      return total;
+    }
+    case StmtKind::kStore: {
+      const auto* store = ir::As<ir::StoreNode>(s);
+      int64_t total = 1 + ExprNodes(store->value);
+      for (const Expr& index : store->indices) total += ExprNodes(index);
+      return total;
+    }
+    case StmtKind::kIfThenElse: {
+      const auto* branch = ir::As<ir::IfThenElseNode>(s);
+      return ExprNodes(branch->condition) + EstimateWork(branch->then_case) +
+             EstimateWork(branch->else_case);
+    }
+    case StmtKind::kBlockRealize: {
+      const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+      int64_t total = ExprNodes(realize->predicate);
+      for (const Expr& value : realize->iter_values) total += ExprNodes(value);
+      if (realize->block) {
+        total += EstimateWork(realize->block->init) + EstimateWork(realize->block->body);
+      }
+      return total;
+    }
+  }
+  return 0;
+}
 
 std::unordered_map<const ir::BufferNode*, int> CountAccesses(const Stmt& s) {
   std::unordered_map<const ir::BufferNode*, int> counts;
@@ -129,7 +175,8 @@ void KernelCodegen::EmitFor(const ir::ForNode* loop) {
     case ir::ForKind::kUnrolled: {
       // Replicate while the product of enclosing replicated extents stays small; beyond that the
       // loop is left to LLVM's unroller (nested unrolled loops would multiply code size).
-      if (unroll_product_ * loop->extent > kMaxUnrollProduct) {
+      if (unroll_product_ * loop->extent > kMaxUnrollProduct ||
+          unroll_product_ * loop->extent * EstimateWork(loop->body) > kMaxUnrolledWork) {
         EmitSerialFor(loop);
         return;
       }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -255,6 +256,84 @@ TEST(ParseRobustness, GarbageNeverCrashes) {
     parse(mutated);
   }
   SUCCEED();
+}
+
+// Calls of every registered op with random operand types and attribute values of random kinds:
+// the parser (through each op's type inference) must answer with a module or an Error.
+TEST(ParseRobustness, RandomOpCallsNeverCrash) {
+  std::mt19937 rng(777);
+  auto pick = [&](int low, int high) { return low + static_cast<int>(rng() % (high - low + 1)); };
+  auto random_type = [&] {
+    const char* dtypes[] = {"f32", "f32", "f32", "i64", "f16", "bool"};
+    std::vector<int64_t> shape(static_cast<size_t>(pick(0, 5)));
+    for (int64_t& extent : shape) extent = pick(0, 9) == 0 ? 0 : pick(1, 6);
+    std::string layout = pick(0, 9) == 0 ? "{NCHW}" : "";
+    return fmt::format("{}[{}]{}", dtypes[pick(0, 5)], fmt::join(shape, ","), layout);
+  };
+  auto random_ints = [&] {
+    std::vector<int64_t> values(static_cast<size_t>(pick(0, 7)));
+    for (int64_t& v : values) v = pick(-3, 12);
+    return values;
+  };
+  auto random_value = [&](AttrKind kind) -> AttrValue {
+    const char* strings[] = {"NCHW", "NHWC", "NCHW8c", "OIHW",    "HWIO",     "tanh", "none",
+                             "f16",  "i64",  "edge",   "reflect", "constant", "",     "x"};
+    const double floats[] = {-1.5,
+                             0.0,
+                             1e-5,
+                             3.0,
+                             std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN()};
+    if (pick(0, 9) == 0) kind = static_cast<AttrKind>(pick(0, 4));  // sometimes the wrong kind
+    switch (kind) {
+      case AttrKind::kInt:
+        return int64_t{pick(-3, 12)};
+      case AttrKind::kFloat:
+        return floats[pick(0, 5)];
+      case AttrKind::kString:
+        return std::string(strings[pick(0, 13)]);
+      case AttrKind::kInts:
+        return random_ints();
+      case AttrKind::kFloats:
+        return std::vector<double>{floats[pick(0, 5)], floats[pick(0, 5)]};
+    }
+    return int64_t{0};
+  };
+  int parsed = 0, calls = 0;
+  for (const std::string& op : OpRegistry::Global().Names()) {
+    const OpDef& def = OpRegistry::Global().Get(op);
+    for (int round = 0; round < 300; ++round) {
+      int high = def.max_inputs < 0 ? def.min_inputs + 3 : def.max_inputs;
+      int num_operands = std::max(0, pick(def.min_inputs, high) + (pick(0, 19) == 0 ? 1 : 0));
+      std::vector<std::string> params, operands;
+      for (int i = 0; i < num_operands; ++i) {
+        params.push_back(fmt::format("%a{}: {}", i, random_type()));
+        operands.push_back(fmt::format("%a{}", i));
+      }
+      std::vector<std::string> attrs;
+      for (const AttrSpec& spec : def.attrs) {
+        if (pick(0, 3) == 0) continue;  // default, or missing when required
+        attrs.push_back(spec.name + "=" + ToString(random_value(spec.kind)));
+      }
+      std::string text = fmt::format(
+          "graph @f({}) -> f32[] {{\n  %r = {}({}) {{{}}}\n  return %r\n}}\n",
+          fmt::join(params, ", "), op, fmt::join(operands, ", "), fmt::join(attrs, ", "));
+      ++calls;
+      try {
+        ParseModule(text);
+        ++parsed;
+      } catch (const Error& e) {
+        // A wrong declared result type is the expected error when the call itself is valid.
+        if (e.message().find("declares the result type") != std::string::npos) ++parsed;
+        // Type inference must report bad input as Error itself, not as another exception.
+        EXPECT_EQ(e.message().find("type inference failed"), std::string::npos) << e.what() << "\n"
+                                                                                << text;
+      }
+    }
+  }
+  // Some of the random calls are valid, so type inference really ran on them.
+  EXPECT_GT(parsed, calls / 20) << parsed << " of " << calls;
+  std::cout << parsed << " of " << calls << " random calls type-checked\n";
 }
 
 }  // namespace

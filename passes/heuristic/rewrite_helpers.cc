@@ -1,0 +1,104 @@
+#include "passes/heuristic/rewrite_helpers.h"
+
+#include <fmt/format.h>
+
+#include <variant>
+
+#include "ir/error.h"
+#include "ir/op_registry.h"
+#include "passes/graph_utils.h"
+
+namespace tandem::passes {
+
+ir::ValueId AppendCall(ir::GraphFunction& out, const std::string& op,
+                       const std::vector<ir::ValueId>& inputs, ir::Attrs attrs,
+                       const std::string& name, const ir::Attrs& annotations) {
+  std::vector<ir::Type> operands;
+  for (ir::ValueId id : inputs) operands.push_back(out.type_of(id));
+  ir::Node node;
+  node.kind = ir::NodeKind::kCall;
+  node.op = op;
+  node.name = name;
+  node.inputs = inputs;
+  node.type = ir::InferCallType(op, operands, attrs);
+  node.attrs = std::move(attrs);
+  node.annotations = annotations;
+  return AppendNode(out, std::move(node));
+}
+
+ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
+                           const std::string& name) {
+  ir::Node node;
+  node.kind = ir::NodeKind::kConstant;
+  node.name = name;
+  node.value = value.WithLayout("");
+  node.type = ir::TensorType{value.shape(), value.dtype(), ""};
+  return AppendNode(out, std::move(node));
+}
+
+ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
+                               const std::string& name) {
+  ir::Node node;
+  node.kind = ir::NodeKind::kTupleGetItem;
+  node.name = name;
+  node.inputs = {tuple};
+  node.attrs.Set("index", index);
+  node.type = out.type_of(tuple).fields().at(static_cast<size_t>(index));
+  return AppendNode(out, std::move(node));
+}
+
+const ir::Tensor* ConstantValue(const ir::GraphFunction& function, ir::ValueId id) {
+  const ir::Node& node = function.node(id);
+  return node.kind == ir::NodeKind::kConstant ? &node.value : nullptr;
+}
+
+bool AllElementsEqual(const ir::Tensor& tensor, double value) {
+  if (tensor.num_elements() == 0) return false;
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    if (tensor.GetDouble(i) != value) return false;
+  }
+  return true;
+}
+
+std::vector<std::vector<ir::ValueId>> Consumers(const ir::GraphFunction& function) {
+  std::vector<std::vector<ir::ValueId>> consumers(function.nodes.size());
+  for (size_t i = 0; i < function.nodes.size(); ++i) {
+    for (ir::ValueId in : function.nodes[i].inputs) {
+      consumers[static_cast<size_t>(in)].push_back(static_cast<ir::ValueId>(i));
+    }
+  }
+  return consumers;
+}
+
+ir::Tensor EvaluateConstant(const std::string& op, const std::vector<ir::Tensor>& operands,
+                            ir::Attrs attrs) {
+  std::vector<ir::Type> types;
+  for (const ir::Tensor& t : operands) types.push_back(ir::TensorType{t.shape(), t.dtype(), ""});
+  ir::Type result = ir::InferCallType(op, types, attrs);
+  return ir::EvaluateReference(op, operands, attrs, result).at(0).WithLayout("");
+}
+
+int64_t IntArgument(const PassArguments& arguments, const std::string& key, int64_t fallback) {
+  for (const auto& [name, value] : arguments) {
+    if (name == key) return std::get<int64_t>(value);
+  }
+  return fallback;
+}
+
+std::string StringArgument(const PassArguments& arguments, const std::string& key,
+                           const std::string& fallback) {
+  for (const auto& [name, value] : arguments) {
+    if (name == key) return std::get<std::string>(value);
+  }
+  return fallback;
+}
+
+void CheckMinBranches(const PassArguments& arguments, const std::string& pass) {
+  int64_t min_branches = IntArgument(arguments, "min_branches", 2);
+  if (min_branches < 2) {
+    throw ir::Error(fmt::format("min_branches must be at least 2 but is {}", min_branches),
+                    ir::ErrorLocation{.pass = pass});
+  }
+}
+
+}  // namespace tandem::passes

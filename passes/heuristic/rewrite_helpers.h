@@ -1,0 +1,48 @@
+// Helpers shared by the heuristic rewriting passes (SimplifyExpr, CombineParallel*): appending
+// type-checked nodes during RewriteNodes, reading constants, consumer lists, compile-time tensor
+// ops and reading pass arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+
+namespace tandem::passes {
+
+// Appends a call of `op` on `inputs` (ids in `out`) to `out`; the attributes are normalized and
+// the result type inferred exactly as GraphBuilder::Call does (a type error throws ir::Error).
+ir::ValueId AppendCall(ir::GraphFunction& out, const std::string& op,
+                       const std::vector<ir::ValueId>& inputs, ir::Attrs attrs,
+                       const std::string& name, const ir::Attrs& annotations = {});
+// Appends a constant node holding `value` (its type is the value's, without layout).
+ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
+                           const std::string& name);
+// Appends field `index` of the tuple value `tuple`.
+ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
+                               const std::string& name);
+
+// The data of node `id` when it is a constant, else nullptr.
+const ir::Tensor* ConstantValue(const ir::GraphFunction& function, ir::ValueId id);
+// True when `tensor` is non-empty and every element equals `value`.
+bool AllElementsEqual(const ir::Tensor& tensor, double value);
+
+// The nodes that read each node (one entry per operand use, in node order).
+std::vector<std::vector<ir::ValueId>> Consumers(const ir::GraphFunction& function);
+
+// Evaluates `op` on constant tensors with its reference semantics (attributes normalized
+// first). Used to concatenate and transpose weights at compile time; exact for data movement.
+ir::Tensor EvaluateConstant(const std::string& op, const std::vector<ir::Tensor>& operands,
+                            ir::Attrs attrs);
+
+// The value of an argument given to a FunctionPass, or `fallback` when it was not given.
+int64_t IntArgument(const PassArguments& arguments, const std::string& key, int64_t fallback);
+std::string StringArgument(const PassArguments& arguments, const std::string& key,
+                           const std::string& fallback);
+
+// Throws ir::Error (naming `pass`) unless the argument `min_branches` (default 2) is at least 2.
+void CheckMinBranches(const PassArguments& arguments, const std::string& pass);
+
+}  // namespace tandem::passes
