@@ -45,6 +45,8 @@ struct Sum {
 // Types the canonical form applies to: the ring identities it uses hold under wrap-around.
 bool IsCanonicalType(DataType dtype);
 
+// Whether two products have the same atoms, as multisets.
+bool SameAtoms(const std::vector<Expr>& a, const std::vector<Expr>& b);
 void AddTerm(Sum* sum, int64_t coeff, const std::vector<Expr>& atoms);
 // sum += other * scale.
 void AddScaled(Sum* sum, const Sum& other, int64_t scale);
@@ -60,6 +62,7 @@ Expr FromSum(const Sum& sum);
 // Bounds of a sum from the bounds of its atoms.
 IntInterval SumBound(const Sum& sum, const VarRanges& ranges);
 
+// The division rules (ir/kernel/division_rules.cc).
 // floordiv/floormod (`kind`) of a simplified i64 numerator by a constant divisor > 1.
 Expr SimplifyDivision(ExprKind kind, const Expr& numerator, int64_t divisor,
                       const VarRanges& ranges);

@@ -241,6 +241,11 @@ class Simplifier : public StmtMutator {
         for (const Expr& o : e->operands) operands.push_back(Rewrite(o));
         return WithOperands(e, std::move(operands));
       }
+      case ExprKind::kAdd:
+      case ExprKind::kSub:
+      case ExprKind::kMul:
+        if (canonical::IsCanonicalType(e->dtype)) return RewriteSum(e);
+        break;
       default:
         break;
     }
@@ -269,6 +274,41 @@ class Simplifier : public StmtMutator {
     }
   }
 
+  // A tree of +, -, * of a canonical type, collected into one canonical sum at once.
+  Expr RewriteSum(const Expr& e) {
+    try {
+      Sum sum = Collect(e);
+      canonical::ApplyDivisionIdentities(&sum, ranges_);
+      return canonical::FromSum(sum);
+    } catch (const Overflow&) {
+      // Keep this node; its operands may still simplify on their own.
+      Expr a = Rewrite(e->operands[0]);
+      Expr b = Rewrite(e->operands[1]);
+      if (Expr folded = FoldBinary(e->kind, a, b, e->dtype); folded.defined()) return folded;
+      return WithOperands(e, {a, b});
+    }
+  }
+
+  Sum Collect(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kAdd:
+      case ExprKind::kSub: {
+        Sum sum = Collect(e->operands[0]);
+        canonical::AddScaled(&sum, Collect(e->operands[1]), e->kind == ExprKind::kAdd ? 1 : -1);
+        return sum;
+      }
+      case ExprKind::kMul: {
+        // Factors are whole sums: apply the identities before expanding the product.
+        Sum a = Collect(e->operands[0]), b = Collect(e->operands[1]);
+        canonical::ApplyDivisionIdentities(&a, ranges_);
+        canonical::ApplyDivisionIdentities(&b, ranges_);
+        return canonical::Multiply(a, b);
+      }
+      default:
+        return canonical::ToSum(Rewrite(e));
+    }
+  }
+
   Expr RewriteArithmetic(const Expr& e, const Expr& a, const Expr& b) {
     ExprKind kind = e->kind;
     DataType t = e->dtype;
@@ -280,22 +320,8 @@ class Simplifier : public StmtMutator {
       return WithOperands(e, {a, b});
     }
     if (kind == ExprKind::kDiv || t == DataType::kBool) return WithOperands(e, {a, b});
-    if (canonical::IsCanonicalType(t)) {
-      try {
-        Sum sum = canonical::ToSum(a);
-        Sum other = canonical::ToSum(b);
-        if (kind == ExprKind::kMul) {
-          sum = canonical::Multiply(sum, other);
-        } else {
-          canonical::AddScaled(&sum, other, kind == ExprKind::kAdd ? 1 : -1);
-        }
-        canonical::ApplyDivisionIdentities(&sum, ranges_);
-        return canonical::FromSum(sum);
-      } catch (const Overflow&) {
-        return WithOperands(e, {a, b});
-      }
-    }
-    // Narrow integer types: only identities that hold under wrap-around.
+    // Narrow integer types (canonical ones go through RewriteSum): only identities that hold
+    // under wrap-around.
     if ((kind == ExprKind::kAdd || kind == ExprKind::kSub) && b->is_const_int(0)) return a;
     if (kind == ExprKind::kAdd && a->is_const_int(0)) return b;
     if (kind == ExprKind::kMul && b->is_const_int(1)) return a;

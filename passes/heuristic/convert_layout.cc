@@ -151,6 +151,17 @@ class LayoutConverter {
     return result;
   }
 
+  // A convolution weight in the converted kernel layout (one transform per weight).
+  ir::ValueId ConvertWeight(ir::ValueId id) {
+    auto key = std::make_pair(id, "weight:" + kernel_layout_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    ir::ValueId result = Transform(map_[static_cast<size_t>(id)], "OIHW", kernel_layout_,
+                                   fn_.node(id).name + "_" + SafeName(kernel_layout_));
+    cache_[key] = result;
+    return result;
+  }
+
   bool ConvertibleConv(const ir::Node& n) const {
     if (n.op != "conv2d") return false;
     if (n.attrs.GetString("data_layout") != "NCHW" || n.attrs.GetString("kernel_layout") != "OIHW") return false;
@@ -172,9 +183,7 @@ class LayoutConverter {
     if (node.kind == ir::NodeKind::kCall && layout_ != "NCHW") {
       if (ConvertibleConv(node)) {
         ir::Node n = node;
-        n.inputs = {InLayout(node.inputs[0], layout_),
-                    Transform(map_[static_cast<size_t>(node.inputs[1])], "OIHW", kernel_layout_,
-                              fn_.node(node.inputs[1]).name + "_" + SafeName(kernel_layout_))};
+        n.inputs = {InLayout(node.inputs[0], layout_), ConvertWeight(node.inputs[1])};
         n.attrs.Set("data_layout", layout_);
         n.attrs.Set("kernel_layout", kernel_layout_);
         Define(id, Emit(std::move(n)), layout_);

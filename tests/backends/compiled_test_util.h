@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +101,42 @@ inline std::string DiagnoseMismatch(const ir::KernelFunction& plain,
   return "CODE GENERATION is wrong: the kernel interpreter on the same scheduled kernel matches "
          "the graph reference\ntrace:\n" +
          trace + "\nscheduled kernel:\n" + kernels::testing::KernelText(scheduled);
+}
+
+// The functions of `assembly` (AT&T text from backends::EmitAssembly) that hold a gather whose
+// vector registers are not all distinct, e.g. `vgatherqps (%rax,%ymm0,4), %xmm0 {%k1}`. x86
+// raises #UD (SIGILL) on such an instruction; LLVM 16's machine copy propagation can produce it
+// (see tests/backends/codegen_gather_test.cc). Running such code would kill the test program, so
+// the compiled-program tests check for it first.
+inline std::set<std::string> FunctionsWithInvalidGathers(const std::string& assembly) {
+  std::set<std::string> out;
+  std::istringstream lines(assembly);
+  std::string line, function;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && !std::isspace(static_cast<unsigned char>(line[0])) && line[0] != '.' &&
+        line.back() == ':' && line.find('#') == std::string::npos) {
+      function = line.substr(0, line.size() - 1);
+      continue;
+    }
+    if (line.find("gather") == std::string::npos) continue;
+    std::set<std::string> registers;
+    bool repeated = false;
+    for (size_t at = line.find("mm"); at != std::string::npos; at = line.find("mm", at + 2)) {
+      if (at == 0 || std::string("xyz").find(line[at - 1]) == std::string::npos) continue;
+      size_t end = at + 2;
+      while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+      if (end == at + 2) continue;
+      repeated = repeated || !registers.insert(line.substr(at + 2, end - at - 2)).second;
+    }
+    if (repeated) out.insert(function);
+  }
+  return out;
+}
+
+// True when `function` (a name from FunctionsWithInvalidGathers) is kernel `kernel` or a function
+// outlined from it ("__tandem.<kernel>.parallel<n>").
+inline bool BelongsToKernel(const std::string& function, const std::string& kernel) {
+  return function == kernel || function.rfind("__tandem." + kernel + ".", 0) == 0;
 }
 
 }  // namespace tandem::testing

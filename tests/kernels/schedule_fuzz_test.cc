@@ -111,14 +111,17 @@ Workload ConvBiasReluWorkload() {
   return {"conv_bias_relu", [](uint64_t) { return ConvBiasRelu(3, 4, 6); }, 1};
 }
 
-// Seeds to fuzz: TANDEM_FUZZ_SEED=n runs only seed n (to debug one schedule).
+// Seeds to fuzz: TANDEM_FUZZ_SEED=n runs only seed n (to debug one schedule);
+// TANDEM_FUZZ_COUNT=n runs seeds 0..n-1 (for longer fuzzing campaigns).
 std::vector<uint64_t> Seeds() {
   std::vector<uint64_t> seeds;
   if (const char* one = std::getenv("TANDEM_FUZZ_SEED")) {
     seeds.push_back(std::strtoull(one, nullptr, 10));
     return seeds;
   }
-  for (uint64_t s = 0; s < kSchedulesPerWorkload; ++s) seeds.push_back(s);
+  uint64_t count = kSchedulesPerWorkload;
+  if (const char* n = std::getenv("TANDEM_FUZZ_COUNT")) count = std::strtoull(n, nullptr, 10);
+  for (uint64_t s = 0; s < count; ++s) seeds.push_back(s);
   return seeds;
 }
 

@@ -5,6 +5,7 @@
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/region.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
@@ -66,13 +67,6 @@ class BufferRenamer : public ir::StmtMutator {
   bool loads_, stores_;
 };
 
-// Statement `stmt` placed right before (or after) `anchor` in its parent sequence.
-Stmt InsertBeside(const Stmt& root, const ir::StmtNode* anchor, const Stmt& stmt, bool after,
-                  const Stmt& anchor_stmt) {
-  Stmt pair = after ? ir::MakeSeq({anchor_stmt, stmt}) : ir::MakeSeq({stmt, anchor_stmt});
-  return ReplaceStmt(root, anchor, pair);
-}
-
 // The outermost loop wrapping only the block (or the block realize itself).
 Stmt ExclusiveNestOf(const StmtPath& path) {
   Stmt top = path.target;
@@ -82,6 +76,54 @@ Stmt ExclusiveNestOf(const StmtPath& path) {
     top = *it;
   }
   return top;
+}
+
+// The loop whose body holds the exclusive nest of the block at `path`, within the block's scope;
+// null when the nest sits directly in its scope block.
+const ir::ForNode* ParentLoop(const StmtPath& path, const ir::StmtNode* nest) {
+  size_t position = path.ancestors.size();
+  for (size_t i = 0; i < path.ancestors.size(); ++i) {
+    if (path.ancestors[i].get() == nest) position = i;
+  }
+  for (size_t i = position; i-- > 0;) {
+    if (path.ancestors[i]->kind == ir::StmtKind::kBlockRealize) return nullptr;
+    if (const auto* loop = ir::As<ir::ForNode>(path.ancestors[i])) return loop;
+  }
+  return nullptr;
+}
+
+// Replaces the exclusive nest of `block_name` by that nest with the block renamed to read
+// (`cache_read`) or write its copy, and adds the copy stage from `from` to `to` before (or after)
+// it. At the top of a block scope the stage copies the whole buffer; inside a loop it copies
+// the region the block touches in one iteration of that loop.
+Stmt AddCopyStage(const ir::KernelFunction& fn, const std::string& block_name,
+                  const std::string& copy_name, const ir::Buffer& from, const ir::Buffer& to,
+                  bool cache_read, const std::string& primitive) {
+  StmtPath path = GetBlockPath(fn, block_name);
+  const ir::Buffer& original = cache_read ? from : to;
+  const ir::Buffer& copy = cache_read ? to : from;
+  BufferRenamer renamer(original, copy, true, !cache_read);
+  Stmt renamed_block = renamer.VisitStmt(path.target);
+  Stmt nest = ExclusiveNestOf(path);
+  Stmt renamed_nest = ReplaceStmt(nest, path.target.get(), renamed_block);
+  Stmt body = ReplaceStmt(fn.body, nest.get(), renamed_nest);
+  Stmt stage = CopyNest(copy_name, from, to);
+  if (const ir::ForNode* parent = ParentLoop(path, nest.get())) {
+    StmtPath loop_path = GetLoopPath(WithBody(fn, body), parent->loop_var);
+    std::vector<AxisRegion> region =
+        RegionUnderLoop(loop_path, copy, cache_read,
+                        fmt::format("{} of block '{}'", primitive, block_name), block_name);
+    const ir::BlockRealizeNode* copy_realize = nullptr;
+    ir::VisitStmtTree(stage, [&](const Stmt& s) {
+      if (const auto* r = ir::As<ir::BlockRealizeNode>(s)) copy_realize = r;
+    });
+    std::vector<int> axes;
+    for (size_t d = 0; d < region.size(); ++d) axes.push_back(static_cast<int>(d));
+    stage = RegenerateNest(copy_realize->block, axes, region, ir::IntImm(1, ir::DataType::kBool),
+                           LoopRangesAt(loop_path));
+  }
+  Stmt pair = cache_read ? ir::MakeSeq({stage, renamed_nest}) : ir::MakeSeq({renamed_nest, stage});
+  return ReplaceStmt(body, renamed_nest.get(), pair);
 }
 
 std::string BlockOfScope(const StmtPath& path) {
@@ -107,13 +149,7 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
   ir::Buffer copy = ir::MakeBuffer(fmt::format("{}_{}", source->name, scope), source->dtype,
                                    source->shape, scope);
   std::string name = FreshBlockName(fn, fmt::format("{}_{}", source->name, scope));
-  Stmt copy_nest = CopyNest(name, source, copy);
-
-  BufferRenamer renamer(source, copy, true, false);
-  Stmt renamed_block = renamer.VisitStmt(path.target);
-  Stmt nest = ExclusiveNestOf(path);
-  Stmt new_nest = ReplaceStmt(nest, path.target.get(), renamed_block);
-  Stmt body = InsertBeside(fn.body, nest.get(), copy_nest, false, new_nest);
+  Stmt body = AddCopyStage(fn, block_name, name, source, copy, true, "cache_read");
   body = AddAllocation(body, copy, BlockOfScope(path));
   if (new_block) *new_block = name;
   return WithBody(fn, body);
@@ -139,13 +175,7 @@ ir::KernelFunction CacheWrite(const ir::KernelFunction& fn, const std::string& b
   ir::Buffer staged = ir::MakeBuffer(fmt::format("{}_{}", target->name, scope), target->dtype,
                                      target->shape, scope);
   std::string name = FreshBlockName(fn, fmt::format("{}_{}", target->name, scope));
-  Stmt copy_nest = CopyNest(name, staged, target);
-
-  BufferRenamer renamer(target, staged, true, true);
-  Stmt renamed_block = renamer.VisitStmt(path.target);
-  Stmt nest = ExclusiveNestOf(path);
-  Stmt new_nest = ReplaceStmt(nest, path.target.get(), renamed_block);
-  Stmt body = InsertBeside(fn.body, nest.get(), copy_nest, true, new_nest);
+  Stmt body = AddCopyStage(fn, block_name, name, staged, target, false, "cache_write");
   body = AddAllocation(body, staged, BlockOfScope(path));
   if (new_block) *new_block = name;
   return WithBody(fn, body);

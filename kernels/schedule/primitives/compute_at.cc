@@ -8,6 +8,7 @@
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/region.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
@@ -76,191 +77,6 @@ ir::Buffer IdentityWrittenBuffer(const ir::Block& block, std::vector<int>* spati
   }
   *spatial_iters = iters;
   return buffer;
-}
-
-// Region of `buffer` touched (read when `reads`, else written) by blocks under `loop`, per
-// buffer axis: [min, min + extent) with min in terms of the loops enclosing `loop` (and
-// `loop` itself), extent a constant upper bound; `exact` tells whether every index in the box is
-// really touched by the bound computation (otherwise a guard `index <= max` is needed).
-struct AxisRegion {
-  Expr min;
-  Expr max;
-  int64_t extent = 0;
-};
-
-std::vector<AxisRegion> RegionUnderLoop(const ir::KernelFunction& fn, const StmtPath& loop_path,
-                                        const ir::Buffer& buffer, bool reads,
-                                        const std::string& primitive, const std::string& block) {
-  const auto* loop = ir::As<ir::ForNode>(loop_path.target);
-  ir::VarRanges outer;  // loops enclosing `loop`, and `loop` itself
-  for (const Stmt& a : loop_path.ancestors) {
-    if (const auto* l = ir::As<ir::ForNode>(a)) outer[l->loop_var.get()] = {0, l->extent - 1};
-  }
-  outer[loop->loop_var.get()] = {0, loop->extent - 1};
-
-  size_t rank = buffer->shape.size();
-  std::vector<Expr> mins(rank), maxs(rank);
-  bool any = false;
-  // Walk the loop body tracking the ranges of inner loops, binding block iterators.
-  std::function<void(const Stmt&, ir::VarRanges&)> walk = [&](const Stmt& s, ir::VarRanges& inner) {
-    if (!s) return;
-    if (const auto* l = ir::As<ir::ForNode>(s)) {
-      inner[l->loop_var.get()] = {0, l->extent - 1};
-      walk(l->body, inner);
-      inner.erase(l->loop_var.get());
-    } else if (const auto* seq = ir::As<ir::SeqNode>(s)) {
-      for (const Stmt& c : seq->stmts) walk(c, inner);
-    } else if (const auto* branch = ir::As<ir::IfThenElseNode>(s)) {
-      walk(branch->then_case, inner);
-      walk(branch->else_case, inner);
-    } else if (const auto* realize = ir::As<ir::BlockRealizeNode>(s)) {
-      const ir::Block& b = realize->block;
-      ir::VarMap bind;
-      for (size_t k = 0; k < b->iter_vars.size(); ++k) {
-        bind[b->iter_vars[k].var.get()] = realize->iter_values[k];
-      }
-      std::vector<Access> accesses;
-      Stmt whole = ir::MakeSeq({b->init, b->body});
-      accesses = reads ? CollectLoads(whole) : CollectStores(whole);
-      for (const Access& a : accesses) {
-        if (a.buffer != buffer) continue;
-        // Loops inside the block (nested loops in its body) also vary.
-        ir::VarRanges ranges = inner;
-        ir::VisitStmtTree(whole, [&](const Stmt& x) {
-          if (const auto* l = ir::As<ir::ForNode>(x)) ranges[l->loop_var.get()] = {0, l->extent - 1};
-        });
-        for (size_t d = 0; d < rank; ++d) {
-          Expr index = ir::Substitute(a.indices[d], bind);
-          Expr lo, hi;
-          if (!SymbolicBounds(index, ranges, &lo, &hi)) {
-            lo = ir::IntImm(0);
-            hi = ir::IntImm(buffer->shape[d] - 1);
-          }
-          mins[d] = mins[d].defined() ? ir::Simplify(ir::Min(mins[d], lo), outer) : lo;
-          maxs[d] = maxs[d].defined() ? ir::Simplify(ir::Max(maxs[d], hi), outer) : hi;
-        }
-        any = true;
-      }
-      // Blocks nested inside this block's body are covered by the body's accesses above.
-    }
-  };
-  ir::VarRanges inner;
-  walk(loop->body, inner);
-  if (!any) {
-    throw Error(fmt::format("{} of block '{}': no block under loop '{}' {} buffer '{}'", primitive,
-                            block, loop->loop_var->name, reads ? "reads" : "writes", buffer->name));
-  }
-  std::vector<AxisRegion> region(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    // The extent comes from the unclamped bounds (exact for affine indices); the box is then
-    // clamped to the buffer, so that an access outside it (a guarded read of a padding border)
-    // neither shifts the box out of the buffer nor cuts its end off.
-    ir::IntInterval span = ir::ConstIntBound(ir::Simplify(maxs[d] - mins[d], outer), outer);
-    int64_t extent = span.max == INT64_MAX ? buffer->shape[d] : span.max + 1;
-    extent = std::clamp<int64_t>(extent, 1, buffer->shape[d]);
-    Expr lo = ir::Simplify(ir::Max(mins[d], ir::IntImm(0)), outer);
-    Expr hi = ir::Simplify(ir::Min(maxs[d], ir::IntImm(buffer->shape[d] - 1)), outer);
-    region[d] = AxisRegion{lo, hi, extent};
-  }
-  return region;
-}
-
-// Structural equality of expressions (variables and buffers by identity).
-bool SameExpr(const Expr& a, const Expr& b) {
-  if (a.same_as(b)) return true;
-  if (!a.defined() || !b.defined()) return false;
-  if (a->kind != b->kind || a->dtype != b->dtype || a->operands.size() != b->operands.size() ||
-      a->kind == ir::ExprKind::kVar || a->int_value != b->int_value ||
-      a->float_value != b->float_value || a->name != b->name || a->buffer != b->buffer) {
-    return false;
-  }
-  for (size_t i = 0; i < a->operands.size(); ++i) {
-    if (!SameExpr(a->operands[i], b->operands[i])) return false;
-  }
-  return true;
-}
-
-// Rewrites an expression over loop variables into one over block iterators by replacing every
-// sub-expression equal to an iterator's bound value with the iterator.
-class ValuesToIterators : public ir::ExprMutator {
- public:
-  explicit ValuesToIterators(const ir::BlockRealizeNode* realize) : realize_(realize) {}
-  Expr VisitExpr(const Expr& e) override {
-    for (size_t k = 0; k < realize_->iter_values.size(); ++k) {
-      const Expr& value = realize_->iter_values[k];
-      if (!value->is_const_int() && SameExpr(e, value)) return realize_->block->iter_vars[k].var;
-    }
-    return VisitChildren(e);
-  }
-
- private:
-  const ir::BlockRealizeNode* realize_;
-};
-
-// The predicate of `realize` in terms of its block's iterators and of the loops in `kept`
-// (those that still enclose the block at its new place); undefined when it cannot be written
-// so (it mentions a loop of the old place other than through an iterator's bound value).
-Expr PredicateOverIterators(const ir::BlockRealizeNode* realize, const ir::VarRanges& kept) {
-  ValuesToIterators rewriter(realize);
-  Expr predicate = rewriter.VisitExpr(realize->predicate);
-  bool expressible = true;
-  ir::VisitExprTree(predicate, [&](const Expr& e) {
-    if (e->kind != ir::ExprKind::kVar || kept.count(e.get())) return;
-    bool is_iterator = false;
-    for (const ir::IterVar& iv : realize->block->iter_vars) {
-      is_iterator = is_iterator || iv.var.same_as(e);
-    }
-    expressible = expressible && is_iterator;
-  });
-  return expressible ? predicate : Expr();
-}
-
-// Builds the loop nest of `block` over `region` (for its spatial iterators listed in
-// `spatial_iters`, one per buffer axis) and full loops for its other iterators. The old
-// predicate `iterator_predicate` (over the block's iterators) is kept.
-Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iters,
-                    const std::vector<AxisRegion>& region, const Expr& iterator_predicate,
-                    const ir::VarRanges& outer) {
-  size_t n = block->iter_vars.size();
-  std::vector<Expr> values(n);
-  std::vector<ir::Var> loop_vars;
-  std::vector<int64_t> extents;
-  Expr predicate = ir::IntImm(1, ir::DataType::kBool);
-  ir::VarRanges ranges = outer;
-  for (size_t d = 0; d < spatial_iters.size(); ++d) {
-    ir::Var ax = ir::MakeVar(fmt::format("ax{}", d));
-    loop_vars.push_back(ax);
-    extents.push_back(region[d].extent);
-    ranges[ax.get()] = {0, region[d].extent - 1};
-    values[static_cast<size_t>(spatial_iters[d])] = region[d].min + ax;
-  }
-  for (size_t d = 0; d < spatial_iters.size(); ++d) {
-    Expr index = values[static_cast<size_t>(spatial_iters[d])];
-    int64_t domain = block->iter_vars[static_cast<size_t>(spatial_iters[d])].extent;
-    for (Expr guard : {index <= region[d].max, index < ir::IntImm(domain),
-                       index >= ir::IntImm(0)}) {
-      if (!ir::CanProve(guard, ranges)) predicate = predicate && guard;
-    }
-  }
-  for (size_t k = 0; k < n; ++k) {
-    if (values[k].defined()) continue;
-    ir::Var r = ir::MakeVar(block->iter_vars[k].var->name);
-    loop_vars.push_back(r);
-    extents.push_back(block->iter_vars[k].extent);
-    values[k] = r;
-  }
-  for (Expr& v : values) v = ir::Simplify(v, ranges);
-  int64_t always = 0;
-  if (!ir::AsConstInt(iterator_predicate, &always) || always == 0) {
-    ir::VarMap bind;
-    for (size_t k = 0; k < n; ++k) bind[block->iter_vars[k].var.get()] = values[k];
-    predicate = predicate && ir::Substitute(iterator_predicate, bind);
-  }
-  Stmt nest = ir::MakeBlockRealize(values, ir::Simplify(predicate, ranges), block);
-  for (size_t i = loop_vars.size(); i-- > 0;) {
-    nest = ir::MakeFor(loop_vars[i], extents[i], ir::ForKind::kSerial, nest);
-  }
-  return nest;
 }
 
 // Inserts `stmt` at the start (or end) of `loop`'s body.
@@ -421,13 +237,9 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
   CheckBuffersBetween(fn, between, block, false, primitive);
 
   std::vector<AxisRegion> region =
-      RegionUnderLoop(fn, loop_path, region_buffer, /*reads=*/!reverse, primitive, block_name);
-  ir::VarRanges outer;
-  for (const Stmt& a : loop_path.ancestors) {
-    if (const auto* l = ir::As<ir::ForNode>(a)) outer[l->loop_var.get()] = {0, l->extent - 1};
-  }
-  const auto* loop = ir::As<ir::ForNode>(loop_path.target);
-  outer[loop->loop_var.get()] = {0, loop->extent - 1};
+      RegionUnderLoop(loop_path, region_buffer, /*reads=*/!reverse,
+                      fmt::format("{} of block '{}'", primitive, block_name));
+  ir::VarRanges outer = LoopRangesAt(loop_path);
   Expr iterator_predicate = PredicateOverIterators(realize, outer);
   if (!iterator_predicate.defined()) {
     throw fail("the block's predicate cannot be expressed in its iterators");

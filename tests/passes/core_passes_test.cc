@@ -1,0 +1,158 @@
+// InferType, FoldConstant, DeadCodeElimination, FuseOps, ConvertLayout, Legalize: IR text in and
+// expected IR text out, and semantic preservation on the test models.
+#include <gtest/gtest.h>
+
+#include "pass_test_util.h"
+
+namespace tandem::passes {
+namespace {
+
+using testing::CountOps;
+using testing::ExpectPreservesSemantics;
+using testing::ExpectTransforms;
+using testing::RunText;
+
+TEST(InferType, RecomputesStaleTypesAndReportsErrorsAtTheNode) {
+  ir::IRModule m = ir::ParseModule(R"(
+graph @main(%x: f32[2,3]) -> f32[3,2] {
+  %t = transpose(%x) {axes=[1,0]} : f32[3,2]
+  return %t
+})");
+  ir::GraphFunction fn = m.Get("main");
+  fn.nodes.back().type = ir::TensorType{{9}, ir::DataType::kFloat32, ""};
+  m.Add(fn);
+  ir::IRModule fixed = RunText("InferType", m);
+  EXPECT_EQ(ir::ToString(fixed.Get("main").nodes.back().type), "f32[3,2]");
+  fn.nodes.back().attrs.Set("axes", std::vector<int64_t>{0, 0});
+  m.Add(fn);
+  try {
+    RunText("InferType", m);
+    FAIL();
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.where().node, "t");
+    EXPECT_EQ(e.where().pass, "InferType");
+  }
+}
+
+TEST(FoldConstant, EvaluatesConstantSubgraphs) {
+  ExpectTransforms("FoldConstant", R"(
+graph @main(%x: f32[2]) -> f32[2] {
+  %a = constant f32[2] [1.0, 2.0]
+  %b = constant f32[2] [3.0, 4.0]
+  %c = add(%a, %b) : f32[2]
+  %d = multiply(%x, %c) : f32[2]
+  return %d
+})",
+                   R"(
+graph @main(%x: f32[2]) -> f32[2] {
+  %c = constant f32[2] [4.0, 6.0]
+  %d = multiply(%x, %c) : f32[2]
+  return %d
+})");
+  // Nothing to fold when an operand is an input.
+  std::string same = R"(
+graph @main(%x: f32[2]) -> f32[2] {
+  %a = constant f32[2] [1.0, 2.0]
+  %c = add(%a, %x) : f32[2]
+  return %c
+})";
+  ExpectTransforms("FoldConstant", same, same);
+}
+
+TEST(DeadCodeElimination, RemovesUnusedNodes) {
+  ExpectTransforms("DeadCodeElimination", R"(
+graph @main(%x: f32[2], %unused: f32[3]) -> f32[2] {
+  %dead = exp(%x) : f32[2]
+  %r = relu(%x) : f32[2]
+  return %r
+})",
+                   R"(
+graph @main(%x: f32[2], %unused: f32[3]) -> f32[2] {
+  %r = relu(%x) : f32[2]
+  return %r
+})");
+}
+
+TEST(FuseOps, FusesAnEpilogueIntoItsAnchor) {
+  ExpectTransforms("InferType, FuseOps", R"(
+graph @main(%x: f32[1,2,4,4], %w: f32[2,2,1,1], %b: f32[2,1,1]) -> f32[1,2,4,4] {
+  %c = conv2d(%x, %w) : f32[1,2,4,4]
+  %a = add(%c, %b) : f32[1,2,4,4]
+  %r = relu(%a) : f32[1,2,4,4]
+  %s = softmax(%r) : f32[1,2,4,4]
+  return %s
+})",
+                   R"(
+graph @main(%x: f32[1,2,4,4], %w: f32[2,2,1,1], %b: f32[2,1,1]) -> f32[1,2,4,4] {
+  %c = conv2d(%x, %w) : f32[1,2,4,4] @{group=0}
+  %a = add(%c, %b) : f32[1,2,4,4] @{group=0}
+  %r = relu(%a) : f32[1,2,4,4] @{group=0}
+  %s = softmax(%r) : f32[1,2,4,4]
+  return %s
+})");
+}
+
+TEST(FuseOps, DoesNotFuseTwoAnchorsOrOpaqueOps) {
+  // conv -> conv: two anchors; the relu between them joins the first.
+  ir::IRModule out = RunText("InferType, FuseOps", ir::ParseModule(R"(
+graph @main(%x: f32[1,2,4,4], %w: f32[2,2,1,1]) -> f32[1,2,4,4] {
+  %c1 = conv2d(%x, %w) : f32[1,2,4,4]
+  %r = relu(%c1) : f32[1,2,4,4]
+  %c2 = conv2d(%r, %w) : f32[1,2,4,4]
+  %l = layer_norm(%c2, %x, %x) {axis=0} : f32[1,2,4,4]
+  return %l
+})"));
+  const auto& nodes = out.Get("main").nodes;
+  auto group = [&](const std::string& name) {
+    ir::ValueId id = out.Get("main").Find(name);
+    const ir::Node& n = nodes[static_cast<size_t>(id)];
+    return n.annotations.Has("group") ? n.annotations.GetInt("group") : int64_t{-1};
+  };
+  EXPECT_EQ(group("c1"), group("r"));
+  EXPECT_NE(group("c1"), -1);
+  EXPECT_EQ(group("c2"), -1);
+  EXPECT_EQ(group("l"), -1);
+}
+
+TEST(ConvertLayout, BlocksAConvChainOnce) {
+  ir::IRModule out = RunText("InferType, ConvertLayout(layout=\"NCHW4c\")", ir::ParseModule(R"(
+graph @main(%x: f32[1,8,6,6]) -> f32[1,8,6,6] {
+  %w = constant f32[8,8,1,1] base64"AABAvwAAAL8AAIC+AAAAAAAAgD4AAAA/AABAPwAAQL8AAAC/AACAvgAAAAAAAIA+AAAAPwAAQD8AAEC/AAAAvwAAgL4AAAAAAACAPgAAAD8AAEA/AABAvwAAAL8AAIC+AAAAAAAAgD4AAAA/AABAPwAAQL8AAAC/AACAvgAAAAAAAIA+AAAAPwAAQD8AAEC/AAAAvwAAgL4AAAAAAACAPgAAAD8AAEA/AABAvwAAAL8AAIC+AAAAAAAAgD4AAAA/AABAPwAAQL8AAAC/AACAvgAAAAAAAIA+AAAAPwAAQD8AAEC/AAAAvwAAgL4AAAAAAACAPgAAAD8AAEA/AABAvw=="
+  %b = constant f32[8,1,1] [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  %c1 = conv2d(%x, %w) : f32[1,8,6,6]
+  %a = add(%c1, %b) : f32[1,8,6,6]
+  %r = relu(%a) : f32[1,8,6,6]
+  %c2 = conv2d(%r, %w) : f32[1,8,6,6]
+  return %c2
+})"));
+  EXPECT_EQ(CountOps(out, "layout_transform"), 4);  // data in, the weight, the bias, result out
+  for (const ir::Node& n : out.Get("main").nodes) {
+    if (n.op == "conv2d") EXPECT_EQ(n.attrs.GetString("data_layout"), "NCHW4c");
+    if (n.op == "relu") EXPECT_EQ(n.type.tensor().rank(), 5);  // stays blocked
+  }
+}
+
+TEST(Passes, PreserveSemanticsOnTestModels) {
+  // Each pass alone on the C++ model builders; the ONNX models once with all of them.
+  ExpectPreservesSemantics("InferType, FoldConstant, DeadCodeElimination", 1e-4, false);
+  ExpectPreservesSemantics("InferType, FuseOps", 1e-4, false);
+  ExpectPreservesSemantics("InferType, ConvertLayout(layout=\"NHWC\"), FoldConstant", 1e-4, false);
+  ExpectPreservesSemantics("InferType, ConvertLayout(layout=\"NCHW8c\"), FoldConstant, FuseOps, "
+                           "DeadCodeElimination",
+                           1e-4, true);
+}
+
+TEST(Legalize, PreservesSemanticsOfFusedModels) {
+  for (auto& [name, module] : testing::TestModels(false)) {
+    SCOPED_TRACE(name);
+    ir::IRModule out = RunText("InferType, FoldConstant, FuseOps, Legalize", module);
+    for (const ir::Node& n : out.Get("main").nodes) EXPECT_NE(n.kind, ir::NodeKind::kCall);
+    auto inputs = backends::RandomInputs(module.Get("main"), 3);
+    auto want = backends::RunReference(module, inputs);
+    auto got = backends::RunReference(out, inputs);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(ir::RelativeError(got[i], want[i]), 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace tandem::passes
