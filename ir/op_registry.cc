@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "ir/suggest.h"
+
 namespace tandem::ir {
 
 std::string ToString(PatternKind kind) {
@@ -43,29 +45,10 @@ const OpDef* OpRegistry::Find(const std::string& name) const {
   return it == ops_.end() ? nullptr : &it->second;
 }
 
-namespace {
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
 
 const OpDef& OpRegistry::Get(const std::string& name) const {
   if (const OpDef* def = Find(name)) return *def;
-  std::vector<std::string> close;
-  for (const auto& [known, def] : ops_) {
-    if (EditDistance(known, name) <= 2) close.push_back(known);
-  }
+  std::vector<std::string> close = CloseNames(name, Names(), 2);
   std::string hint = close.empty() ? "" : fmt::format("; did you mean {}?", fmt::join(close, ", "));
   throw Error(fmt::format("unknown op '{}'{}", name, hint), ErrorLocation{.op = name});
 }

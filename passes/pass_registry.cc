@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "ir/error.h"
+#include "ir/suggest.h"
 
 namespace tandem::passes {
 
@@ -31,31 +32,10 @@ const PassDef* PassRegistry::Find(const std::string& name) const {
   return it == passes_.end() ? nullptr : &it->second;
 }
 
-namespace {
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                  std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
 
 const PassDef& PassRegistry::Get(const std::string& name) const {
   if (const PassDef* def = Find(name)) return *def;
-  std::vector<std::string> close;
-  for (const auto& [known, def] : passes_) {
-    if (Distance(known, name) <= 3) close.push_back(known);
-  }
+  std::vector<std::string> close = ir::CloseNames(name, Names(), 3);
   throw Error(fmt::format("unknown pass '{}'{}", name,
                           close.empty() ? fmt::format(" (known passes: {})", fmt::join(Names(), ", "))
                                         : fmt::format("; did you mean {}?", fmt::join(close, ", "))),
