@@ -7,7 +7,9 @@ namespace tandem::pipelines {
 void RegisterBuiltinPipelines(PipelineRegistry& registry) {
   registry.Register({"default_heuristic",
                      "Heuristic graph passes, then lowering to kernels with default schedules.",
-                     "InferType, FoldConstant, FuseOps, DeadCodeElimination, Legalize", ""});
+                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, FuseOps, "
+                     "DeadCodeElimination, Legalize",
+                     ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "
                      "(a baseline for measuring what schedules buy).",

@@ -264,10 +264,10 @@ graph @main(%x: f32[2,3]) -> (f32[6], f32[3,2]) {
 })");
   // A single flatten or reshape that changes the shape stays.
   ExpectUnchanged(kPipeline, R"(
-graph @main(%x: f32[2,3,4]) -> f32[2,12] {
+graph @main(%x: f32[2,3,4]) -> f32[4,6] {
   %a = flatten(%x)
   %r = relu(%a)
-  %b = reshape(%r) {newshape=[2,12]}
+  %b = reshape(%r) {newshape=[4,6]}
   return %b
 })");
 }
