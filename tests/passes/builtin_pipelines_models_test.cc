@@ -1,0 +1,39 @@
+// Every built-in lowering pipeline, on each shared ONNX model: optimize, build through LLVM,
+// run, and compare with the outputs stored beside the model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backends/runtime/executable.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/onnx_tensor.h"
+#include "pipelines/pipeline_registry.h"
+
+namespace tandem::passes {
+namespace {
+
+TEST(BuiltinPipelines, SharedModelsMatchTheirStoredOutputs) {
+  std::filesystem::path dir = TANDEM_MODELS_DIR;
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared models at " << dir;
+  for (const char* pipeline : {"default_heuristic"}) {
+    for (const char* name : {"resnet18", "mobilenet_v2", "bert_small"}) {
+      SCOPED_TRACE(std::string(pipeline) + " on " + name);
+      ir::IRModule module = frontend::ImportOnnxFile((dir / name / "model.onnx").string());
+      PassContext context;
+      context.verify_each = true;
+      ir::IRModule optimized =
+          context.RunPipeline(*pipelines::PipelineRegistry::Global().Create(pipeline), module);
+      auto exe = backends::Build(optimized);
+      auto inputs = frontend::ReadTensorProtoDirectory((dir / name / "test_data_set_0").string(), "input");
+      auto expected = frontend::ReadTensorProtoDirectory((dir / name / "test_data_set_0").string(), "output");
+      auto outputs = exe->Run(inputs);
+      ASSERT_EQ(outputs.size(), expected.size());
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        EXPECT_LT(ir::RelativeError(outputs[i], expected[i]), 1e-4);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem::passes
