@@ -13,6 +13,13 @@
 // their worker threads spinning for a while after a call: alternating single calls would time
 // each contender while the other's idle workers still compete for the two cores.
 //
+// Contention. When other processes keep the cores busy (load average above the core count) the
+// method cannot find a quiet window: OpenMP's team threads are descheduled between calls and
+// each oneDNN call then waits for the scheduler (whole 4 ms ticks were observed: a 40 us softmax
+// took 20-24 ms with two threads), while Tandem's calling thread runs any chunk no worker has
+// claimed and never waits. The table then carries a warning; `--threads 1` compares the
+// kernels without that effect.
+//
 // Fairness. Both contenders take every tensor (weights included) as a per-call input in the
 // plain layout and return the plain layout. oneDNN's weights are reordered into the layout its
 // primitive prefers once, at setup, outside the timed region (as is CBR's batch-norm folding
@@ -30,12 +37,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -201,6 +210,15 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
       "passes' medians; load average {} at start, {} at end)\n\n",
       version->major, version->minor, version->patch, options.threads, options.passes,
       load_at_start, LoadAverage());
+  double cores = std::thread::hardware_concurrency();
+  if (std::atof(load_at_start.c_str()) > cores || std::atof(LoadAverage().c_str()) > cores) {
+    std::cout << fmt::format(
+        "WARNING: the load average exceeded the {} cores, so other processes competed for them. "
+        "oneDNN's OpenMP threads then wait at barriers for a descheduled team member, which "
+        "hits its short kernels much harder than Tandem's pool (whose calling thread runs the "
+        "chunks no worker has claimed). Rerun on a quiet machine for numbers to publish.\n\n",
+        cores);
+  }
   std::cout << "| workload | shapes | MFLOP | Tandem us | Tandem GFLOP/s | oneDNN us | oneDNN "
                "GFLOP/s | oneDNN/Tandem | rel. error |\n";
   std::cout << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";

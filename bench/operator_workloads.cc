@@ -296,21 +296,39 @@ Workload NormWorkload(OnednnContext& context, uint64_t seed) {
   workload.flops = 2.0 * 256 * 256 + 1;
   memory src = WrapTensor(workload.inputs[0], {1, 256, 256}, Tag::abc, context);
   memory dst = WrapTensor(workload.onednn_output, {1, 1, 1}, Tag::abc, context);
-  for (bool fused_sqrt : {true, false}) {
+  {  // one primitive: sum of squares with a sqrt post-op (oneDNN 2.6 runs it in "ref")
     dnnl::primitive_attr attr;
-    dnnl::algorithm algorithm = dnnl::algorithm::reduction_norm_lp_sum;
-    if (fused_sqrt) {  // sum of squares with a sqrt post-op
-      algorithm = dnnl::algorithm::reduction_norm_lp_power_p_sum;
-      dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_sqrt, 0.0f, 0.0f);
-      attr.set_post_ops(ops);
-    }
-    dnnl::reduction::desc desc(algorithm, src.get_desc(), dst.get_desc(), 2.0f, 0.0f);
-    dnnl::reduction::primitive_desc descriptor(desc, attr, context.engine, true);
-    if (!descriptor) continue;  // no implementation for this combination
-    OnednnProgram program(fused_sqrt ? "power-2 sum + sqrt post-op" : "lp-2 norm");
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_sqrt, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+    dnnl::reduction::desc desc(dnnl::algorithm::reduction_norm_lp_power_p_sum, src.get_desc(),
+                               dst.get_desc(), 2.0f, 0.0f);
+    dnnl::reduction::primitive_desc descriptor(desc, attr, context.engine);
+    OnednnProgram program("power-2 sum + sqrt post-op");
     program.Add(dnnl::reduction(descriptor), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}},
                 std::string("reduction:") + descriptor.impl_info_str());
+    workload.onednn_programs.push_back(std::move(program));
+  }
+  {  // square, plain sum (which has a jit kernel), sqrt of the one result
+    OnednnProgram program("square + sum + sqrt");
+    memory squares(src.get_desc(), context.engine);
+    auto kind = dnnl::prop_kind::forward_inference;
+    dnnl::eltwise_forward::primitive_desc square(
+        dnnl::eltwise_forward::desc(kind, dnnl::algorithm::eltwise_square, src.get_desc()),
+        context.engine);
+    program.Add(dnnl::eltwise_forward(square), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, squares}},
+                std::string("eltwise:") + square.impl_info_str());
+    dnnl::reduction::primitive_desc sum(
+        dnnl::reduction::desc(dnnl::algorithm::reduction_sum, src.get_desc(), dst.get_desc(), 0.0f,
+                              0.0f),
+        context.engine);
+    program.Add(dnnl::reduction(sum), {{DNNL_ARG_SRC, squares}, {DNNL_ARG_DST, dst}},
+                std::string("reduction:") + sum.impl_info_str());
+    dnnl::eltwise_forward::primitive_desc root(
+        dnnl::eltwise_forward::desc(kind, dnnl::algorithm::eltwise_sqrt, dst.get_desc()),
+        context.engine);
+    program.Add(dnnl::eltwise_forward(root), {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}},
+                std::string("eltwise:") + root.impl_info_str());
     workload.onednn_programs.push_back(std::move(program));
   }
   return workload;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 
 #include "ir/attrs.h"
 #include "ir/error.h"
@@ -119,9 +121,23 @@ class Lexer {
     } else if (IsDigit(c) || (c == '-' && (IsDigit(At(1)) || At(1) == '.' || IsLetter(At(1)))) ||
                (c == '.' && IsDigit(At(1)))) {
       LexNumber(token);
-    } else if (std::string_view("()[]{},:=.").find(c) != std::string_view::npos) {
+    } else if (std::string_view("()[]{},:.+-*/").find(c) != std::string_view::npos) {
       token.kind = TokenKind::kPunct;
       token.text = std::string(1, c);
+      Advance();
+    } else if (std::string_view("=<>!").find(c) != std::string_view::npos) {
+      // = == < <= > >= ! !=
+      token.kind = TokenKind::kPunct;
+      token.text = std::string(1, c);
+      Advance();
+      if (At() == '=') {
+        token.text += '=';
+        Advance();
+      }
+    } else if ((c == '&' || c == '|') && At(1) == c) {
+      token.kind = TokenKind::kPunct;
+      token.text = std::string(2, c);
+      Advance();
       Advance();
     } else {
       Fail(fmt::format("unexpected character {}", CharText(c)), line_, column_);
@@ -346,6 +362,158 @@ std::optional<std::vector<uint8_t>> DecodeBase64(const std::string& text) {
     if (padding < 1) out.push_back(static_cast<uint8_t>(group));
   }
   return out;
+}
+
+std::string NameText(char sigil, const std::string& name) {
+  return sigil + (IsPlainName(name) ? name : Quote(name));
+}
+
+std::string KeyText(const std::string& key) {
+  return IsBareWord(key) ? key : Quote(key);
+}
+
+std::string AttrDictText(const Attrs& attrs) {
+  if (attrs.empty()) return "";
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : attrs.values()) {
+    if (!first) out += ", ";
+    first = false;
+    out += KeyText(key) + "=" + ToString(value);
+  }
+  return out + "}";
+}
+
+// ---- TokenReader ----
+
+bool TokenReader::TryPunct(std::string_view punct) {
+  if (!PeekPunct(punct)) return false;
+  Next();
+  return true;
+}
+
+bool TokenReader::TryWord(std::string_view word) {
+  if (!PeekWord(word)) return false;
+  Next();
+  return true;
+}
+
+const Token& TokenReader::ExpectPunct(std::string_view punct) {
+  if (!PeekPunct(punct)) Expected(fmt::format("'{}'", punct));
+  return Next();
+}
+
+const Token& TokenReader::ExpectWord(std::string_view word) {
+  if (!PeekWord(word)) Expected(fmt::format("'{}'", word));
+  return Next();
+}
+
+const Token& TokenReader::ExpectKind(TokenKind kind, const std::string& what) {
+  if (Peek().kind != kind) Expected(what);
+  return Next();
+}
+
+void TokenReader::Fail(const Token& at, const std::string& message, const std::string& op,
+                       const std::string& node) const {
+  throw Error(message, ErrorLocation{.op = op,
+                                     .node = node,
+                                     .file = source_name_,
+                                     .line = at.line,
+                                     .column = at.column});
+}
+
+void TokenReader::Expected(const std::string& what) const {
+  Fail(Peek(), fmt::format("expected {} but found {}", what, Describe(Peek())));
+}
+
+int64_t TokenReader::Int(const Token& token) const {
+  int64_t value = 0;
+  const char* end = token.text.data() + token.text.size();
+  auto [ptr, ec] = std::from_chars(token.text.data(), end, value);
+  if (ec != std::errc() || ptr != end) {
+    Fail(token, fmt::format("integer {} is out of range for 64 bits", token.text));
+  }
+  return value;
+}
+
+bool TokenReader::IsNumber(const Token& token) {
+  return token.kind == TokenKind::kInt || token.kind == TokenKind::kFloat ||
+         (token.kind == TokenKind::kWord && (token.text == "inf" || token.text == "nan"));
+}
+
+template <typename T>
+T TokenReader::Float(const Token& token, const char* dtype) const {
+  std::string_view text = token.text;
+  bool negative = !text.empty() && text[0] == '-';
+  std::string_view magnitude = negative ? text.substr(1) : text;
+  if (magnitude == "inf") {
+    return negative ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  }
+  if (magnitude == "nan") return std::numeric_limits<T>::quiet_NaN();
+  T value{};
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    Fail(token, fmt::format("number {} is out of range for {}", token.text, dtype));
+  }
+  return value;
+}
+
+template float TokenReader::Float<float>(const Token&, const char*) const;
+template double TokenReader::Float<double>(const Token&, const char*) const;
+
+AttrValue TokenReader::AttrValueLiteral() {
+  const Token& token = Peek();
+  if (token.kind == TokenKind::kInt) return Int(Next());
+  if (IsNumber(token)) return Float<double>(Next(), "a float attribute");
+  if (token.kind == TokenKind::kString) return Next().text;
+  if (!PeekPunct("[")) Expected("an attribute value (an integer, a float, a string or a list)");
+  Next();
+  if (TryPunct("]")) return std::vector<int64_t>{};
+  if (PeekPunct(".") && PeekPunct("]", 1)) {  // "[.]": the empty float list
+    Next();
+    Next();
+    return std::vector<double>{};
+  }
+  std::vector<const Token*> items;
+  bool all_ints = true;
+  do {
+    if (!IsNumber(Peek())) Expected("a number");
+    items.push_back(&Next());
+    all_ints = all_ints && items.back()->kind == TokenKind::kInt;
+  } while (TryPunct(","));
+  ExpectPunct("]");
+  if (all_ints) {
+    std::vector<int64_t> ints;
+    for (const Token* item : items) ints.push_back(Int(*item));
+    return ints;
+  }
+  std::vector<double> floats;
+  for (const Token* item : items) floats.push_back(Float<double>(*item, "a float attribute"));
+  return floats;
+}
+
+Attrs TokenReader::AttrDict(bool opened) {
+  if (!opened) ExpectPunct("{");
+  Attrs attrs;
+  if (TryPunct("}")) return attrs;
+  do {
+    const Token& key = Peek();
+    if (key.kind != TokenKind::kWord && key.kind != TokenKind::kString) {
+      Expected("an attribute name");
+    }
+    Next();
+    if (attrs.Has(key.text)) Fail(key, fmt::format("attribute '{}' is given twice", key.text));
+    ExpectPunct("=");
+    attrs.Set(key.text, AttrValueLiteral());
+  } while (TryPunct(","));
+  ExpectPunct("}");
+  return attrs;
+}
+
+Attrs TokenReader::OptionalAnnotations() {
+  if (Peek().kind != TokenKind::kAnnotationOpen) return {};
+  Next();
+  return AttrDict(/*opened=*/true);
 }
 
 }  // namespace tandem::ir::text

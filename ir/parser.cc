@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "ir/error.h"
+#include "ir/kernel/kernel_parser.h"
 #include "ir/lexer.h"
 #include "ir/op_registry.h"
 
@@ -35,10 +36,10 @@ struct FunctionState {
   std::map<std::string, Definition> names;
 };
 
-class Parser {
+class Parser : public text::TokenReader {
  public:
   Parser(const std::string& text, const std::string& source_name)
-      : tokens_(text::Tokenize(text, source_name)), source_name_(source_name) {}
+      : TokenReader(text, source_name) {}
 
   IRModule Module() {
     IRModule module;
@@ -50,7 +51,7 @@ class Parser {
       }
       ExpectPunct("{");
       Definitions(module);
-      if (!PeekPunct("}")) Expected("'graph' or '}'");
+      if (!PeekPunct("}")) Expected("'graph', 'kernel' or '}'");
       Next();
     } else {
       if (!PeekWord("graph")) Expected("'module' or 'graph'");
@@ -66,144 +67,16 @@ class Parser {
       if (PeekWord("graph")) {
         Graph(module);
       } else if (PeekWord("kernel")) {
-        Fail(Peek(), fmt::format("kernel function {} is elided: kernel IR has no text form yet, so "
-                                 "a module with kernel functions cannot be parsed back",
-                                 text::Describe(Peek(1))));
+        const Token& name = Peek(1);
+        KernelFunction kernel = ParseKernelFunction(*this);
+        if (module.HasKernel(kernel.name)) {
+          Fail(name, fmt::format("kernel {} is defined twice", text::Describe(name)));
+        }
+        module.AddKernel(std::move(kernel));
       } else {
         return;
       }
     }
-  }
-
-  // ---- token access ----
-  const Token& Peek(size_t ahead = 0) const {
-    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
-  }
-  const Token& Next() {
-    const Token& token = Peek();
-    if (pos_ + 1 < tokens_.size()) ++pos_;
-    return token;
-  }
-  bool PeekPunct(std::string_view punct, size_t ahead = 0) const {
-    return Peek(ahead).kind == TokenKind::kPunct && Peek(ahead).text == punct;
-  }
-  bool PeekWord(std::string_view word) const {
-    return Peek().kind == TokenKind::kWord && Peek().text == word;
-  }
-  bool TryPunct(std::string_view punct) {
-    if (!PeekPunct(punct)) return false;
-    Next();
-    return true;
-  }
-  const Token& ExpectPunct(std::string_view punct) {
-    if (!PeekPunct(punct)) Expected(fmt::format("'{}'", punct));
-    return Next();
-  }
-  const Token& ExpectKind(TokenKind kind, const std::string& what) {
-    if (Peek().kind != kind) Expected(what);
-    return Next();
-  }
-
-  [[noreturn]] void Fail(const Token& at, const std::string& message, const std::string& op = "",
-                         const std::string& node = "") const {
-    throw Error(
-        message,
-        ErrorLocation{
-            .op = op, .node = node, .file = source_name_, .line = at.line, .column = at.column});
-  }
-  [[noreturn]] void Expected(const std::string& what) const {
-    Fail(Peek(), fmt::format("expected {} but found {}", what, text::Describe(Peek())));
-  }
-
-  // ---- scalars ----
-  int64_t Int(const Token& token) const {
-    int64_t value = 0;
-    const char* end = token.text.data() + token.text.size();
-    auto [ptr, ec] = std::from_chars(token.text.data(), end, value);
-    if (ec != std::errc() || ptr != end) {
-      Fail(token, fmt::format("integer {} is out of range for 64 bits", token.text));
-    }
-    return value;
-  }
-
-  static bool IsNumber(const Token& token) {
-    return token.kind == TokenKind::kInt || token.kind == TokenKind::kFloat ||
-           (token.kind == TokenKind::kWord && (token.text == "inf" || token.text == "nan"));
-  }
-
-  // A float of type T (float or double) from an int, float, inf or nan token.
-  template <typename T>
-  T Float(const Token& token, const char* dtype) const {
-    std::string_view text = token.text;
-    bool negative = !text.empty() && text[0] == '-';
-    std::string_view magnitude = negative ? text.substr(1) : text;
-    if (magnitude == "inf") {
-      return negative ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-    }
-    if (magnitude == "nan") return std::numeric_limits<T>::quiet_NaN();
-    T value{};
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || ptr != text.data() + text.size()) {
-      Fail(token, fmt::format("number {} is out of range for {}", token.text, dtype));
-    }
-    return value;
-  }
-
-  // ---- attributes ----
-  AttrValue Value() {
-    const Token& token = Peek();
-    if (token.kind == TokenKind::kInt) return Int(Next());
-    if (IsNumber(token)) return Float<double>(Next(), "a float attribute");
-    if (token.kind == TokenKind::kString) return Next().text;
-    if (!PeekPunct("[")) Expected("an attribute value (an integer, a float, a string or a list)");
-    Next();
-    if (TryPunct("]")) return std::vector<int64_t>{};
-    if (PeekPunct(".") && PeekPunct("]", 1)) {  // "[.]": the empty float list
-      Next();
-      Next();
-      return std::vector<double>{};
-    }
-    std::vector<const Token*> items;
-    bool all_ints = true;
-    do {
-      if (!IsNumber(Peek())) Expected("a number");
-      items.push_back(&Next());
-      all_ints = all_ints && items.back()->kind == TokenKind::kInt;
-    } while (TryPunct(","));
-    ExpectPunct("]");
-    if (all_ints) {
-      std::vector<int64_t> ints;
-      for (const Token* item : items) ints.push_back(Int(*item));
-      return ints;
-    }
-    std::vector<double> floats;
-    for (const Token* item : items) floats.push_back(Float<double>(*item, "a float attribute"));
-    return floats;
-  }
-
-  // `{key=value, ...}`, or the body of `@{...}` when the opening was already consumed.
-  Attrs AttrDict(bool opened = false) {
-    if (!opened) ExpectPunct("{");
-    Attrs attrs;
-    if (TryPunct("}")) return attrs;
-    do {
-      const Token& key = Peek();
-      if (key.kind != TokenKind::kWord && key.kind != TokenKind::kString) {
-        Expected("an attribute name");
-      }
-      Next();
-      if (attrs.Has(key.text)) Fail(key, fmt::format("attribute '{}' is given twice", key.text));
-      ExpectPunct("=");
-      attrs.Set(key.text, Value());
-    } while (TryPunct(","));
-    ExpectPunct("}");
-    return attrs;
-  }
-
-  Attrs OptionalAnnotations() {
-    if (Peek().kind != TokenKind::kAnnotationOpen) return {};
-    Next();
-    return AttrDict(/*opened=*/true);
   }
 
   // ---- types ----
@@ -394,8 +267,8 @@ class Parser {
     if (node.kind == NodeKind::kCallKernel) {
       if (!declared) {
         Fail(name,
-             "call_kernel needs its result type (': type'), since the kernel functions are "
-             "not part of the text");
+             "call_kernel needs its result type (': type'): the kernel function may be defined "
+             "later in the text, or not at all");
       }
       return *declared;
     }
@@ -539,9 +412,6 @@ class Parser {
     module.Add(std::move(function));
   }
 
-  std::vector<Token> tokens_;
-  std::string source_name_;
-  size_t pos_ = 0;
 };
 
 }  // namespace

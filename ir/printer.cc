@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/kernel/kernel_printer.h"
 #include "ir/lexer.h"
 #include "ir/structural.h"
 
@@ -15,26 +16,9 @@ namespace {
 // Constants with at most this many elements print as a decimal list; larger ones as base64.
 constexpr int64_t kMaxListElements = 16;
 
-std::string KeyText(const std::string& key) {
-  return text::IsBareWord(key) ? key : text::Quote(key);
-}
-
-std::string NameText(char sigil, const std::string& name) {
-  return sigil + (text::IsPlainName(name) ? name : text::Quote(name));
-}
-
-// "{a=1, b="x"}", or "" when empty.
-std::string AttrDictText(const Attrs& attrs) {
-  if (attrs.empty()) return "";
-  std::string out = "{";
-  bool first = true;
-  for (const auto& [key, value] : attrs.values()) {
-    if (!first) out += ", ";
-    first = false;
-    out += KeyText(key) + "=" + ToString(value);
-  }
-  return out + "}";
-}
+using text::AttrDictText;
+using text::KeyText;
+using text::NameText;
 
 // A float element in shortest round-trip form, always with '.', 'e' or "inf" (never NaN here).
 std::string FloatElementText(std::string text) {
@@ -224,25 +208,6 @@ std::string PrintFunction(const GraphFunction& function, const PrintOptions& opt
   return FunctionPrinter(function, options).Print();
 }
 
-namespace {
-
-// Kernel IR has no text form yet: a kernel function prints as its buffer signature, marked
-// `elided` (the parser rejects it with a clear error).
-std::string KernelSignature(const KernelFunction& kernel) {
-  std::vector<std::string> inputs, outputs;
-  size_t num_outputs = static_cast<size_t>(std::max(kernel.num_outputs, 0));
-  size_t first_output = kernel.params.size() - std::min(num_outputs, kernel.params.size());
-  for (size_t i = 0; i < kernel.params.size(); ++i) {
-    const Buffer& buffer = kernel.params[i];
-    std::string text = buffer ? PrintType(TensorType{buffer->shape, buffer->dtype, ""}) : "?";
-    (i < first_output ? inputs : outputs).push_back(std::move(text));
-  }
-  return fmt::format("kernel {}({}) -> ({}) elided\n", NameText('@', kernel.name),
-                     fmt::join(inputs, ", "), fmt::join(outputs, ", "));
-}
-
-}  // namespace
-
 std::string PrintModule(const IRModule& module, const PrintOptions& options) {
   std::string out = "module";
   if (!module.attrs().empty()) out += " attributes " + AttrDictText(module.attrs());
@@ -256,7 +221,7 @@ std::string PrintModule(const IRModule& module, const PrintOptions& options) {
   for (const auto& [name, kernel] : module.kernel_functions()) {
     if (!first) out += "\n";
     first = false;
-    out += KernelSignature(*kernel);
+    out += PrintKernel(*kernel);
   }
   return out + "}\n";
 }

@@ -51,9 +51,9 @@ void KernelCodegen::Generate() {
 
   llvm::PointerType* ptr = llvm::PointerType::getUnqual(context_);
   std::vector<llvm::Type*> param_types(kernel_.params.size(), ptr);
-  llvm::Function* impl = CreateFunction(
-      "__tandem." + kernel_.name + ".impl",
-      llvm::FunctionType::get(builder_.getVoidTy(), param_types, false), true);
+  llvm::Function* impl =
+      CreateFunction("__tandem." + kernel_.name + ".impl",
+                     llvm::FunctionType::get(builder_.getVoidTy(), param_types, false), true);
   impl->addFnAttr(llvm::Attribute::AlwaysInline);
   for (size_t k = 0; k < kernel_.params.size(); ++k) {
     const ir::Buffer& buffer = kernel_.params[k];
@@ -111,8 +111,8 @@ void CheckOptions(const CodegenOptions& options) {
   }
   int width = options.prefer_vector_width;
   if (width != 0 && width != 128 && width != 256 && width != 512) {
-    throw Error(fmt::format("codegen: prefer_vector_width must be 0, 128, 256 or 512 but is {}",
-                            width));
+    throw Error(
+        fmt::format("codegen: prefer_vector_width must be 0, 128, 256 or 512 but is {}", width));
   }
 }
 
@@ -186,15 +186,17 @@ std::vector<std::string> CompiledModule::kernel_names() const {
   return names;
 }
 
-void CompiledModule::Run(const std::string& kernel_name, const std::vector<ir::Tensor>& args) const {
+void CompiledModule::Run(const std::string& kernel_name,
+                         const std::vector<ir::Tensor>& args) const {
   const ir::KernelFunction& kernel = Kernel(kernel_name);
   if (args.size() != kernel.params.size()) {
     throw Error(fmt::format("kernel '{}' takes {} buffers but {} tensors were given", kernel_name,
                             kernel.params.size(), args.size()));
   }
   std::vector<void*> pointers;
-  size_t first_output = kernel.params.size() - std::min<size_t>(kernel.params.size(),
-                                                                static_cast<size_t>(kernel.num_outputs));
+  size_t first_output =
+      kernel.params.size() -
+      std::min<size_t>(kernel.params.size(), static_cast<size_t>(kernel.num_outputs));
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::Buffer& b = kernel.params[i];
     if (args[i].shape() != b->shape || args[i].dtype() != b->dtype) {
@@ -203,7 +205,8 @@ void CompiledModule::Run(const std::string& kernel_name, const std::vector<ir::T
                               ir::ShapeToString(b->shape)));
     }
     void* data = const_cast<void*>(args[i].raw_data());
-    if (args[i].num_bytes() > 0 && (data == nullptr || reinterpret_cast<uintptr_t>(data) % 64 != 0)) {
+    if (args[i].num_bytes() > 0 &&
+        (data == nullptr || reinterpret_cast<uintptr_t>(data) % 64 != 0)) {
       throw Error(fmt::format("kernel '{}': argument {} is not 64-byte aligned", kernel_name, i));
     }
     pointers.push_back(data);
@@ -232,7 +235,8 @@ std::vector<ir::Tensor> CompiledModule::Run(const std::string& kernel_name,
   std::vector<ir::Tensor> args = inputs;
   std::vector<ir::Tensor> outputs;
   if (allocate_outputs) {
-    size_t count = std::min<size_t>(kernel.params.size(), static_cast<size_t>(std::max(kernel.num_outputs, 0)));
+    size_t count = std::min<size_t>(kernel.params.size(),
+                                    static_cast<size_t>(std::max(kernel.num_outputs, 0)));
     for (size_t i = kernel.params.size() - count; i < kernel.params.size(); ++i) {
       outputs.emplace_back(kernel.params[i]->shape, kernel.params[i]->dtype);
       args.push_back(outputs.back());

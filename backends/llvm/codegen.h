@@ -26,8 +26,9 @@
 //   - vectorized loops are emitted as vector IR of width = extent (loops longer than 64 run in
 //     chunks of 64 lanes plus a remainder). Loads and stores whose flat index is affine in the
 //     loop variable become vector loads/stores (stride 1), a scalar load and splat (stride 0)
-//     or gathers/scatters; conditions that differ per lane become masks (masked loads, stores,
-//     gathers, scatters), so a lane never touches memory it would not touch in serial order.
+//     or gathers/scatters; conditions that differ per lane become masks (masked loads, stores and
+//     scatters; a gather reads element 0 of its buffer in inactive lanes), so a lane never
+//     touches memory outside its buffer, nor writes memory it would not write in serial order.
 //     Inner loops and blocks are emitted inside the vector code. When the lanes are not provably
 //     independent (a store whose address does not move with the lane, a load of a written
 //     buffer at another address than its store, a buffer allocated inside the loop) the loop is
@@ -89,8 +90,8 @@ class CompiledModule {
   // when a written tensor shares storage with another argument.
   void Run(const std::string& kernel_name, const std::vector<ir::Tensor>& args) const;
   // Allocates the outputs, runs the kernel on `inputs` and returns the outputs.
-  std::vector<ir::Tensor> Run(const std::string& kernel_name,
-                              const std::vector<ir::Tensor>& inputs, bool allocate_outputs) const;
+  std::vector<ir::Tensor> Run(const std::string& kernel_name, const std::vector<ir::Tensor>& inputs,
+                              bool allocate_outputs) const;
 
   std::vector<std::string> kernel_names() const;
 

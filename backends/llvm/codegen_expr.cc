@@ -17,7 +17,9 @@ using Form = CgValue::Form;
 namespace {
 
 // uint8 and bool values are zero-extended; every other integer type is signed.
-bool IsUnsigned(DataType dtype) { return dtype == DataType::kUInt8 || dtype == DataType::kBool; }
+bool IsUnsigned(DataType dtype) {
+  return dtype == DataType::kUInt8 || dtype == DataType::kBool;
+}
 
 // `type` (a scalar or a vector) with its element type replaced by `element`.
 llvm::Type* WithElement(llvm::Type* type, llvm::Type* element) {
@@ -60,14 +62,21 @@ const llvm::ConstantInt* ConstantIntOf(llvm::Value* v) {
 
 llvm::Type* KernelCodegen::ScalarType(DataType dtype) {
   switch (dtype) {
-    case DataType::kFloat32: return builder_.getFloatTy();
-    case DataType::kFloat64: return builder_.getDoubleTy();
-    case DataType::kFloat16: return builder_.getHalfTy();
+    case DataType::kFloat32:
+      return builder_.getFloatTy();
+    case DataType::kFloat64:
+      return builder_.getDoubleTy();
+    case DataType::kFloat16:
+      return builder_.getHalfTy();
     case DataType::kInt8:
-    case DataType::kUInt8: return builder_.getInt8Ty();
-    case DataType::kInt32: return builder_.getInt32Ty();
-    case DataType::kInt64: return builder_.getInt64Ty();
-    case DataType::kBool: return builder_.getInt1Ty();
+    case DataType::kUInt8:
+      return builder_.getInt8Ty();
+    case DataType::kInt32:
+      return builder_.getInt32Ty();
+    case DataType::kInt64:
+      return builder_.getInt64Ty();
+    case DataType::kBool:
+      return builder_.getInt1Ty();
   }
   throw Error(fmt::format("unsupported dtype {}", static_cast<int>(dtype)));
 }
@@ -103,8 +112,10 @@ llvm::Value* KernelCodegen::MaskAnd(llvm::Value* lanes) {
 llvm::Value* KernelCodegen::Materialize(const CgValue& v) {
   if (width_ == 0) return v.value;
   switch (v.form) {
-    case Form::kVector: return v.value;
-    case Form::kUniform: return Splat(v.value);
+    case Form::kVector:
+      return v.value;
+    case Form::kUniform:
+      return Splat(v.value);
     case Form::kAffine: {
       llvm::Value* steps = builder_.CreateMul(LaneIndices(), Splat(builder_.getInt64(v.stride)));
       return builder_.CreateAdd(Splat(v.value), steps);
@@ -139,13 +150,16 @@ CgValue KernelCodegen::Eval(const Expr& e) {
   switch (e->kind) {
     case ExprKind::kIntImm:
       if (ir::IsFloat(e->dtype)) {
-        return Uniform(llvm::ConstantFP::get(ScalarType(e->dtype), static_cast<double>(e->int_value)),
-                       e->dtype);
+        return Uniform(
+            llvm::ConstantFP::get(ScalarType(e->dtype), static_cast<double>(e->int_value)),
+            e->dtype);
       }
-      if (e->dtype == DataType::kBool) return Uniform(builder_.getInt1(e->int_value != 0), e->dtype);
-      return Uniform(llvm::ConstantInt::get(ScalarType(e->dtype), static_cast<uint64_t>(e->int_value),
-                                            /*isSigned=*/true),
-                     e->dtype);
+      if (e->dtype == DataType::kBool)
+        return Uniform(builder_.getInt1(e->int_value != 0), e->dtype);
+      return Uniform(
+          llvm::ConstantInt::get(ScalarType(e->dtype), static_cast<uint64_t>(e->int_value),
+                                 /*isSigned=*/true),
+          e->dtype);
     case ExprKind::kFloatImm:
       if (ir::IsFloat(e->dtype)) {
         return Uniform(llvm::ConstantFP::get(ScalarType(e->dtype), e->float_value), e->dtype);
@@ -153,21 +167,29 @@ CgValue KernelCodegen::Eval(const Expr& e) {
       return Cast(Uniform(llvm::ConstantFP::get(builder_.getDoubleTy(), e->float_value),
                           DataType::kFloat64),
                   e->dtype);
-    case ExprKind::kVar: return EvalVar(e);
-    case ExprKind::kLoad: return EvalLoad(e);
-    case ExprKind::kCast: CheckOperands(e, 1); return Cast(Eval(e->operands[0]), e->dtype);
+    case ExprKind::kVar:
+      return EvalVar(e);
+    case ExprKind::kLoad:
+      return EvalLoad(e);
+    case ExprKind::kCast:
+      CheckOperands(e, 1);
+      return Cast(Eval(e->operands[0]), e->dtype);
     case ExprKind::kNot: {
       CheckOperands(e, 1);
       CgValue b = ToBool(Eval(e->operands[0]));
       return Apply({b}, DataType::kBool,
                    [&](const std::vector<llvm::Value*>& v) { return builder_.CreateNot(v[0]); });
     }
-    case ExprKind::kSelect: return EvalSelect(e);
-    case ExprKind::kCall: return EvalCall(e);
-    default: break;
+    case ExprKind::kSelect:
+      return EvalSelect(e);
+    case ExprKind::kCall:
+      return EvalCall(e);
+    default:
+      break;
   }
   if (!ir::IsBinary(e->kind)) {
-    throw Error(fmt::format("cannot generate code for expression kind '{}'", ir::ToString(e->kind)));
+    throw Error(
+        fmt::format("cannot generate code for expression kind '{}'", ir::ToString(e->kind)));
   }
   CheckOperands(e, 2);
   CgValue a = Eval(e->operands[0]);
@@ -212,7 +234,8 @@ CgValue KernelCodegen::Binary(ExprKind kind, const CgValue& a, const CgValue& b)
   }
   if (kind == ExprKind::kAnd || kind == ExprKind::kOr) {
     return Apply({ToBool(a), ToBool(b)}, DataType::kBool, [&](const std::vector<llvm::Value*>& v) {
-      return kind == ExprKind::kAnd ? builder_.CreateAnd(v[0], v[1]) : builder_.CreateOr(v[0], v[1]);
+      return kind == ExprKind::kAnd ? builder_.CreateAnd(v[0], v[1])
+                                    : builder_.CreateOr(v[0], v[1]);
     });
   }
   DataType result = ir::IsComparison(kind) ? DataType::kBool : dtype;
@@ -232,10 +255,14 @@ llvm::Value* KernelCodegen::BinaryOp(ExprKind kind, DataType dtype, llvm::Value*
   }
   if (ir::IsFloat(dtype)) {
     switch (kind) {
-      case ExprKind::kAdd: return B.CreateFAdd(a, b);
-      case ExprKind::kSub: return B.CreateFSub(a, b);
-      case ExprKind::kMul: return B.CreateFMul(a, b);
-      case ExprKind::kDiv: return B.CreateFDiv(a, b);
+      case ExprKind::kAdd:
+        return B.CreateFAdd(a, b);
+      case ExprKind::kSub:
+        return B.CreateFSub(a, b);
+      case ExprKind::kMul:
+        return B.CreateFMul(a, b);
+      case ExprKind::kDiv:
+        return B.CreateFDiv(a, b);
       case ExprKind::kFloorDiv:
         return B.CreateUnaryIntrinsic(llvm::Intrinsic::floor, B.CreateFDiv(a, b));
       case ExprKind::kFloorMod: {
@@ -243,40 +270,62 @@ llvm::Value* KernelCodegen::BinaryOp(ExprKind kind, DataType dtype, llvm::Value*
         return B.CreateFSub(a, B.CreateFMul(q, b));
       }
       // std::min / std::max, NaN handling included.
-      case ExprKind::kMin: return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);
-      case ExprKind::kMax: return B.CreateSelect(B.CreateFCmpOLT(a, b), b, a);
-      case ExprKind::kEQ: return B.CreateFCmpOEQ(a, b);
-      case ExprKind::kNE: return B.CreateFCmpUNE(a, b);
-      case ExprKind::kLT: return B.CreateFCmpOLT(a, b);
-      case ExprKind::kLE: return B.CreateFCmpOLE(a, b);
-      case ExprKind::kGT: return B.CreateFCmpOGT(a, b);
-      case ExprKind::kGE: return B.CreateFCmpOGE(a, b);
-      default: break;
+      case ExprKind::kMin:
+        return B.CreateSelect(B.CreateFCmpOLT(b, a), b, a);
+      case ExprKind::kMax:
+        return B.CreateSelect(B.CreateFCmpOLT(a, b), b, a);
+      case ExprKind::kEQ:
+        return B.CreateFCmpOEQ(a, b);
+      case ExprKind::kNE:
+        return B.CreateFCmpUNE(a, b);
+      case ExprKind::kLT:
+        return B.CreateFCmpOLT(a, b);
+      case ExprKind::kLE:
+        return B.CreateFCmpOLE(a, b);
+      case ExprKind::kGT:
+        return B.CreateFCmpOGT(a, b);
+      case ExprKind::kGE:
+        return B.CreateFCmpOGE(a, b);
+      default:
+        break;
     }
   } else {
     bool is_signed = !IsUnsigned(dtype);
     switch (kind) {
-      case ExprKind::kAdd: return B.CreateAdd(a, b);
-      case ExprKind::kSub: return B.CreateSub(a, b);
-      case ExprKind::kMul: return B.CreateMul(a, b);
+      case ExprKind::kAdd:
+        return B.CreateAdd(a, b);
+      case ExprKind::kSub:
+        return B.CreateSub(a, b);
+      case ExprKind::kMul:
+        return B.CreateMul(a, b);
       case ExprKind::kDiv:
       case ExprKind::kFloorDiv:
-      case ExprKind::kFloorMod: return IntegerDivision(kind, is_signed, a, b);
+      case ExprKind::kFloorMod:
+        return IntegerDivision(kind, is_signed, a, b);
       case ExprKind::kMin:
-        return B.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a, b);
+        return B.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a,
+                                       b);
       case ExprKind::kMax:
-        return B.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, b);
-      case ExprKind::kEQ: return B.CreateICmpEQ(a, b);
-      case ExprKind::kNE: return B.CreateICmpNE(a, b);
-      case ExprKind::kLT: return is_signed ? B.CreateICmpSLT(a, b) : B.CreateICmpULT(a, b);
-      case ExprKind::kLE: return is_signed ? B.CreateICmpSLE(a, b) : B.CreateICmpULE(a, b);
-      case ExprKind::kGT: return is_signed ? B.CreateICmpSGT(a, b) : B.CreateICmpUGT(a, b);
-      case ExprKind::kGE: return is_signed ? B.CreateICmpSGE(a, b) : B.CreateICmpUGE(a, b);
-      default: break;
+        return B.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a,
+                                       b);
+      case ExprKind::kEQ:
+        return B.CreateICmpEQ(a, b);
+      case ExprKind::kNE:
+        return B.CreateICmpNE(a, b);
+      case ExprKind::kLT:
+        return is_signed ? B.CreateICmpSLT(a, b) : B.CreateICmpULT(a, b);
+      case ExprKind::kLE:
+        return is_signed ? B.CreateICmpSLE(a, b) : B.CreateICmpULE(a, b);
+      case ExprKind::kGT:
+        return is_signed ? B.CreateICmpSGT(a, b) : B.CreateICmpUGT(a, b);
+      case ExprKind::kGE:
+        return is_signed ? B.CreateICmpSGE(a, b) : B.CreateICmpUGE(a, b);
+      default:
+        break;
     }
   }
-  throw Error(fmt::format("cannot generate code for '{}' on {}", ir::ToString(kind),
-                          ir::ToString(dtype)));
+  throw Error(
+      fmt::format("cannot generate code for '{}' on {}", ir::ToString(kind), ir::ToString(dtype)));
 }
 
 llvm::Value* KernelCodegen::IntegerDivision(ExprKind kind, bool is_signed, llvm::Value* a,
@@ -316,8 +365,8 @@ llvm::Value* KernelCodegen::IntegerDivision(ExprKind kind, bool is_signed, llvm:
   }
   if (kind == ExprKind::kDiv || !is_signed) return kind == ExprKind::kFloorMod ? r : q;
   // Round toward negative infinity: adjust when the remainder and the divisor differ in sign.
-  llvm::Value* adjust = B.CreateAnd(B.CreateICmpNE(r, zero),
-                                    B.CreateICmpSLT(B.CreateXor(r, divisor), zero));
+  llvm::Value* adjust =
+      B.CreateAnd(B.CreateICmpNE(r, zero), B.CreateICmpSLT(B.CreateXor(r, divisor), zero));
   if (kind == ExprKind::kFloorDiv) return B.CreateSub(q, B.CreateZExt(adjust, type));
   return B.CreateAdd(r, B.CreateSelect(adjust, divisor, zero));
 }
@@ -343,10 +392,10 @@ llvm::Value* KernelCodegen::CastOp(DataType from, DataType to, llvm::Value* v) {
       return B.CreateFPCast(v, target);
     }
     // Integers convert through f64 (to f32) or f32 (to f16), as the interpreter does.
-    llvm::Type* via = to == DataType::kFloat16
-                          ? f32
-                          : (from == DataType::kInt64 ? WithElement(v->getType(), B.getDoubleTy())
-                                                      : target);
+    llvm::Type* via =
+        to == DataType::kFloat16
+            ? f32
+            : (from == DataType::kInt64 ? WithElement(v->getType(), B.getDoubleTy()) : target);
     llvm::Value* converted = IsUnsigned(from) ? B.CreateUIToFP(v, via) : B.CreateSIToFP(v, via);
     return via == target ? converted : B.CreateFPTrunc(converted, target);
   }
@@ -472,7 +521,8 @@ CgValue KernelCodegen::EvalLoad(const Expr& e) {
                             e->buffer->name, ir::ToString(e->buffer->dtype)));
   }
   for (const Expr& index : e->operands) {
-    if (!index.defined()) throw Error(fmt::format("undefined index of buffer '{}'", e->buffer->name));
+    if (!index.defined())
+      throw Error(fmt::format("undefined index of buffer '{}'", e->buffer->name));
   }
   return LoadElements(e->buffer, FlatOffset(e->buffer, e->operands));
 }
@@ -494,15 +544,23 @@ CgValue KernelCodegen::LoadElements(const ir::Buffer& buffer, const CgValue& off
   llvm::Constant* zeros = llvm::Constant::getNullValue(vector_type);
   if (offset.form == Form::kAffine && offset.stride == 1) {
     llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
-    llvm::Value* loaded =
-        mask_ ? static_cast<llvm::Value*>(
-                    builder_.CreateMaskedLoad(vector_type, pointer, align, mask_, zeros))
-              : builder_.CreateAlignedLoad(vector_type, pointer, align);
+    llvm::Value* loaded = mask_ ? static_cast<llvm::Value*>(builder_.CreateMaskedLoad(
+                                      vector_type, pointer, align, mask_, zeros))
+                                : builder_.CreateAlignedLoad(vector_type, pointer, align);
     return Vector(to_value(loaded), dtype);
   }
-  llvm::Value* pointers = builder_.CreateInBoundsGEP(memory, base, Materialize(offset));
-  llvm::Value* loaded = builder_.CreateMaskedGather(vector_type, pointers, align,
-                                                    mask_ ? mask_ : AllLanesMask(), zeros);
+  if (ir::NumElements(buffer->shape) == 0) return Vector(to_value(zeros), dtype);  // never read
+  // Gathers are never masked: inactive lanes read element 0 (always valid) and their values are
+  // ignored. LLVM 16 can miscompile masked gathers whose width is not a power of two (an index
+  // register reused as the destination, #UD at run time; tests/backends/codegen_gather_test.cc).
+  llvm::Value* offsets = Materialize(offset);
+  if (mask_) {
+    offsets =
+        builder_.CreateSelect(mask_, offsets, llvm::Constant::getNullValue(offsets->getType()));
+  }
+  llvm::Value* pointers = builder_.CreateInBoundsGEP(memory, base, offsets);
+  llvm::Value* loaded =
+      builder_.CreateMaskedGather(vector_type, pointers, align, AllLanesMask(), zeros);
   return Vector(to_value(loaded), dtype);
 }
 

@@ -172,7 +172,7 @@ class KernelCodegen {
   const CodegenOptions& options_;
   FunctionAttributes attributes_;
 
-  llvm::Function* function_ = nullptr;     // function being emitted
+  llvm::Function* function_ = nullptr;       // function being emitted
   llvm::BasicBlock* entry_block_ = nullptr;  // its entry block (allocas go there)
   std::unordered_map<const ir::ExprNode*, CgValue> vars_;
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;

@@ -35,8 +35,8 @@ namespace {
 
 const std::map<std::string, size_t>& IntrinsicArity() {
   static const std::map<std::string, size_t> arity = {
-      {"exp", 1},     {"log", 1},  {"sqrt", 1}, {"erf", 1},   {"tanh", 1},
-      {"sigmoid", 1}, {"pow", 2},  {"abs", 1},  {"floor", 1}, {"ceil", 1}};
+      {"exp", 1},     {"log", 1}, {"sqrt", 1}, {"erf", 1},   {"tanh", 1},
+      {"sigmoid", 1}, {"pow", 2}, {"abs", 1},  {"floor", 1}, {"ceil", 1}};
   return arity;
 }
 
@@ -62,7 +62,8 @@ CgValue KernelCodegen::EvalCall(const Expr& e) {
   }
   std::vector<CgValue> args;
   for (const Expr& operand : e->operands) {
-    if (!operand.defined()) throw Error(fmt::format("intrinsic '{}' has an undefined argument", e->name));
+    if (!operand.defined())
+      throw Error(fmt::format("intrinsic '{}' has an undefined argument", e->name));
     args.push_back(Eval(operand));
   }
   DataType result = e->dtype;
@@ -141,13 +142,14 @@ llvm::Value* KernelCodegen::Polynomial(llvm::Value* x, const std::vector<double>
 llvm::Value* KernelCodegen::ExpF32(llvm::Value* x) {
   auto& B = builder_;
   llvm::Type* type = x->getType();
-  llvm::Type* int_type = type->isVectorTy()
-                             ? llvm::FixedVectorType::get(
-                                   B.getInt32Ty(), llvm::cast<llvm::FixedVectorType>(type)->getNumElements())
-                             : static_cast<llvm::Type*>(B.getInt32Ty());
+  llvm::Type* int_type =
+      type->isVectorTy()
+          ? llvm::FixedVectorType::get(B.getInt32Ty(),
+                                       llvm::cast<llvm::FixedVectorType>(type)->getNumElements())
+          : static_cast<llvm::Type*>(B.getInt32Ty());
   // Beyond these bounds the result is inf or rounds to 0.
-  llvm::Value* clamped = B.CreateMaxNum(B.CreateMinNum(x, FloatConst(type, 89.0)),
-                                        FloatConst(type, -105.0));
+  llvm::Value* clamped =
+      B.CreateMaxNum(B.CreateMinNum(x, FloatConst(type, 89.0)), FloatConst(type, -105.0));
   llvm::Value* n = B.CreateUnaryIntrinsic(
       llvm::Intrinsic::floor,
       B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
@@ -157,8 +159,8 @@ llvm::Value* KernelCodegen::ExpF32(llvm::Value* x) {
   llvm::Value* r = B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
                                      {n, FloatConst(type, -0.693359375), clamped});
   r = B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type}, {n, FloatConst(type, 2.12194440e-4), r});
-  llvm::Value* p = Polynomial(
-      r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
+  llvm::Value* p =
+      Polynomial(r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
   // 2^n as two factors 2^(n/2) so that n in [-152, 129] never leaves the exponent range.
   llvm::Value* ni = B.CreateFPToSI(n, int_type);
   llvm::Value* n1 = B.CreateAShr(ni, 1);
@@ -177,12 +179,12 @@ llvm::Value* KernelCodegen::ErfF32(llvm::Value* x) {
   llvm::Value* a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   static const std::vector<double> taylor = ErfTaylor();
   llvm::Value* small = B.CreateFMul(x, Polynomial(B.CreateFMul(x, x), taylor));
-  llvm::Value* t = B.CreateFDiv(
-      FloatConst(type, 1.0),
-      B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
-                        {a, FloatConst(type, 0.3275911), FloatConst(type, 1.0)}));
-  llvm::Value* tail = Polynomial(
-      t, {0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429});
+  llvm::Value* t =
+      B.CreateFDiv(FloatConst(type, 1.0),
+                   B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
+                                     {a, FloatConst(type, 0.3275911), FloatConst(type, 1.0)}));
+  llvm::Value* tail =
+      Polynomial(t, {0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429});
   llvm::Value* gaussian = ExpF32(B.CreateFNeg(B.CreateFMul(a, a)));
   llvm::Value* large = B.CreateFSub(FloatConst(type, 1.0), B.CreateFMul(tail, gaussian));
   large = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
@@ -194,13 +196,12 @@ llvm::Value* KernelCodegen::TanhF32(llvm::Value* x) {
   llvm::Type* type = x->getType();
   llvm::Value* a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   static const std::vector<double> taylor = {
-      1.0,           -1.0 / 3,          2.0 / 15,           -17.0 / 315,
-      62.0 / 2835,   -1382.0 / 155925,  21844.0 / 6081075,  -929569.0 / 638512875};
+      1.0,         -1.0 / 3,         2.0 / 15,          -17.0 / 315,
+      62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075, -929569.0 / 638512875};
   llvm::Value* small = B.CreateFMul(x, Polynomial(B.CreateFMul(x, x), taylor));
   llvm::Value* e = ExpF32(B.CreateFAdd(a, a));
   llvm::Value* one = FloatConst(type, 1.0);
-  llvm::Value* large =
-      B.CreateFSub(one, B.CreateFDiv(FloatConst(type, 2.0), B.CreateFAdd(e, one)));
+  llvm::Value* large = B.CreateFSub(one, B.CreateFDiv(FloatConst(type, 2.0), B.CreateFAdd(e, one)));
   large = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
   return B.CreateSelect(B.CreateFCmpOLT(a, FloatConst(type, 0.55)), small, large);
 }

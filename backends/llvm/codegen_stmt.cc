@@ -62,9 +62,10 @@ int64_t EstimateWork(const Stmt& s) {
     case StmtKind::kFor: {
       const auto* loop = ir::As<ir::ForNode>(s);
       // LLVM fully unrolls short loops: count up to 16 iterations; vector code is emitted once.
-      int64_t copies = loop->for_kind == ir::ForKind::kUnrolled     ? loop->extent
-                       : loop->for_kind == ir::ForKind::kVectorized ? 1
-                                                                    : std::min<int64_t>(loop->extent, 16);
+      int64_t copies = loop->for_kind == ir::ForKind::kUnrolled ? loop->extent
+                       : loop->for_kind == ir::ForKind::kVectorized
+                           ? 1
+                           : std::min<int64_t>(loop->extent, 16);
       return copies * EstimateWork(loop->body);
     }
     case StmtKind::kSeq: {
@@ -143,21 +144,28 @@ CgValue KernelCodegen::LoopVarValue(const ir::Var& var, const CgValue& counter) 
 void KernelCodegen::Emit(const Stmt& s) {
   if (!s) return;
   switch (s->kind) {
-    case StmtKind::kFor: EmitFor(ir::As<ir::ForNode>(s)); return;
+    case StmtKind::kFor:
+      EmitFor(ir::As<ir::ForNode>(s));
+      return;
     case StmtKind::kSeq:
       for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) Emit(child);
       return;
-    case StmtKind::kStore: EmitStore(ir::As<ir::StoreNode>(s)); return;
+    case StmtKind::kStore:
+      EmitStore(ir::As<ir::StoreNode>(s));
+      return;
     case StmtKind::kIfThenElse: {
       const auto* branch = ir::As<ir::IfThenElseNode>(s);
       if (!branch->condition.defined()) throw Error("if statement without a condition");
       CgValue condition = ToBool(Eval(branch->condition));
       std::function<void()> else_case;
       if (branch->else_case) else_case = [&] { Emit(branch->else_case); };
-      EmitConditional(condition, [&] { Emit(branch->then_case); }, else_case);
+      EmitConditional(
+          condition, [&] { Emit(branch->then_case); }, else_case);
       return;
     }
-    case StmtKind::kBlockRealize: EmitBlock(ir::As<ir::BlockRealizeNode>(s)); return;
+    case StmtKind::kBlockRealize:
+      EmitBlock(ir::As<ir::BlockRealizeNode>(s));
+      return;
   }
 }
 
@@ -171,7 +179,9 @@ void KernelCodegen::EmitFor(const ir::ForNode* loop) {
   }
   if (loop->extent <= 0) return;
   switch (loop->for_kind) {
-    case ir::ForKind::kSerial: EmitSerialFor(loop); return;
+    case ir::ForKind::kSerial:
+      EmitSerialFor(loop);
+      return;
     case ir::ForKind::kUnrolled: {
       // Replicate while the product of enclosing replicated extents stays small; beyond that the
       // loop is left to LLVM's unroller (nested unrolled loops would multiply code size).
@@ -298,16 +308,16 @@ void KernelCodegen::EmitStore(const ir::StoreNode* store) {
 
 bool KernelCodegen::AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer) {
   if (buffer->scope != "global" && buffer->scope != "local") {
-    throw Error(fmt::format("buffer '{}' has the unsupported scope '{}'", buffer->name,
-                            buffer->scope));
+    throw Error(
+        fmt::format("buffer '{}' has the unsupported scope '{}'", buffer->name, buffer->scope));
   }
   int64_t count = ir::NumElements(buffer->shape);
   int64_t bytes = count * ir::SizeOf(buffer->dtype);
   bool heap = buffer->scope != "local" || bytes > kMaxStackBufferBytes;
   if (!heap) {
-    *pointer = EntryAlloca(
-        llvm::ArrayType::get(MemoryType(buffer->dtype), static_cast<uint64_t>(std::max<int64_t>(count, 1))),
-        buffer->name);
+    *pointer = EntryAlloca(llvm::ArrayType::get(MemoryType(buffer->dtype),
+                                                static_cast<uint64_t>(std::max<int64_t>(count, 1))),
+                           buffer->name);
   } else {
     llvm::Type* i64 = builder_.getInt64Ty();
     llvm::FunctionCallee aligned_alloc = module_.getOrInsertFunction(
@@ -325,8 +335,8 @@ bool KernelCodegen::AllocateBuffer(const ir::Buffer& buffer, llvm::Value** point
 }
 
 void KernelCodegen::FreeBuffer(llvm::Value* pointer) {
-  llvm::FunctionCallee free = module_.getOrInsertFunction(
-      "free", builder_.getVoidTy(), llvm::PointerType::getUnqual(context_));
+  llvm::FunctionCallee free = module_.getOrInsertFunction("free", builder_.getVoidTy(),
+                                                          llvm::PointerType::getUnqual(context_));
   builder_.CreateCall(free, {pointer});
 }
 
@@ -380,7 +390,8 @@ void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
             CgValue zero = Cast(Uniform(builder_.getInt64(0), DataType::kInt64), values[k].dtype);
             first = Binary(ir::ExprKind::kAnd, first, Binary(ir::ExprKind::kEQ, values[k], zero));
           }
-          EmitConditional(first, [&] { Emit(block->init); }, nullptr);
+          EmitConditional(
+              first, [&] { Emit(block->init); }, nullptr);
         }
         Emit(block->body);
         for (llvm::Value* pointer : heap) FreeBuffer(pointer);
@@ -497,8 +508,8 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
   buffers_ = std::move(saved_buffers);
   builder_.restoreIP(saved_point);
 
-  llvm::FunctionCallee parallel_for = module_.getOrInsertFunction(
-      "tandem_parallel_for", builder_.getVoidTy(), i64, ptr, ptr);
+  llvm::FunctionCallee parallel_for =
+      module_.getOrInsertFunction("tandem_parallel_for", builder_.getVoidTy(), i64, ptr, ptr);
   builder_.CreateCall(parallel_for, {builder_.getInt64(loop->extent), entry, closure});
 }
 

@@ -41,14 +41,20 @@ void AddScaled(LinearForm* into, const LinearForm& form, int64_t scale) {
   }
 }
 
-bool IsConstant(const LinearForm& f) { return f.coefficients.empty() && f.opaque.empty(); }
+bool IsConstant(const LinearForm& f) {
+  return f.coefficients.empty() && f.opaque.empty();
+}
 
 LinearForm Linearize(const Expr& e) {
   LinearForm form;
   if (e->dtype == ir::DataType::kInt64) {
     switch (e->kind) {
-      case ExprKind::kIntImm: form.constant = e->int_value; return form;
-      case ExprKind::kVar: form.coefficients[e.get()] = 1; return form;
+      case ExprKind::kIntImm:
+        form.constant = e->int_value;
+        return form;
+      case ExprKind::kVar:
+        form.coefficients[e.get()] = 1;
+        return form;
       case ExprKind::kAdd:
       case ExprKind::kSub:
         if (e->operands.size() == 2) {
@@ -71,7 +77,8 @@ LinearForm Linearize(const Expr& e) {
           }
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
   form.opaque.emplace_back(e, 1);
@@ -84,7 +91,8 @@ bool FormsEqual(const LinearForm& a, const LinearForm& b) {
     return false;
   }
   for (size_t k = 0; k < a.opaque.size(); ++k) {
-    if (a.opaque[k].second != b.opaque[k].second || !ExprEqual(a.opaque[k].first, b.opaque[k].first)) {
+    if (a.opaque[k].second != b.opaque[k].second ||
+        !ExprEqual(a.opaque[k].first, b.opaque[k].first)) {
       return false;
     }
   }
@@ -227,16 +235,20 @@ bool ExprEqual(const Expr& a, const Expr& b) {
     return false;
   }
   switch (a->kind) {
-    case ExprKind::kVar: return false;  // variables are equal only by identity
-    case ExprKind::kIntImm: return a->int_value == b->int_value;
-    case ExprKind::kFloatImm: return a->float_value == b->float_value;
+    case ExprKind::kVar:
+      return false;  // variables are equal only by identity
+    case ExprKind::kIntImm:
+      return a->int_value == b->int_value;
+    case ExprKind::kFloatImm:
+      return a->float_value == b->float_value;
     case ExprKind::kLoad:
       if (a->buffer != b->buffer) return false;
       break;
     case ExprKind::kCall:
       if (a->name != b->name) return false;
       break;
-    default: break;
+    default:
+      break;
   }
   for (size_t k = 0; k < a->operands.size(); ++k) {
     if (!ExprEqual(a->operands[k], b->operands[k])) return false;

@@ -50,18 +50,25 @@ const llvm::Target* LookupTarget(const std::string& triple) {
 
 // True when LLVM knows `name` as a subtarget feature: enabling and disabling it from the
 // baseline CPU give different feature sets.
-bool IsKnownFeature(const llvm::Target* target, const std::string& triple, const std::string& name) {
-  std::unique_ptr<llvm::MCSubtargetInfo> on(target->createMCSubtargetInfo(triple, "generic", "+" + name));
-  std::unique_ptr<llvm::MCSubtargetInfo> off(target->createMCSubtargetInfo(triple, "generic", "-" + name));
+bool IsKnownFeature(const llvm::Target* target, const std::string& triple,
+                    const std::string& name) {
+  std::unique_ptr<llvm::MCSubtargetInfo> on(
+      target->createMCSubtargetInfo(triple, "generic", "+" + name));
+  std::unique_ptr<llvm::MCSubtargetInfo> off(
+      target->createMCSubtargetInfo(triple, "generic", "-" + name));
   return on && off && on->getFeatureBits() != off->getFeatureBits();
 }
 
 llvm::CodeGenOpt::Level CodegenLevel(int opt_level) {
   switch (opt_level) {
-    case 0: return llvm::CodeGenOpt::None;
-    case 1: return llvm::CodeGenOpt::Less;
-    case 2: return llvm::CodeGenOpt::Default;
-    default: return llvm::CodeGenOpt::Aggressive;
+    case 0:
+      return llvm::CodeGenOpt::None;
+    case 1:
+      return llvm::CodeGenOpt::Less;
+    case 2:
+      return llvm::CodeGenOpt::Default;
+    default:
+      return llvm::CodeGenOpt::Aggressive;
   }
 }
 
@@ -71,7 +78,9 @@ llvm::TargetOptions MakeTargetOptions() {
   return options;
 }
 
-std::string ToString(llvm::Error error) { return llvm::toString(std::move(error)); }
+std::string ToString(llvm::Error error) {
+  return llvm::toString(std::move(error));
+}
 
 }  // namespace
 
@@ -110,9 +119,10 @@ TargetSpec ResolveTarget(const CodegenOptions& options) {
   for (const std::string& feature : SplitFeatures(options.features)) {
     if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-') ||
         !IsKnownFeature(target, spec.triple, feature.substr(1))) {
-      throw Error(fmt::format("unknown target feature '{}' (expected +name or -name of a {} "
-                              "feature)",
-                              feature, spec.triple));
+      throw Error(
+          fmt::format("unknown target feature '{}' (expected +name or -name of a {} "
+                      "feature)",
+                      feature, spec.triple));
     }
     features.push_back(feature);
   }
@@ -123,9 +133,9 @@ TargetSpec ResolveTarget(const CodegenOptions& options) {
 std::unique_ptr<llvm::TargetMachine> CreateTargetMachine(const TargetSpec& spec, int opt_level) {
   InitializeLlvm();
   const llvm::Target* target = LookupTarget(spec.triple);
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      spec.triple, spec.cpu, spec.features, MakeTargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      CodegenLevel(opt_level)));
+  std::unique_ptr<llvm::TargetMachine> machine(
+      target->createTargetMachine(spec.triple, spec.cpu, spec.features, MakeTargetOptions(),
+                                  llvm::Reloc::PIC_, std::nullopt, CodegenLevel(opt_level)));
   if (!machine) throw Error(fmt::format("cannot create a target machine for {}", spec.triple));
   return machine;
 }
@@ -148,10 +158,18 @@ void OptimizeModule(llvm::Module& module, llvm::TargetMachine& machine, int opt_
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
   llvm::ModulePassManager passes;
   switch (opt_level) {
-    case 0: passes = builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
-    case 1: passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
-    case 2: passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
-    default: passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+    case 0:
+      passes = builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+      break;
+    case 1:
+      passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1);
+      break;
+    case 2:
+      passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+      break;
+    default:
+      passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+      break;
   }
   passes.run(module, modules);
 }
@@ -185,13 +203,14 @@ std::unique_ptr<JitEngine> JitEngine::Create(const TargetSpec& spec, int opt_lev
   llvm::orc::LLJIT& lljit = *engine->jit_;
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       lljit.getDataLayout().getGlobalPrefix());
-  if (!process) throw Error("cannot search the process for symbols: " + ToString(process.takeError()));
+  if (!process)
+    throw Error("cannot search the process for symbols: " + ToString(process.takeError()));
   lljit.getMainJITDylib().addGenerator(std::move(*process));
   llvm::orc::SymbolMap runtime;
   auto define = [&](const char* name, void* address) {
-    runtime[lljit.mangleAndIntern(name)] = llvm::JITEvaluatedSymbol(
-        llvm::pointerToJITTargetAddress(address),
-        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+    runtime[lljit.mangleAndIntern(name)] =
+        llvm::JITEvaluatedSymbol(llvm::pointerToJITTargetAddress(address),
+                                 llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   };
   define("tandem_parallel_for", reinterpret_cast<void*>(&tandem_parallel_for));
   define("aligned_alloc", reinterpret_cast<void*>(&std::aligned_alloc));

@@ -17,7 +17,9 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
-int64_t AlignUp(int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+int64_t AlignUp(int64_t n) {
+  return (n + kAlignment - 1) / kAlignment * kAlignment;
+}
 
 // An interval of the arena used by one tensor during [first, last] steps.
 struct Lifetime {
@@ -40,7 +42,8 @@ int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
   for (Lifetime* l : order) {
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const Lifetime* p : placed) {
-      if (p->first <= l->last && l->first <= p->last) busy.emplace_back(p->offset, p->offset + p->bytes);
+      if (p->first <= l->last && l->first <= p->last)
+        busy.emplace_back(p->offset, p->offset + p->bytes);
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
@@ -87,7 +90,8 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     const ir::Node& node = fn.nodes[i];
     switch (node.kind) {
-      case ir::NodeKind::kInput: break;
+      case ir::NodeKind::kInput:
+        break;
       case ir::NodeKind::kConstant: {
         int s = new_slot(Executable::SlotKind::kConstant, node.type.tensor());
         exe->slots_[static_cast<size_t>(s)].constant = node.value;
@@ -141,7 +145,8 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
         break;
       }
       case ir::NodeKind::kCall:
-        throw Error(fmt::format("Build: node %{} still calls op '{}' after Legalize", node.name, node.op));
+        throw Error(
+            fmt::format("Build: node %{} still calls op '{}' after Legalize", node.name, node.op));
     }
   }
 
@@ -166,9 +171,9 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
   for (size_t st = 0; st < exe->steps_.size(); ++st) {
     for (int s : exe->steps_[st].args) {
       if (exe->slots_[static_cast<size_t>(s)].kind != Executable::SlotKind::kArena) continue;
-      auto [it, inserted] = lifetimes.try_emplace(
-          s, Lifetime{s, AlignUp(exe->slots_[static_cast<size_t>(s)].bytes), static_cast<int>(st),
-                      static_cast<int>(st)});
+      auto [it, inserted] =
+          lifetimes.try_emplace(s, Lifetime{s, AlignUp(exe->slots_[static_cast<size_t>(s)].bytes),
+                                            static_cast<int>(st), static_cast<int>(st)});
       if (!inserted) it->second.last = static_cast<int>(st);
     }
   }
@@ -181,8 +186,10 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
   for (const Lifetime& l : list) exe->slots_[static_cast<size_t>(l.slot)].index = l.offset;
   if (exe->arena_bytes_ > 0) {
     void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(AlignUp(exe->arena_bytes_)));
-    if (!p) throw Error(fmt::format("Build: cannot allocate an arena of {} bytes", exe->arena_bytes_));
-    exe->arena_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+    if (!p)
+      throw Error(fmt::format("Build: cannot allocate an arena of {} bytes", exe->arena_bytes_));
+    exe->arena_ =
+        std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
   }
   exe->pointers_.assign(exe->slots_.size(), nullptr);
   exe->step_seconds_.assign(exe->steps_.size(), 0);
@@ -215,7 +222,8 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
                             outputs.size()));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].shape() != output_types_[i].shape || outputs[i].dtype() != output_types_[i].dtype) {
+    if (outputs[i].shape() != output_types_[i].shape ||
+        outputs[i].dtype() != output_types_[i].dtype) {
       throw Error(fmt::format("output {} must be {} but is {}", i, ir::ToString(output_types_[i]),
                               ir::ToString(outputs[i].type())));
     }
@@ -226,8 +234,12 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
       case SlotKind::kInput:
         pointers_[s] = const_cast<void*>(inputs[static_cast<size_t>(slot.index)].raw_data());
         break;
-      case SlotKind::kConstant: pointers_[s] = const_cast<void*>(slot.constant.raw_data()); break;
-      case SlotKind::kArena: pointers_[s] = arena_.get() + slot.index; break;
+      case SlotKind::kConstant:
+        pointers_[s] = const_cast<void*>(slot.constant.raw_data());
+        break;
+      case SlotKind::kArena:
+        pointers_[s] = arena_.get() + slot.index;
+        break;
       case SlotKind::kOutput:
         pointers_[s] = const_cast<void*>(outputs[static_cast<size_t>(slot.index)].raw_data());
         break;
@@ -236,11 +248,13 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
   for (size_t st = 0; st < steps_.size(); ++st) {
     const Step& step = steps_[st];
     arguments_.resize(step.args.size());
-    for (size_t a = 0; a < step.args.size(); ++a) arguments_[a] = pointers_[static_cast<size_t>(step.args[a])];
+    for (size_t a = 0; a < step.args.size(); ++a)
+      arguments_[a] = pointers_[static_cast<size_t>(step.args[a])];
     if (profiling_) {
       auto start = std::chrono::steady_clock::now();
       step.entry(arguments_.data());
-      step_seconds_[st] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      step_seconds_[st] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++step_calls_[st];
     } else {
       step.entry(arguments_.data());
@@ -279,11 +293,12 @@ std::string Executable::ProfileTable() const {
   std::vector<KernelProfile> rows = Profile();
   double total = 0;
   for (const KernelProfile& p : rows) total += p.total_seconds;
-  std::string out = fmt::format("{:<32} {:<18} {:>7} {:>12} {:>12} {:>7}\n", "kernel", "op",
-                                "calls", "total ms", "mean us", "share");
+  size_t width = 6;
+  for (const KernelProfile& p : rows) width = std::max(width, p.kernel.size());
+  std::string out = fmt::format("{:<{}} {:>7} {:>12} {:>12} {:>7}\n", "kernel", width, "calls",
+                                "total ms", "mean us", "share");
   for (const KernelProfile& p : rows) {
-    out += fmt::format("{:<32} {:<18} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%\n", p.kernel, p.op,
-                       p.calls, p.total_seconds * 1e3,
+    out += fmt::format("{:<{}} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%\n", p.kernel, width, p.calls, p.total_seconds * 1e3,
                        p.calls ? p.total_seconds * 1e6 / static_cast<double>(p.calls) : 0.0,
                        total > 0 ? 100.0 * p.total_seconds / total : 0.0);
   }

@@ -44,13 +44,6 @@ void CheckThreadCount(int num_threads) {
 }
 
 int DefaultThreadCount() {
-  if (const char* env = std::getenv("TANDEM_NUM_THREADS")) {
-    char* end = nullptr;
-    long value = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && value >= 1 && value <= ThreadPool::kMaxThreads) {
-      return static_cast<int>(value);
-    }
-  }
   unsigned hardware = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp<unsigned>(hardware, 1, ThreadPool::kMaxThreads));
 }
@@ -63,7 +56,9 @@ ThreadPool::ThreadPool(int num_threads) {
   StartWorkers();
 }
 
-ThreadPool::~ThreadPool() { StopWorkers(); }
+ThreadPool::~ThreadPool() {
+  StopWorkers();
+}
 
 ThreadPool& ThreadPool::Global() {
   static ThreadPool pool(DefaultThreadCount());

@@ -44,8 +44,9 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // The process-wide pool used by generated code. Its size is the environment variable
-  // TANDEM_NUM_THREADS when set to a positive integer, else std::thread::hardware_concurrency.
+  // The process-wide pool used by generated code, with std::thread::hardware_concurrency
+  // participants until SetNumThreads changes it (Tandem takes no configuration from the
+  // environment; the `tandem` command has --threads).
   static ThreadPool& Global();
 
   // Restarts the workers so that `num_threads` participants share each loop (Error when < 1).

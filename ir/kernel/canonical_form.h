@@ -63,7 +63,14 @@ Expr FromSum(const Sum& sum);
 IntInterval SumBound(const Sum& sum, const VarRanges& ranges);
 
 // The division rules (ir/kernel/division_rules.cc).
-// floordiv/floormod (`kind`) of a simplified i64 numerator by a constant divisor > 1.
+// floordiv/floormod (`kind`) of a simplified i64 numerator by a constant divisor c > 1, by:
+//   nesting: floordiv(floordiv(x, a) + k, c) = floordiv(x + k*a, a*c), and
+//     floormod(floormod(x, a), c) = floormod(x, c) when c divides a;
+//   splitting: numerator = q*c + r (the terms whose coefficient c divides go to q; the constant
+//     of r is put in [0, c)); floordiv = q + floordiv(r, c), floormod = floormod(r, c);
+//   bounds: r within one [m*c, (m+1)*c) gives floordiv(r, c) = m, floormod(r, c) = r - m*c;
+//   common factors: r = g*a + s with g dividing c and s in [0, g) gives floordiv(r, c) =
+//     floordiv(a, c/g) and floormod(r, c) = floormod(a, c/g)*g + s.
 Expr SimplifyDivision(ExprKind kind, const Expr& numerator, int64_t divisor,
                       const VarRanges& ranges);
 

@@ -220,12 +220,8 @@ class Simplifier : public StmtMutator {
     switch (e->kind) {
       case ExprKind::kIntImm:
       case ExprKind::kFloatImm:
+      case ExprKind::kVar:  // never replaced, even when its range is a single value
         return e;
-      case ExprKind::kVar: {
-        auto it = ranges_.find(e.get());
-        if (it == ranges_.end() || !it->second.is_const() || IsFloat(e->dtype)) return e;
-        return IntImm(it->second.min, e->dtype);
-      }
       case ExprKind::kSelect:
         return RewriteSelect(e);
       case ExprKind::kCast: {

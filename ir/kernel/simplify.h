@@ -15,6 +15,12 @@
 // The result keeps the dtype of the input, is deterministic (it never depends on pointer
 // values) and is a fixed point: Simplify(Simplify(e)) is structurally Simplify(e).
 //
+// Variables are never replaced by values, even when their range is a single value: an extent-1
+// loop keeps feeding the block iterators it is bound to, and an extent-1 block iterator keeps
+// indexing what its block reads and writes (schedule primitives rely on both; removing such a
+// loop is a schedule decision). Bounds still use the value: `i == 3` folds to true when i is in
+// [3, 3], `floordiv(i, 4)` to 0.
+//
 // i64 arithmetic is assumed not to overflow (it is index arithmetic); rules that would be wrong
 // under wrap-around are applied to i64 only, and narrower types are treated as wrapping.
 #pragma once
@@ -33,7 +39,7 @@ Expr Simplify(const Expr& e, const VarRanges& ranges = {});
 // [0, extent) inside their loops and block iterators over [0, extent) inside their blocks, and
 // what the condition of an if implies for a variable compared with a constant. Folds
 // IfThenElse with a provable condition (a removed branch becomes an empty Seq). Loops are kept,
-// even of extent 1: removing a loop is a schedule decision. Unchanged parts stay shared.
+// even of extent 1. Unchanged parts stay shared.
 Stmt Simplify(const Stmt& s, const VarRanges& ranges = {});
 
 }  // namespace tandem::ir

@@ -12,6 +12,10 @@ using ir::Expr;
 using ir::ExprKind;
 using ir::Stmt;
 
+bool IsIteratorIndex(const Expr& index, const ir::IterVar& iter) {
+  return index.same_as(iter.var) || (iter.extent == 1 && index->is_const_int(0));
+}
+
 std::vector<Access> CollectLoads(const Stmt& stmt) {
   std::vector<Access> out;
   ir::VisitStmtExprs(stmt, [&](const Expr& top) {

@@ -18,6 +18,10 @@ struct Access {
   std::vector<ir::Expr> indices;
 };
 
+// True when `index` addresses the iterator `iter` directly: it is the iterator's variable, or
+// the constant 0 for an iterator of extent 1 (the simplifier folds those, e.g. a batch axis).
+bool IsIteratorIndex(const ir::Expr& index, const ir::IterVar& iter);
+
 // Loads in `stmt` (including inside nested blocks' bodies), in pre-order.
 std::vector<Access> CollectLoads(const ir::Stmt& stmt);
 // Stores in `stmt`, in pre-order.

@@ -185,6 +185,7 @@ Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iter
   Expr predicate = ir::IntImm(1, ir::DataType::kBool);
   ir::VarRanges ranges = outer;
   for (size_t d = 0; d < spatial_iters.size(); ++d) {
+    if (spatial_iters[d] < 0) continue;  // an axis of length 1 at a constant index
     ir::Var ax = ir::MakeVar(fmt::format("ax{}", d));
     loop_vars.push_back(ax);
     extents.push_back(region[d].extent);
@@ -192,6 +193,7 @@ Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iter
     values[static_cast<size_t>(spatial_iters[d])] = region[d].min + ax;
   }
   for (size_t d = 0; d < spatial_iters.size(); ++d) {
+    if (spatial_iters[d] < 0) continue;
     Expr index = values[static_cast<size_t>(spatial_iters[d])];
     int64_t domain = block->iter_vars[static_cast<size_t>(spatial_iters[d])].extent;
     for (Expr guard : {index <= region[d].max, index < ir::IntImm(domain),

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
@@ -35,7 +36,9 @@ using testing::Root;
 constexpr IterKind kSpatial = IterKind::kSpatial;
 constexpr IterKind kReduce = IterKind::kReduction;
 
-Expr F(double v) { return ir::FloatImm(v); }
+Expr F(double v) {
+  return ir::FloatImm(v);
+}
 
 // c[i, j] = a[i, j] + b[j]
 KernelFunction AddBroadcast(ForKind outer, ForKind inner) {
@@ -50,8 +53,8 @@ KernelFunction AddBroadcast(ForKind outer, ForKind inner) {
 
 TEST(Codegen, ElementwiseAddWithBroadcast) {
   for (ForKind outer : {ForKind::kSerial, ForKind::kParallel}) {
-    for (ForKind inner : {ForKind::kSerial, ForKind::kVectorized, ForKind::kUnrolled,
-                          ForKind::kParallel}) {
+    for (ForKind inner :
+         {ForKind::kSerial, ForKind::kVectorized, ForKind::kUnrolled, ForKind::kParallel}) {
       SCOPED_TRACE(ir::ToString(outer) + "/" + ir::ToString(inner));
       ExpectMatchesReference(AddBroadcast(outer, inner));
     }
@@ -66,11 +69,11 @@ KernelFunction Matmul(int64_t m, int64_t n, int64_t k, ForKind i_kind, ForKind j
   Buffer c = MakeBuffer("c", DataType::kFloat32, {m, n});
   Var i = MakeVar("i"), j = MakeVar("j"), r = MakeVar("k");
   Var vi = MakeVar("vi"), vj = MakeVar("vj"), vk = MakeVar("vk");
-  Stmt body = ir::MakeStore(
-      c, {vi, vj}, ir::Load(c, {vi, vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj}));
+  Stmt body = ir::MakeStore(c, {vi, vj},
+                            ir::Load(c, {vi, vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj}));
   Stmt init = ir::MakeStore(c, {vi, vj}, F(0));
-  Stmt block = MakeBlock("matmul", {{vi, m, kSpatial, i}, {vj, n, kSpatial, j}, {vk, k, kReduce, r}},
-                         body, init);
+  Stmt block = MakeBlock(
+      "matmul", {{vi, m, kSpatial, i}, {vj, n, kSpatial, j}, {vk, k, kReduce, r}}, body, init);
   return Kernel("matmul", {a, b, c},
                 Root(Loop(i, m, Loop(j, n, Loop(r, k, block, k_kind), j_kind), i_kind)));
 }
@@ -98,13 +101,14 @@ TEST(Codegen, VectorizedLoopWithInnerSerialReduction) {
   Buffer c = MakeBuffer("c", DataType::kFloat32, {6, 16});
   Var i = MakeVar("i"), j = MakeVar("j"), r = MakeVar("k");
   Var vi = MakeVar("vi"), vj = MakeVar("vj"), vk = MakeVar("vk");
-  Stmt body = ir::MakeStore(
-      c, {vi, vj}, ir::Load(c, {vi, vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj}));
-  Stmt block = MakeBlock("matmul", {{vi, 6, kSpatial, i}, {vj, 16, kSpatial, j}, {vk, 10, kReduce, r}},
-                         body, ir::MakeStore(c, {vi, vj}, F(0)));
-  KernelFunction kernel = Kernel(
-      "matmul_vec", {a, b, c},
-      Root(Loop(i, 6, Loop(j, 16, Loop(r, 10, block), ForKind::kVectorized))));
+  Stmt body = ir::MakeStore(c, {vi, vj},
+                            ir::Load(c, {vi, vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj}));
+  Stmt block =
+      MakeBlock("matmul", {{vi, 6, kSpatial, i}, {vj, 16, kSpatial, j}, {vk, 10, kReduce, r}}, body,
+                ir::MakeStore(c, {vi, vj}, F(0)));
+  KernelFunction kernel =
+      Kernel("matmul_vec", {a, b, c},
+             Root(Loop(i, 6, Loop(j, 16, Loop(r, 10, block), ForKind::kVectorized))));
   ExpectMatchesReference(kernel);
   EXPECT_NE(backends::EmitLlvmIr({kernel}).find("<16 x float>"), std::string::npos);
 }
@@ -115,16 +119,18 @@ TEST(Codegen, TiledMatmulWithSplitIndices) {
   Buffer a = MakeBuffer("a", DataType::kFloat32, {m, k});
   Buffer b = MakeBuffer("b", DataType::kFloat32, {k, n});
   Buffer c = MakeBuffer("c", DataType::kFloat32, {m, n});
-  Var io = MakeVar("io"), ii = MakeVar("ii"), jo = MakeVar("jo"), ji = MakeVar("ji"), r = MakeVar("k");
+  Var io = MakeVar("io"), ii = MakeVar("ii"), jo = MakeVar("jo"), ji = MakeVar("ji"),
+      r = MakeVar("k");
   Var vi = MakeVar("vi"), vj = MakeVar("vj"), vk = MakeVar("vk");
-  Stmt body = ir::MakeStore(
-      c, {vi, vj}, ir::Load(c, {vi, vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj}));
+  Stmt body = ir::MakeStore(c, {vi, vj},
+                            ir::Load(c, {vi, vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj}));
   Stmt block = MakeBlock(
       "matmul",
       {{vi, m, kSpatial, io * 8 + ii}, {vj, n, kSpatial, jo * 16 + ji}, {vk, k, kReduce, r}}, body,
       ir::MakeStore(c, {vi, vj}, F(0)));
-  Stmt nest = Loop(io, 4, Loop(jo, 2, Loop(r, k, Loop(ii, 8, Loop(ji, 16, block, ForKind::kVectorized)))),
-                   ForKind::kParallel);
+  Stmt nest =
+      Loop(io, 4, Loop(jo, 2, Loop(r, k, Loop(ii, 8, Loop(ji, 16, block, ForKind::kVectorized)))),
+           ForKind::kParallel);
   KernelFunction kernel = Kernel("tiled_matmul", {a, b, c}, Root(nest));
   ExpectMatchesReference(kernel);
   CodegenOptions options;
@@ -143,8 +149,8 @@ TEST(Codegen, VectorizedLoadsStrideOneBroadcastAndGather) {
   Stmt body = ir::MakeStore(out, {vi, vj},
                             ir::Load(a, {vi, vj}) + ir::Load(b, {vi}) * ir::Load(t, {vj, vi}));
   Stmt block = MakeBlock("mix", {{vi, 8, kSpatial, i}, {vj, 16, kSpatial, j}}, body);
-  KernelFunction kernel =
-      Kernel("strided_loads", {a, b, t, out}, Root(Loop(i, 8, Loop(j, 16, block, ForKind::kVectorized))));
+  KernelFunction kernel = Kernel("strided_loads", {a, b, t, out},
+                                 Root(Loop(i, 8, Loop(j, 16, block, ForKind::kVectorized))));
   ExpectMatchesReference(kernel);
   std::string ir_text = backends::EmitLlvmIr({kernel});
   EXPECT_NE(ir_text.find("<16 x float>"), std::string::npos) << ir_text;
@@ -170,7 +176,8 @@ TEST(Codegen, LongVectorizedLoopsRunInChunks) {
     Var i = MakeVar("i"), vi = MakeVar("vi");
     Stmt block = MakeBlock("scale", {{vi, n, kSpatial, i}},
                            ir::MakeStore(out, {vi}, ir::Load(a, {vi}) * F(3) - F(1)));
-    ExpectMatchesReference(Kernel("scale", {a, out}, Root(Loop(i, n, block, ForKind::kVectorized))));
+    ExpectMatchesReference(
+        Kernel("scale", {a, out}, Root(Loop(i, n, block, ForKind::kVectorized))));
   }
 }
 
@@ -199,9 +206,10 @@ TEST(Codegen, UnrolledReductionLoop) {
   // Beyond the replication limit the loop stays a loop with an unroll hint.
   Buffer wide = MakeBuffer("wide", DataType::kFloat32, {2, 100});
   Buffer sums = MakeBuffer("sums", DataType::kFloat32, {2});
-  Stmt long_block = MakeBlock("sum", {{vi, 2, kSpatial, i}, {vk, 100, kReduce, k}},
-                              ir::MakeStore(sums, {vi}, ir::Load(sums, {vi}) + ir::Load(wide, {vi, vk})),
-                              ir::MakeStore(sums, {vi}, F(0)));
+  Stmt long_block =
+      MakeBlock("sum", {{vi, 2, kSpatial, i}, {vk, 100, kReduce, k}},
+                ir::MakeStore(sums, {vi}, ir::Load(sums, {vi}) + ir::Load(wide, {vi, vk})),
+                ir::MakeStore(sums, {vi}, F(0)));
   ExpectMatchesReference(Kernel("long_unrolled_sum", {wide, sums},
                                 Root(Loop(i, 2, Loop(k, 100, long_block, ForKind::kUnrolled)))));
 }
@@ -218,7 +226,8 @@ TEST(Codegen, LocalScratchBufferInsideParallelLoop) {
   Var vi = MakeVar("vi"), vj = MakeVar("vj"), vk = MakeVar("vk");
   Stmt update = MakeBlock(
       "update", {{vi, m, kSpatial, i}, {vj, n, kSpatial, j}, {vk, k, kReduce, r}},
-      ir::MakeStore(local, {vj}, ir::Load(local, {vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj})),
+      ir::MakeStore(local, {vj},
+                    ir::Load(local, {vj}) + ir::Load(a, {vi, vk}) * ir::Load(b, {vk, vj})),
       ir::MakeStore(local, {vj}, F(0)));
   Var wi = MakeVar("wi"), wj = MakeVar("wj");
   Stmt copy = MakeBlock("copy", {{wi, m, kSpatial, i}, {wj, n, kSpatial, j2}},
@@ -248,8 +257,9 @@ TEST(Codegen, GlobalIntermediateBetweenTwoBlocks) {
       "consume", {{wi, 4, kSpatial, i2}, {wj, 8, kSpatial, j2}},
       ir::MakeStore(out, {wi, wj},
                     ir::Load(tmp, {wi, ir::FloorMod(wj + 1, 8)}) + ir::Load(tmp, {wi, wj})));
-  Stmt body = ir::MakeSeq({Loop(i, 4, Loop(j, 8, produce, ForKind::kVectorized)),
-                           Loop(i2, 4, Loop(j2, 8, consume, ForKind::kVectorized), ForKind::kParallel)});
+  Stmt body =
+      ir::MakeSeq({Loop(i, 4, Loop(j, 8, produce, ForKind::kVectorized)),
+                   Loop(i2, 4, Loop(j2, 8, consume, ForKind::kVectorized), ForKind::kParallel)});
   ExpectMatchesReference(Kernel("two_blocks", {a, out}, Root(body, {tmp})));
 }
 
@@ -259,9 +269,9 @@ KernelFunction PredicatedSplit(int64_t outer_extent, int64_t inner_extent, ForKi
   Buffer out = MakeBuffer("out", DataType::kFloat32, {12});  // 10, 11 must stay untouched
   Var o = MakeVar("o"), in = MakeVar("in"), vi = MakeVar("vi");
   Expr index = o * inner_extent + in;
-  Stmt block = MakeBlock("scale", {{vi, 10, kSpatial, index}},
-                         ir::MakeStore(out, {vi}, ir::Load(a, {vi}) * F(2) + F(1)), nullptr, {},
-                         index < 10);
+  Stmt block =
+      MakeBlock("scale", {{vi, 10, kSpatial, index}},
+                ir::MakeStore(out, {vi}, ir::Load(a, {vi}) * F(2) + F(1)), nullptr, {}, index < 10);
   return Kernel("predicated", {a, out},
                 Root(Loop(o, outer_extent, Loop(in, inner_extent, block, inner_kind))));
 }
@@ -309,7 +319,8 @@ TEST(Codegen, SelectWithLoadsOnlyWhereSelected) {
 }
 
 // out[i] = f(g(a[i])) where g maps [-1, 1) into a meaningful domain for f.
-KernelFunction Intrinsic(const std::string& name, ForKind kind, DataType dtype = DataType::kFloat32) {
+KernelFunction Intrinsic(const std::string& name, ForKind kind,
+                         DataType dtype = DataType::kFloat32) {
   const int64_t n = 96;
   Buffer a = MakeBuffer("a", dtype, {n});
   Buffer out = MakeBuffer("out", dtype, {n});
@@ -352,8 +363,8 @@ TEST(Codegen, HalfAndDoublePrecision) {
     Buffer out = MakeBuffer("out", dtype, {40});
     Var i = MakeVar("i"), vi = MakeVar("vi");
     Expr x = ir::Load(a, {vi}), y = ir::Load(b, {vi});
-    Expr value = ir::Max(x * y + x, y) - ir::Min(x, y) / (ir::Call("abs", {y}, dtype) +
-                                                       ir::FloatImm(1, dtype));
+    Expr value = ir::Max(x * y + x, y) -
+                 ir::Min(x, y) / (ir::Call("abs", {y}, dtype) + ir::FloatImm(1, dtype));
     Stmt block = MakeBlock("mix", {{vi, 40, kSpatial, i}}, ir::MakeStore(out, {vi}, value));
     for (ForKind kind : {ForKind::kSerial, ForKind::kVectorized}) {
       SCOPED_TRACE(ir::ToString(dtype) + " " + ir::ToString(kind));
@@ -386,9 +397,10 @@ TEST(Codegen, IntegerArithmeticAndCasts) {
                    ir::FloorDiv(va, i32(-6)) + ir::Call("abs", {va}, DataType::kInt32);
   Expr u8_value = ir::Cast(DataType::kUInt8, va) + u8(200);  // wraps modulo 256
   Expr bool_value = (ir::Cast(DataType::kUInt8, va) < u8(128) && va != vb) || !(va > i32(10));
-  Expr float_value = ir::Cast(DataType::kFloat32, va) * vx +
-                     ir::Cast(DataType::kFloat32, ir::Cast(DataType::kBool, vx * ir::FloatImm(2))) +
-                     ir::Cast(DataType::kFloat32, ir::Cast(DataType::kUInt8, vx * ir::FloatImm(300)));
+  Expr float_value =
+      ir::Cast(DataType::kFloat32, va) * vx +
+      ir::Cast(DataType::kFloat32, ir::Cast(DataType::kBool, vx * ir::FloatImm(2))) +
+      ir::Cast(DataType::kFloat32, ir::Cast(DataType::kUInt8, vx * ir::FloatImm(300)));
   // 2^40 and 2^33 (constants exact in f32): beyond the range of i32, within that of i64.
   Expr i64_value =
       ir::Cast(DataType::kInt64, vx * ir::FloatImm(1099511627776.0)) +
@@ -404,8 +416,9 @@ TEST(Codegen, IntegerArithmeticAndCasts) {
   Stmt block = MakeBlock("ints", {{vi, n, kSpatial, i}}, body);
   for (ForKind kind : {ForKind::kSerial, ForKind::kVectorized}) {
     SCOPED_TRACE(ir::ToString(kind));
-    KernelFunction kernel = Kernel("integers", {a, b, x, out_int, out_i8, out_u8, out_bool, out_f, out_i64},
-                                   Root(Loop(i, n, block, kind)), 6);
+    KernelFunction kernel =
+        Kernel("integers", {a, b, x, out_int, out_i8, out_u8, out_bool, out_f, out_i64},
+               Root(Loop(i, n, block, kind)), 6);
     ExpectMatchesReference(kernel, {}, 1e-12);
   }
 }
@@ -428,13 +441,32 @@ TEST(Codegen, SeveralKernelsInOneModule) {
   EXPECT_LT(ir::RelativeError(outputs[0], expected[0]), 1e-6);
 }
 
+TEST(Codegen, CompilesFromSeveralThreadsAtOnce) {
+  std::vector<std::thread> threads;
+  std::vector<double> errors(3, 1.0);
+  for (size_t t = 0; t < errors.size(); ++t) {
+    threads.emplace_back([&errors, t] {
+      KernelFunction kernel =
+          Matmul(5 + static_cast<int64_t>(t), 16, 7, ForKind::kParallel, ForKind::kVectorized);
+      ir::Tensor a = ir::Tensor::Random({kernel.params[0]->shape, DataType::kFloat32, ""}, t);
+      ir::Tensor b = ir::Tensor::Random({kernel.params[1]->shape, DataType::kFloat32, ""}, t + 9);
+      std::vector<ir::Tensor> got = backends::CompileKernels({kernel})->Run("matmul", {a, b}, true);
+      std::vector<ir::Tensor> want = backends::RunKernelReference(kernel, {a, b}, true);
+      errors[t] = ir::RelativeError(got[0], want[0]);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (double error : errors) EXPECT_LT(error, 1e-5);
+}
+
 TEST(Codegen, EmitObjectFileWritesElf) {
   std::string path = ::testing::TempDir() + "/tandem_codegen_test.o";
   backends::EmitObjectFile({Matmul(8, 8, 8, ForKind::kParallel, ForKind::kVectorized)}, path);
   std::ifstream file(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   ASSERT_GT(bytes.size(), 64u);
-  EXPECT_EQ(bytes.substr(0, 4), std::string("\x7f" "ELF"));
+  EXPECT_EQ(bytes.substr(0, 4), std::string("\x7f"
+                                            "ELF"));
   std::remove(path.c_str());
   EXPECT_THROW(backends::EmitObjectFile({Matmul(2, 2, 2, ForKind::kSerial, ForKind::kSerial)},
                                         "/nonexistent-directory/x.o"),
@@ -465,9 +497,9 @@ TEST(Codegen, NamedCpuTargets) {
   ExpectMatchesReference(Matmul(5, 16, 3, ForKind::kSerial, ForKind::kVectorized), options);
   options.cpu = "skylake-avx512";
   EXPECT_NE(backends::DescribeTarget(options).find("skylake-avx512"), std::string::npos);
-  EXPECT_FALSE(backends::EmitAssembly({Matmul(4, 16, 4, ForKind::kSerial, ForKind::kVectorized)},
-                                      options)
-                   .empty());
+  EXPECT_FALSE(
+      backends::EmitAssembly({Matmul(4, 16, 4, ForKind::kSerial, ForKind::kVectorized)}, options)
+          .empty());
 }
 
 // The message of the Error `fn` throws (empty when it does not throw).
@@ -490,24 +522,27 @@ TEST(Codegen, ErrorsNameTheKernelAndNeverCrash) {
     return Kernel(name, {a, out}, Root(Loop(i, 4, block)));
   };
   std::string message = ErrorOf([&] {
-    backends::CompileKernels({with_value("bad_call", ir::Call("gelu", {ir::Load(a, {vi})},
-                                                               DataType::kFloat32))});
+    backends::CompileKernels(
+        {with_value("bad_call", ir::Call("gelu", {ir::Load(a, {vi})}, DataType::kFloat32))});
   });
   EXPECT_NE(message.find("bad_call"), std::string::npos) << message;
   EXPECT_NE(message.find("gelu"), std::string::npos) << message;
 
   Var stray = MakeVar("stray");
-  message = ErrorOf([&] { backends::CompileKernels({with_value("unbound", ir::Load(a, {stray}))}); });
+  message =
+      ErrorOf([&] { backends::CompileKernels({with_value("unbound", ir::Load(a, {stray}))}); });
   EXPECT_NE(message.find("unbound"), std::string::npos) << message;
   EXPECT_NE(message.find("stray"), std::string::npos) << message;
 
   Buffer unknown = MakeBuffer("mystery", DataType::kFloat32, {4});
-  message = ErrorOf([&] { backends::CompileKernels({with_value("unknown_buffer", ir::Load(unknown, {vi}))}); });
+  message = ErrorOf(
+      [&] { backends::CompileKernels({with_value("unknown_buffer", ir::Load(unknown, {vi}))}); });
   EXPECT_NE(message.find("unknown_buffer"), std::string::npos) << message;
   EXPECT_NE(message.find("mystery"), std::string::npos) << message;
 
   message = ErrorOf([&] {
-    backends::CompileKernels({with_value("arity", ir::Call("pow", {ir::Load(a, {vi})}, DataType::kFloat32))});
+    backends::CompileKernels(
+        {with_value("arity", ir::Call("pow", {ir::Load(a, {vi})}, DataType::kFloat32))});
   });
   EXPECT_NE(message.find("pow"), std::string::npos) << message;
 

@@ -8,7 +8,9 @@
 namespace tandem::backends {
 namespace {
 
-ir::TensorType F32(ir::Shape shape) { return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""}; }
+ir::TensorType F32(ir::Shape shape) {
+  return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
+}
 
 ir::IRModule ConvChain() {
   ir::GraphBuilder b("main");
@@ -24,7 +26,8 @@ ir::IRModule ConvChain() {
   ir::ValueId s = b.Call("add", {c2, x});
   ir::ValueId p = b.Call("global_avg_pool2d", {s});
   ir::ValueId f = b.Call("flatten", {p});
-  ir::ValueId parts = b.Call("split", {f}, ir::Attrs{{"axis", int64_t{1}}, {"sections", std::vector<int64_t>{3, 5}}});
+  ir::ValueId parts = b.Call(
+      "split", {f}, ir::Attrs{{"axis", int64_t{1}}, {"sections", std::vector<int64_t>{3, 5}}});
   ir::ValueId first = b.TupleGetItem(parts, 0);
   ir::ValueId soft = b.Call("softmax", {first});
   ir::IRModule m;

@@ -32,8 +32,8 @@ Accuracy Measure(const std::string& name, const std::vector<float>& inputs, ForK
   ir::Stmt block = testing::MakeBlock(
       "apply", {{vi, n, ir::IterKind::kSpatial, i}},
       ir::MakeStore(out, {vi}, ir::Call(name, {ir::Load(a, {vi})}, DataType::kFloat32)));
-  ir::KernelFunction kernel =
-      testing::Kernel("accuracy_" + name, {a, out}, testing::Root(testing::Loop(i, n, block, kind)));
+  ir::KernelFunction kernel = testing::Kernel("accuracy_" + name, {a, out},
+                                              testing::Root(testing::Loop(i, n, block, kind)));
   auto module = backends::CompileKernels({kernel});
   ir::Tensor input = ir::Tensor::FromFloats({n}, inputs);
   ir::Tensor output = module->Run(kernel.name, {input}, true)[0];
@@ -61,7 +61,8 @@ Accuracy Measure(const std::string& name, const std::vector<float>& inputs, ForK
 std::vector<float> Inputs(double low, double high) {
   std::vector<float> values;
   const int count = 60000;
-  for (int k = 0; k <= count; ++k) values.push_back(static_cast<float>(low + (high - low) * k / count));
+  for (int k = 0; k <= count; ++k)
+    values.push_back(static_cast<float>(low + (high - low) * k / count));
   for (double magnitude = 1e-30; magnitude < 2; magnitude *= 1.07) {
     values.push_back(static_cast<float>(magnitude));
     values.push_back(static_cast<float>(-magnitude));
@@ -86,19 +87,23 @@ void ExpectAccurate(const std::string& name, double low, double high,
 }
 
 TEST(Intrinsics, ErfIsAccurate) {
-  ExpectAccurate("erf", -12, 12, [](double x) { return std::erf(x); }, 5e-7);
+  ExpectAccurate(
+      "erf", -12, 12, [](double x) { return std::erf(x); }, 5e-7);
 }
 
 TEST(Intrinsics, TanhIsAccurate) {
-  ExpectAccurate("tanh", -20, 20, [](double x) { return std::tanh(x); }, 5e-7);
+  ExpectAccurate(
+      "tanh", -20, 20, [](double x) { return std::tanh(x); }, 5e-7);
 }
 
 TEST(Intrinsics, SigmoidIsAccurate) {
-  ExpectAccurate("sigmoid", -90, 30, [](double x) { return 1 / (1 + std::exp(-x)); }, 5e-7);
+  ExpectAccurate(
+      "sigmoid", -90, 30, [](double x) { return 1 / (1 + std::exp(-x)); }, 5e-7);
 }
 
 TEST(Intrinsics, VectorExpIsAccurate) {
-  ExpectAccurate("exp", -104, 88.7, [](double x) { return std::exp(x); }, 3e-7);
+  ExpectAccurate(
+      "exp", -104, 88.7, [](double x) { return std::exp(x); }, 3e-7);
 }
 
 TEST(Intrinsics, SpecialValues) {
@@ -112,8 +117,8 @@ TEST(Intrinsics, SpecialValues) {
       ir::Stmt block = testing::MakeBlock(
           "apply", {{vi, n, ir::IterKind::kSpatial, i}},
           ir::MakeStore(out, {vi}, ir::Call(name, {ir::Load(a, {vi})}, DataType::kFloat32)));
-      ir::KernelFunction kernel = testing::Kernel("special", {a, out},
-                                                  testing::Root(testing::Loop(i, n, block, kind)));
+      ir::KernelFunction kernel =
+          testing::Kernel("special", {a, out}, testing::Root(testing::Loop(i, n, block, kind)));
       ir::Tensor input = ir::Tensor::FromFloats({n}, inputs);
       ir::Tensor compiled = backends::CompileKernels({kernel})->Run("special", {input}, true)[0];
       ir::Tensor reference = backends::RunKernelReference(kernel, {input}, true)[0];

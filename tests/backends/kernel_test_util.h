@@ -63,9 +63,12 @@ inline ir::Tensor RandomTensor(const ir::Buffer& buffer, uint64_t seed) {
   switch (buffer->dtype) {
     case ir::DataType::kInt8:
     case ir::DataType::kInt32:
-    case ir::DataType::kInt64: return ir::Tensor::Random(type, seed, -50, 50);
-    case ir::DataType::kUInt8: return ir::Tensor::Random(type, seed, 0, 256);
-    default: return ir::Tensor::Random(type, seed, -1, 1);
+    case ir::DataType::kInt64:
+      return ir::Tensor::Random(type, seed, -50, 50);
+    case ir::DataType::kUInt8:
+      return ir::Tensor::Random(type, seed, 0, 256);
+    default:
+      return ir::Tensor::Random(type, seed, -1, 1);
   }
 }
 

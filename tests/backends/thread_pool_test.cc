@@ -46,7 +46,8 @@ TEST(ThreadPool, ChunksAreBalanced) {
   ThreadPool pool(4);
   std::vector<int64_t> sizes(4, -1);
   std::atomic<int> next{0};
-  pool.ParallelFor(10, [&](int64_t begin, int64_t end) { sizes[static_cast<size_t>(next++)] = end - begin; });
+  pool.ParallelFor(
+      10, [&](int64_t begin, int64_t end) { sizes[static_cast<size_t>(next++)] = end - begin; });
   ASSERT_EQ(next.load(), 4);
   int64_t total = 0;
   for (int64_t size : sizes) {

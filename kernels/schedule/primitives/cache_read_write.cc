@@ -146,6 +146,14 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
     throw Error(fmt::format("cache_read: unknown storage scope '{}' (expected global or local)", scope));
   }
   const ir::Buffer& source = block->reads[static_cast<size_t>(read_index)].buffer;
+  for (const ir::BufferRegion& written : block->writes) {
+    if (written.buffer == source) {
+      // The block updates what it reads (a reduction without init): a copy taken before it
+      // would go stale after its first update.
+      throw Error(fmt::format("cache_read of block '{}': it also writes '{}' (use cache_write)",
+                              block_name, source->name));
+    }
+  }
   ir::Buffer copy = ir::MakeBuffer(fmt::format("{}_{}", source->name, scope), source->dtype,
                                    source->shape, scope);
   std::string name = FreshBlockName(fn, fmt::format("{}_{}", source->name, scope));

@@ -47,8 +47,9 @@ std::map<const ir::StmtNode*, int> BlockOrder(const ir::KernelFunction& fn) {
   return order;
 }
 
-// The written buffer of a block whose store indices are exactly its spatial iterators, in
-// order (the form compute definitions and cache blocks have).
+// The written buffer of a block whose store indices are its spatial iterators, one per axis
+// (the form compute definitions and cache blocks have); `spatial_iters[d]` is the iterator of
+// axis d, or -1 for an axis of length 1 written at the constant 0.
 ir::Buffer IdentityWrittenBuffer(const ir::Block& block, std::vector<int>* spatial_iters) {
   std::vector<Access> stores = CollectStores(block->body);
   if (block->init) {
@@ -58,7 +59,8 @@ ir::Buffer IdentityWrittenBuffer(const ir::Block& block, std::vector<int>* spati
   if (stores.empty()) return nullptr;
   ir::Buffer buffer = stores[0].buffer;
   std::vector<int> iters;
-  for (const Expr& index : stores[0].indices) {
+  for (size_t d = 0; d < stores[0].indices.size(); ++d) {
+    const Expr& index = stores[0].indices[d];
     int found = -1;
     for (size_t k = 0; k < block->iter_vars.size(); ++k) {
       if (index.same_as(block->iter_vars[k].var) &&
@@ -66,13 +68,16 @@ ir::Buffer IdentityWrittenBuffer(const ir::Block& block, std::vector<int>* spati
         found = static_cast<int>(k);
       }
     }
-    if (found < 0) return nullptr;
+    if (found < 0 && !(buffer->shape[d] == 1 && index->is_const_int(0))) return nullptr;
     iters.push_back(found);
   }
   for (const Access& s : stores) {
     if (s.buffer != buffer) return nullptr;
     for (size_t d = 0; d < s.indices.size(); ++d) {
-      if (!s.indices[d].same_as(stores[0].indices[d])) return nullptr;
+      const Expr& first = stores[0].indices[d];
+      bool same = s.indices[d].same_as(first) ||
+                  (first->is_const_int() && s.indices[d]->is_const_int(first->int_value));
+      if (!same) return nullptr;
     }
   }
   *spatial_iters = iters;
@@ -217,10 +222,11 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
       }
       spatial_iters.clear();
       for (size_t d = 0; d < a.indices.size(); ++d) {
-        if (!a.indices[d].same_as(block->iter_vars[d].var)) {
+        if (!IsIteratorIndex(a.indices[d], block->iter_vars[d])) {
           throw fail(fmt::format("the block must read '{}' at its iterators", a.buffer->name));
         }
-        spatial_iters.push_back(static_cast<int>(d));
+        spatial_iters.push_back(a.indices[d].same_as(block->iter_vars[d].var) ? static_cast<int>(d)
+                                                                              : -1);
       }
     }
     if (!region_buffer) throw fail("the block reads nothing produced under the loop");

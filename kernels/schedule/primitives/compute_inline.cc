@@ -23,7 +23,7 @@ const ir::StoreNode* PointwiseStore(const ir::Block& block) {
   if (!store || block->init) return nullptr;
   if (store->indices.size() != block->iter_vars.size()) return nullptr;
   for (size_t k = 0; k < store->indices.size(); ++k) {
-    if (!store->indices[k].same_as(block->iter_vars[k].var)) return nullptr;
+    if (!IsIteratorIndex(store->indices[k], block->iter_vars[k])) return nullptr;
     if (block->iter_vars[k].kind != ir::IterKind::kSpatial) return nullptr;
   }
   return store;
@@ -93,7 +93,7 @@ ir::KernelFunction ReverseComputeInline(const ir::KernelFunction& fn,
                  fmt::format("it must read '{}' at its own iterators", a.buffer->name));
     }
     for (size_t k = 0; k < a.indices.size(); ++k) {
-      if (!a.indices[k].same_as(consumer->iter_vars[k].var)) {
+      if (!IsIteratorIndex(a.indices[k], consumer->iter_vars[k])) {
         throw Fail("reverse_compute_inline", block_name,
                    fmt::format("it must read '{}' at its own iterators", a.buffer->name));
       }

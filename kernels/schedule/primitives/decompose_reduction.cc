@@ -3,6 +3,7 @@
 
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
+#include "ir/kernel/simplify.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/schedule/tree_util.h"
@@ -24,6 +25,26 @@ void SplitConjuncts(const Expr& e, std::vector<Expr>& out) {
   }
 }
 
+// True when the predicate of `realize` lets the block run for exactly one value of `loop`'s
+// variable (the conditions that mention it must mention nothing else).
+bool RunsOnce(const ir::ForNode& loop, const ir::BlockRealizeNode* realize) {
+  std::vector<Expr> conjuncts;
+  SplitConjuncts(realize->predicate, conjuncts);
+  int64_t runs = 0;
+  for (int64_t value = 0; value < loop.extent && runs <= 1; ++value) {
+    ir::VarMap bind{{loop.loop_var.get(), ir::IntImm(value, loop.loop_var->dtype)}};
+    bool holds = true;
+    for (const Expr& c : conjuncts) {
+      if (!ir::UsesVar(c, loop.loop_var)) continue;
+      int64_t truth = 0;
+      if (!ir::AsConstInt(ir::Simplify(ir::Substitute(c, bind)), &truth)) return false;
+      holds = holds && truth != 0;
+    }
+    runs += holds ? 1 : 0;
+  }
+  return runs == 1;
+}
+
 }  // namespace
 
 ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::string& block_name,
@@ -42,6 +63,13 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
     if (loops[i]->loop_var.same_as(loop_var)) position = i;
   }
   if (position == loops.size()) throw fail("the loop does not enclose the block");
+  bool inside = false;
+  for (const Stmt& a : path.ancestors) {
+    inside = inside || a.get() == loops[position];
+    if (inside && a->kind == ir::StmtKind::kIfThenElse) {
+      throw fail("the block is under a condition inside the loop, which the init would not see");
+    }
+  }
 
   auto used_by = [&](const ir::Var& v, ir::IterKind kind) {
     for (size_t k = 0; k < block->iter_vars.size(); ++k) {
@@ -64,6 +92,14 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
     bool reduction = used_by(v, ir::IterKind::kReduction);
     if (reduction && used_by(v, ir::IterKind::kSpatial)) {
       throw fail(fmt::format("loop '{}' feeds both spatial and reduction iterators", v->name));
+    }
+    if (!reduction && !used_by(v, ir::IterKind::kSpatial) && !RunsOnce(*loops[i], realize)) {
+      // The update runs several times for the same iterator values (after compute_at placed
+      // the block's own nest under another block's loop): with its init inside, each run
+      // recomputes the result; without it, the runs would add up.
+      throw fail(fmt::format("loop '{}' feeds no iterator, so the update runs {} times per "
+                             "reduction step",
+                             v->name, loops[i]->extent));
     }
     if (!reduction) {
       ir::Var copy = ir::MakeVar(v->name + "_init");
@@ -117,8 +153,10 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
 
   auto update = std::make_shared<ir::BlockNode>(*block);
   update->init = nullptr;
+  // Without its init the update reads the buffer it accumulates into: recompute its regions.
   Stmt body = ReplaceStmt(fn.body, path.target.get(),
-                          ir::MakeBlockRealize(realize->iter_values, realize->predicate, update));
+                          ir::MakeBlockRealize(realize->iter_values, realize->predicate,
+                                               WithRecomputedRegions(update)));
   StmtPath loop_path = GetLoopPath(WithBody(fn, body), loop_var);
   body = ReplaceStmt(body, loop_path.target.get(), ir::MakeSeq({init_nest, loop_path.target}));
   if (init_block) *init_block = init->name;

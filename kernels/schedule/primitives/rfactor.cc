@@ -27,7 +27,9 @@ struct ReductionPattern {
 bool SameIndices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!a[i].same_as(b[i])) return false;
+    // Variables by identity; constants (a folded axis of length 1) by value.
+    bool same = a[i].same_as(b[i]) || (a[i]->is_const_int() && b[i]->is_const_int(a[i]->int_value));
+    if (!same) return false;
   }
   return true;
 }
@@ -36,6 +38,7 @@ bool MatchReduction(const ir::Block& block, ReductionPattern* out) {
   const auto* store = ir::As<ir::StoreNode>(block->body);
   const auto* init = ir::As<ir::StoreNode>(block->init);
   if (!store || !init || init->buffer != store->buffer) return false;
+  if (!SameIndices(init->indices, store->indices)) return false;
   const Expr& v = store->value;
   if (v->kind != ExprKind::kAdd && v->kind != ExprKind::kMax) return false;
   for (int side = 0; side < 2; ++side) {
@@ -144,6 +147,15 @@ ir::KernelFunction RFactor(const ir::KernelFunction& fn, const ir::Var& loop_var
                                 ir::UsesVar(realize->iter_values[k], l->loop_var));
     }
     if (!reduction) continue;
+    for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+      if (block->iter_vars[k].kind == ir::IterKind::kSpatial &&
+          ir::UsesVar(realize->iter_values[k], l->loop_var)) {
+        // Its iterations would become reduction iterations of the partial block that do not
+        // start at 0 for every spatial point, so the partial block's init would not run.
+        throw fail(fmt::format("loop '{}' feeds both spatial and reduction iterators of block '{}'",
+                               l->loop_var->name, block->name));
+      }
+    }
     ir::Var r = ir::MakeVar(l->loop_var->name + "_r");
     loop_to_iter[l->loop_var.get()] = r;
     rf->iter_vars.push_back(ir::IterVar{r, l->extent, ir::IterKind::kReduction});

@@ -1,0 +1,24 @@
+// The text form of kernel IR (grammar and example in docs/text_form.md, section "Kernel
+// functions"); ir/kernel/kernel_parser.h reads it back.
+//
+// PrintKernel writes a kernel function so that ParseKernel returns a function that is
+// StructuralEqual to it (ir/kernel/kernel_structural.h) and prints to the same text. Variables
+// and buffers are printed by their name hints, made unique within the kernel (`%i`, `%i_1`) so
+// that each name in the text stands for exactly one Var or Buffer object: two loops over the
+// same Var object print the same name, two different Vars named `i` print `%i` and `%i_1`.
+#pragma once
+
+#include <string>
+
+#include "ir/kernel/stmt.h"
+
+namespace tandem::ir {
+
+// `kernel @name(inputs) -> (outputs) [attributes {...}] { body }`, ending with a newline.
+std::string PrintKernel(const KernelFunction& kernel);
+
+// One expression in the syntax of the kernel text, with variables and buffers by their name
+// hints (not made unique): for messages and debugging.
+std::string PrintExpr(const Expr& expr);
+
+}  // namespace tandem::ir
