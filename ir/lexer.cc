@@ -415,11 +415,10 @@ const Token& TokenReader::ExpectKind(TokenKind kind, const std::string& what) {
 
 void TokenReader::Fail(const Token& at, const std::string& message, const std::string& op,
                        const std::string& node) const {
-  throw Error(message, ErrorLocation{.op = op,
-                                     .node = node,
-                                     .file = source_name_,
-                                     .line = at.line,
-                                     .column = at.column});
+  throw Error(
+      message,
+      ErrorLocation{
+          .op = op, .node = node, .file = source_name_, .line = at.line, .column = at.column});
 }
 
 void TokenReader::Expected(const std::string& what) const {

@@ -411,7 +411,6 @@ class Parser : public text::TokenReader {
     }
     module.Add(std::move(function));
   }
-
 };
 
 }  // namespace

@@ -13,8 +13,10 @@
 
 namespace tandem::ir {
 
-// Parses a module: `module [attributes {...}] { graph ... }`, or just a sequence of `graph`
-// blocks (as PrintFunction writes them) forming a module without attributes.
+// Parses a module: `module [attributes {...}] { graph ... kernel ... }`, or just a sequence of
+// `graph` blocks (as PrintFunction writes them, possibly followed by `kernel` functions) forming a
+// module without attributes. Kernel functions are read by ParseKernelFunction
+// (ir/kernel/kernel_parser.h); a kernel name defined twice is an error.
 IRModule ParseModule(const std::string& text, const std::string& source_name = "<text>");
 // Parses text holding exactly one graph function (with or without the module around it).
 GraphFunction ParseFunction(const std::string& text, const std::string& source_name = "<text>");

@@ -4,6 +4,8 @@
 // module, and printing that again gives the same text, as long as no constant is elided.
 // Nodes print in CanonicalNodeOrder (ir/structural.h): parameters first, then the other nodes in
 // their order.
+// Kernel functions print in full after the graph functions (PrintKernel,
+// ir/kernel/kernel_printer.h).
 #pragma once
 
 #include <cstdint>

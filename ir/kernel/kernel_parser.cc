@@ -35,7 +35,9 @@ std::optional<DataType> ShortDataType(std::string_view word) {
   return std::nullopt;
 }
 
-Expr MakeNode(ExprNode node) { return Expr(std::make_shared<const ExprNode>(std::move(node))); }
+Expr MakeNode(ExprNode node) {
+  return Expr(std::make_shared<const ExprNode>(std::move(node)));
+}
 
 class KernelParser {
  public:
@@ -73,19 +75,12 @@ class KernelParser {
  private:
   // ---- names ----
 
-  // A definition of variable `name`: the kernel's Var object of that name (made on first
-  // sight), bound in the current scope.
+  // A definition of variable `name`: a new Var, bound in the current scope.
   Var DefineVar(const Token& name, DataType dtype) {
-    auto [it, inserted] = var_objects_.try_emplace(name.text);
-    if (inserted) {
-      it->second = MakeVar(name.text, dtype);
-    } else if (it->second->dtype != dtype) {
-      in_.Fail(name, fmt::format("variable {} is defined as {} here but as {} before",
-                                 text::Describe(name), ToString(dtype),
-                                 ToString(it->second->dtype)));
-    }
-    scope_.emplace_back(name.text, it->second);
-    return it->second;
+    Var var = MakeVar(name.text, dtype);
+    scope_.emplace_back(name.text, var);
+    defined_[name.text] = var;
+    return var;
   }
 
   // `(%name [: dtype], ...)`: the variables that may be used where nothing binds them.
@@ -102,8 +97,9 @@ class KernelParser {
     in_.ExpectPunct(")");
   }
 
-  // A use of a variable: the innermost binding of the name around it, else the free variable of
-  // that name (the kernel's variable of that name when one was defined before).
+  // A use of a variable: the innermost binding of the name around it; else, for a name in the
+  // free(...) clause, the variable of that name defined last before this use, or when none was,
+  // the free variable of that name.
   Var UseVar(const Token& name) {
     for (auto it = scope_.rbegin(); it != scope_.rend(); ++it) {
       if (it->first == name.text) return it->second;
@@ -116,15 +112,20 @@ class KernelParser {
                                "must be listed in the kernel's free(...) clause)";
       in_.Fail(name, fmt::format("unbound variable {}{}", text::Describe(name), hint));
     }
-    auto [it, inserted] = var_objects_.try_emplace(name.text);
-    if (inserted) {
-      it->second = MakeVar(name.text, free->second);
-    } else if (it->second->dtype != free->second) {
-      in_.Fail(name, fmt::format("free variable {} is declared {} but defined as {}",
-                                 text::Describe(name), ToString(free->second),
-                                 ToString(it->second->dtype)));
+    Var var;
+    if (auto defined = defined_.find(name.text); defined != defined_.end()) {
+      var = defined->second;
+    } else {
+      auto [it, inserted] = free_objects_.try_emplace(name.text);
+      if (inserted) it->second = MakeVar(name.text, free->second);
+      var = it->second;
     }
-    return it->second;
+    if (var->dtype != free->second) {
+      in_.Fail(name,
+               fmt::format("free variable {} is declared {} but defined as {}",
+                           text::Describe(name), ToString(free->second), ToString(var->dtype)));
+    }
+    return var;
   }
 
   Buffer UseBuffer(const Token& name) const {
@@ -183,10 +184,10 @@ class KernelParser {
     } else {
       const BufferNode& old = *it->second;
       if (old.dtype != dtype || old.shape != shape || old.scope != scope) {
-        in_.Fail(name, fmt::format("buffer {} is declared again as {}{} {} but was {}{} {}",
-                                   text::Describe(name), ToString(dtype), ShapeToString(shape),
-                                   scope, ToString(old.dtype), ShapeToString(old.shape),
-                                   old.scope));
+        in_.Fail(name,
+                 fmt::format("buffer {} is declared again as {}{} {} but was {}{} {}",
+                             text::Describe(name), ToString(dtype), ShapeToString(shape), scope,
+                             ToString(old.dtype), ShapeToString(old.shape), old.scope));
       }
     }
     return it->second;
@@ -513,8 +514,8 @@ class KernelParser {
     int64_t extent = Extent("the loop extent (a non-negative integer)");
     ForKind kind = ForKind::kSerial;
     if (in_.Peek().kind == TokenKind::kWord) {
-      for (ForKind k : {ForKind::kSerial, ForKind::kParallel, ForKind::kVectorized,
-                        ForKind::kUnrolled}) {
+      for (ForKind k :
+           {ForKind::kSerial, ForKind::kParallel, ForKind::kVectorized, ForKind::kUnrolled}) {
         if (in_.TryWord(ToString(k))) {
           kind = k;
           break;
@@ -563,9 +564,9 @@ class KernelParser {
         }
         in_.ExpectPunct("]");
         if (region.region.size() != region.buffer->shape.size()) {
-          in_.Fail(open, fmt::format("region of buffer {} of rank {} has {} ranges",
-                                     text::Describe(name), region.buffer->shape.size(),
-                                     region.region.size()));
+          in_.Fail(open,
+                   fmt::format("region of buffer {} of rank {} has {} ranges", text::Describe(name),
+                               region.buffer->shape.size(), region.region.size()));
         }
         regions.push_back(std::move(region));
       } while (in_.TryPunct(","));
@@ -647,18 +648,19 @@ class KernelParser {
   text::TokenReader& in_;
   int depth_ = 0;
   Expr pending_;  // a literal already read by Additive, which Unary hands out next
-  std::vector<std::pair<std::string, Var>> scope_;  // bound variables, innermost last
-  std::unordered_map<std::string, Var> var_objects_;  // the Var of each name, once seen
-  std::unordered_map<std::string, DataType> free_;    // the free(...) clause
+  std::vector<std::pair<std::string, Var>> scope_;     // bound variables, innermost last
+  std::unordered_map<std::string, Var> defined_;       // the Var last defined under each name
+  std::unordered_map<std::string, Var> free_objects_;  // free variables, by name
+  std::unordered_map<std::string, DataType> free_;     // the free(...) clause
   std::unordered_map<std::string, Buffer> buffers_;
 };
 
 }  // namespace
 
 bool IsKernelExpressionKeyword(std::string_view word) {
-  static constexpr std::string_view kWords[] = {"true", "false",    "inf",      "nan",
-                                                "float_bits", "select",   "cast", "min",
-                                                "max",  "floordiv", "floormod"};
+  static constexpr std::string_view kWords[] = {"true",       "false",    "inf",     "nan",
+                                                "float_bits", "select",   "cast",    "min",
+                                                "max",        "floordiv", "floormod"};
   for (std::string_view w : kWords) {
     if (word == w) return true;
   }

@@ -1,11 +1,11 @@
 // Parser of the kernel IR text form (grammar in docs/text_form.md, section "Kernel functions";
 // ir/kernel/kernel_printer.h writes it).
 //
-// The parser rebuilds the exact structure the printer wrote: variables bind by scope (a use
-// refers to the innermost enclosing loop or block iterator of that name; a name used outside
-// every scope that defines it is an error), and each name stands for one Var and one Buffer
-// object within the kernel (the printer's rule), so a name defined in two places gives the
-// same object twice. Buffers are declared before use, as parameters or in a block's `alloc`.
+// The parser rebuilds the exact structure the printer wrote. Variables bind by scope: every loop
+// variable and block iterator is a new Var, and a use refers to the innermost enclosing
+// definition of its name; a name used where nothing binds it is an error unless the kernel lists
+// it in its `free(...)` clause. Buffers are declared before use, as parameters or in a block's
+// `alloc`, and a name stands for one Buffer within the kernel.
 // Expressions are type-checked like their builders in ir/kernel/expr.h (operands of a binary
 // operator have one dtype, select branches match, a load or store gives one index per buffer
 // axis, a stored value has the buffer's dtype). Any malformed input ends in an Error with the

@@ -21,20 +21,27 @@ enum Precedence { kOr = 1, kAnd, kCompare, kAdditive, kMultiplicative, kUnary, k
 
 Precedence PrecedenceOf(ExprKind kind) {
   switch (kind) {
-    case ExprKind::kOr: return kOr;
-    case ExprKind::kAnd: return kAnd;
+    case ExprKind::kOr:
+      return kOr;
+    case ExprKind::kAnd:
+      return kAnd;
     case ExprKind::kEQ:
     case ExprKind::kNE:
     case ExprKind::kLT:
     case ExprKind::kLE:
     case ExprKind::kGT:
-    case ExprKind::kGE: return kCompare;
+    case ExprKind::kGE:
+      return kCompare;
     case ExprKind::kAdd:
-    case ExprKind::kSub: return kAdditive;
+    case ExprKind::kSub:
+      return kAdditive;
     case ExprKind::kMul:
-    case ExprKind::kDiv: return kMultiplicative;
-    case ExprKind::kNot: return kUnary;
-    default: return kPrimary;
+    case ExprKind::kDiv:
+      return kMultiplicative;
+    case ExprKind::kNot:
+      return kUnary;
+    default:
+      return kPrimary;
   }
 }
 
@@ -138,7 +145,8 @@ class KernelPrinter {
     return text;
   }
 
-  // A definition of `v` (a loop variable or block iterator), bound until PopScope.
+  // A definition of `v` (a loop variable or block iterator); the caller unbinds it (shrinks
+  // scope_) when it leaves the loop or block.
   std::string DefineVar(const Expr& v) {
     if (!v.defined()) return "%\"<null var>\"";
     auto [it, inserted] = var_names_.try_emplace(v.get());
@@ -146,6 +154,7 @@ class KernelPrinter {
     scope_.push_back(v.get());
     return it->second;
   }
+
   std::string BufferName(const Buffer& b) {
     if (!b) return "%\"<null buffer>\"";
     if (!unique_names_) return text::NameText('%', b->name);
@@ -163,17 +172,20 @@ class KernelPrinter {
     return text;
   }
 
-  std::string Operands(const Expr& e, size_t first = 0) {
+  std::string Operands(const Expr& e) {
     std::vector<std::string> parts;
-    for (size_t i = first; i < e->operands.size(); ++i) parts.push_back(Expression(e->operands[i]));
+    for (const Expr& operand : e->operands) parts.push_back(Expression(operand));
     return fmt::format("{}", fmt::join(parts, ", "));
   }
 
   std::string Unparenthesized(const Expr& e, Precedence own) {
     switch (e->kind) {
-      case ExprKind::kIntImm: return IntLiteral(e->int_value, e->dtype);
-      case ExprKind::kFloatImm: return FloatLiteral(e->float_value, e->dtype);
-      case ExprKind::kVar: return VarName(e);
+      case ExprKind::kIntImm:
+        return IntLiteral(e->int_value, e->dtype);
+      case ExprKind::kFloatImm:
+        return FloatLiteral(e->float_value, e->dtype);
+      case ExprKind::kVar:
+        return VarName(e);
       case ExprKind::kNot:
         if (e->operands.size() != 1) break;
         return "!" + Expression(e->operands[0], kUnary);
@@ -181,9 +193,12 @@ class KernelPrinter {
       case ExprKind::kMax:
       case ExprKind::kFloorDiv:
       case ExprKind::kFloorMod:
-      case ExprKind::kSelect: return ToString(e->kind) + "(" + Operands(e) + ")";
-      case ExprKind::kCast: return "cast<" + ToString(e->dtype) + ">(" + Operands(e) + ")";
-      case ExprKind::kLoad: return BufferName(e->buffer) + "[" + Operands(e) + "]";
+      case ExprKind::kSelect:
+        return ToString(e->kind) + "(" + Operands(e) + ")";
+      case ExprKind::kCast:
+        return "cast<" + ToString(e->dtype) + ">(" + Operands(e) + ")";
+      case ExprKind::kLoad:
+        return BufferName(e->buffer) + "[" + Operands(e) + "]";
       case ExprKind::kCall: {
         std::string callee = text::IsBareWord(e->name) && !IsKernelExpressionKeyword(e->name)
                                  ? e->name
@@ -194,7 +209,8 @@ class KernelPrinter {
         if (e->dtype != fallback) callee += "<" + ToString(e->dtype) + ">";
         return callee + "(" + Operands(e) + ")";
       }
-      default: break;
+      default:
+        break;
     }
     if (IsBinary(e->kind) && e->operands.size() == 2) {
       // Left-associative; comparisons do not chain, so both of their operands bind tighter.
@@ -249,8 +265,8 @@ class KernelPrinter {
         const auto* store = As<StoreNode>(s);
         std::vector<std::string> indices;
         for (const Expr& index : store->indices) indices.push_back(Expression(index));
-        Line(indent, fmt::format("{}[{}] = {}", BufferName(store->buffer),
-                                 fmt::join(indices, ", "), Expression(store->value)));
+        Line(indent, fmt::format("{}[{}] = {}", BufferName(store->buffer), fmt::join(indices, ", "),
+                                 Expression(store->value)));
         return;
       }
       case StmtKind::kIfThenElse: {
@@ -308,7 +324,7 @@ class KernelPrinter {
     for (size_t i = 0; i < block->iter_vars.size(); ++i) {
       const IterVar& iter = block->iter_vars[i];
       iters.push_back(fmt::format("{}: {}{} {} = {}", DefineVar(iter.var),
-                                  iter.var->dtype == DataType::kInt64
+                                  !iter.var.defined() || iter.var->dtype == DataType::kInt64
                                       ? ""
                                       : ToString(iter.var->dtype) + " ",
                                   ToString(iter.kind), iter.extent,
@@ -347,7 +363,7 @@ class KernelPrinter {
   std::vector<const ExprNode*> scope_;        // variables bound where printing is, innermost last
   std::unordered_set<std::string> free_hints_;
   std::unordered_set<std::string> listed_free_;
-  std::vector<std::string> free_list_;        // declarations of the free(...) clause
+  std::vector<std::string> free_list_;  // declarations of the free(...) clause
   std::unordered_map<const ExprNode*, std::string> var_names_;
   std::unordered_map<const BufferNode*, std::string> buffer_names_;
 };

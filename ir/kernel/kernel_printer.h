@@ -4,8 +4,10 @@
 // PrintKernel writes a kernel function so that ParseKernel returns a function that is
 // StructuralEqual to it (ir/kernel/kernel_structural.h) and prints to the same text. Variables
 // and buffers are printed by their name hints, made unique within the kernel (`%i`, `%i_1`) so
-// that each name in the text stands for exactly one Var or Buffer object: two loops over the
-// same Var object print the same name, two different Vars named `i` print `%i` and `%i_1`.
+// that each name in the text stands for exactly one Var or Buffer object. Variables used where
+// nothing binds them (the schedule's region summaries of the root block mention the iterators of
+// the blocks inside it) are listed in the kernel's `free(...)` clause. What the text cannot
+// express (a Var bound at two places, null expressions, ...) is listed in docs/text_form.md.
 #pragma once
 
 #include <string>

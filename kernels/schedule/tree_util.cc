@@ -99,6 +99,17 @@ std::vector<const ir::ForNode*> EnclosingLoops(const StmtPath& path) {
   return loops;
 }
 
+std::vector<const ir::IfThenElseNode*> EnclosingConditions(const StmtPath& path) {
+  std::vector<const ir::IfThenElseNode*> conditions;
+  for (auto it = path.ancestors.rbegin(); it != path.ancestors.rend(); ++it) {
+    if ((*it)->kind == StmtKind::kBlockRealize) break;
+    if (const auto* branch = ir::As<ir::IfThenElseNode>(*it)) {
+      conditions.insert(conditions.begin(), branch);
+    }
+  }
+  return conditions;
+}
+
 const ir::BlockRealizeNode* EnclosingBlock(const StmtPath& path) {
   for (auto it = path.ancestors.rbegin(); it != path.ancestors.rend(); ++it) {
     if (const auto* realize = ir::As<ir::BlockRealizeNode>(*it)) return realize;

@@ -30,6 +30,9 @@ StmtPath GetBlockPath(const ir::KernelFunction& function, const std::string& nam
 // The loops among `path.ancestors`, outermost first, stopping at the nearest enclosing block
 // (loops outside that block belong to another block's scope).
 std::vector<const ir::ForNode*> EnclosingLoops(const StmtPath& path);
+// The IfThenElse statements among `path.ancestors` below the nearest enclosing block, outermost
+// first: the conditions under which the target runs within its block scope.
+std::vector<const ir::IfThenElseNode*> EnclosingConditions(const StmtPath& path);
 // The nearest enclosing BlockRealize of a path (the root block for top-level statements).
 const ir::BlockRealizeNode* EnclosingBlock(const StmtPath& path);
 

@@ -88,10 +88,11 @@ TEST(KernelTextForm, ExpressionsPrintWithTheFewestParentheses) {
   EXPECT_EQ(PrintExpr(a - (b - c)), "%a - (%b - %c)");
   EXPECT_EQ(PrintExpr(a / (b / c)), "%a / (%b / %c)");
   EXPECT_EQ(PrintExpr((a < b) == (b < c)), "(%a < %b) == (%b < %c)");
-  EXPECT_EQ(PrintExpr(a < b && b < c || !(a == c)), "%a < %b && %b < %c || !(%a == %c)");
+  EXPECT_EQ(PrintExpr((a < b && b < c) || !(a == c)), "%a < %b && %b < %c || !(%a == %c)");
   EXPECT_EQ(PrintExpr(a < b && (b < c || a == c)), "%a < %b && (%b < %c || %a == %c)");
   EXPECT_EQ(PrintExpr(!!(a < b)), "!!(%a < %b)");
-  EXPECT_EQ(PrintExpr(FloorDiv(a, 4) * 4 + FloorMod(a, 4)), "floordiv(%a, 4) * 4 + floormod(%a, 4)");
+  EXPECT_EQ(PrintExpr(FloorDiv(a, 4) * 4 + FloorMod(a, 4)),
+            "floordiv(%a, 4) * 4 + floormod(%a, 4)");
   EXPECT_EQ(PrintExpr(Min(a, Max(b, -3))), "min(%a, max(%b, -3))");
   EXPECT_EQ(PrintExpr(a - -1), "%a - -1");
   Var x = MakeVar("x", DataType::kFloat32);
@@ -142,7 +143,7 @@ KernelFunction EveryExpressionKind() {
       Call("tanh", {Call("sigmoid", {x}, DataType::kFloat32)}, DataType::kFloat32),
       Call("weird name", {}, DataType::kInt64) + Call("select", {j}, DataType::kInt64),
       Call("f32", {j}, DataType::kFloat32),
-      j > 2 == (i <= IntImm(5, DataType::kInt32)),
+      (j > 2) == (i <= IntImm(5, DataType::kInt32)),
       IntImm(std::numeric_limits<int64_t>::min()) + IntImm(std::numeric_limits<int64_t>::max()),
       FloatImm(0.1) + FloatImm(-0.0) + FloatImm(5e-324) + FloatImm(3.4028234663852886e38),
       FloatImm(std::numeric_limits<double>::infinity()) -
@@ -172,12 +173,25 @@ KernelFunction EveryExpressionKind() {
 TEST(KernelTextForm, EveryExpressionKindRoundTrips) {
   std::string text;
   EXPECT_TRUE(RoundTrips(EveryExpressionKind(), &text));
-  for (const char* part : {"for %i: i32 in 2 {", "%i + 3:i32 * %i - %i / 2:i32",
-                           "-128:i8", "255:u8", "0.25:f16", "3.0:f64", "cast<f64>(%in[%j",
-                           "\"weird name\"<i64>()", "\"select\"(%j)", "\"f32\"<f32>(%j)",
-                           "-9223372036854775808 + 9223372036854775807", "5e-324",
-                           "inf - -inf", "nan + -nan + float_bits(-4503599627370495)",
-                           "1e+300:f64", "7:f32 + 1.5", "2.5:i64 + %j", "2:bool && false", "!cast<bool>(%j)",
+  for (const char* part : {"for %i: i32 in 2 {",
+                           "%i + 3:i32 * %i - %i / 2:i32",
+                           "-128:i8",
+                           "255:u8",
+                           "0.25:f16",
+                           "3.0:f64",
+                           "cast<f64>(%in[%j",
+                           "\"weird name\"<i64>()",
+                           "\"select\"(%j)",
+                           "\"f32\"<f32>(%j)",
+                           "-9223372036854775808 + 9223372036854775807",
+                           "5e-324",
+                           "inf - -inf",
+                           "nan + -nan + float_bits(-4503599627370495)",
+                           "1e+300:f64",
+                           "7:f32 + 1.5",
+                           "2.5:i64 + %j",
+                           "2:bool && false",
+                           "!cast<bool>(%j)",
                            "cast<f32>(%in["}) {
     EXPECT_TRUE(Contains(text, part)) << part << "\n" << text;
   }
@@ -217,17 +231,16 @@ KernelFunction EveryStatementKind() {
   Var io = MakeVar("i"), ii = MakeVar("i"), k = MakeVar("k");
   Var vi = MakeVar("vi"), vk = MakeVar("vk");
   Expr row = io * 4 + ii;
-  Block reduce = MakeBlock(
-      "matvec", {{vi, 8, IterKind::kSpatial}, {vk, 6, IterKind::kReduction}},
-      MakeStore(local, {vi}, Load(local, {vi}) + Load(a, {vi, vk}) * Load(b, {vk})),
-      MakeStore(local, {vi}, FloatImm(0.0)), {{a, {{vi, 1}, {0, 6}}}, {b, {{vk, 1}}}},
-      {{local, {{vi, 1}}}}, {}, Attrs{{"meta_schedule.tiling", std::string("SSR")}});
-  Stmt compute = MakeFor(
-      io, 2, ForKind::kParallel,
-      MakeFor(ii, 4, ForKind::kVectorized,
-              MakeFor(k, 6, ForKind::kUnrolled,
-                      MakeBlockRealize({row, k}, row < 7 || k == 0, reduce),
-                      Attrs{{"pragma_auto_unroll_max_step", int64_t{16}}})));
+  Block reduce =
+      MakeBlock("matvec", {{vi, 8, IterKind::kSpatial}, {vk, 6, IterKind::kReduction}},
+                MakeStore(local, {vi}, Load(local, {vi}) + Load(a, {vi, vk}) * Load(b, {vk})),
+                MakeStore(local, {vi}, FloatImm(0.0)), {{a, {{vi, 1}, {0, 6}}}, {b, {{vk, 1}}}},
+                {{local, {{vi, 1}}}}, {}, Attrs{{"meta_schedule.tiling", std::string("SSR")}});
+  Stmt compute = MakeFor(io, 2, ForKind::kParallel,
+                         MakeFor(ii, 4, ForKind::kVectorized,
+                                 MakeFor(k, 6, ForKind::kUnrolled,
+                                         MakeBlockRealize({row, k}, row < 7 || k == 0, reduce),
+                                         Attrs{{"pragma_auto_unroll_max_step", int64_t{16}}})));
   Var j = MakeVar("j"), vj = MakeVar("vj");
   Block copy = MakeBlock("copy", {{vj, 8, IterKind::kSpatial}},
                          MakeIfThenElse(vj < 4, MakeStore(out, {vj}, Load(local, {vj})),
@@ -240,11 +253,9 @@ KernelFunction EveryStatementKind() {
   auto nested = std::make_shared<SeqNode>();
   nested->stmts = {single, MakeStore(scalar, {}, IntImm(2, DataType::kInt32))};
   Stmt then_only = MakeIfThenElse(Load(scalar, {}) == IntImm(2, DataType::kInt32), nested);
-  std::vector<Stmt> body = {compute,
-                            MakeFor(j, 8, ForKind::kSerial,
-                                    MakeBlockRealize({j}, IntImm(1), copy)),
-                            then_only, empty,
-                            MakeFor(MakeVar("unused"), 0, ForKind::kSerial, nullptr)};
+  std::vector<Stmt> body = {
+      compute, MakeFor(j, 8, ForKind::kSerial, MakeBlockRealize({j}, IntImm(1), copy)), then_only,
+      empty, MakeFor(MakeVar("unused"), 0, ForKind::kSerial, nullptr)};
   auto seq = std::make_shared<SeqNode>();
   seq->stmts = body;
   return MakeKernel("every statement", {a, b, out, scalar}, 2, seq, {local, odd_scope},
@@ -258,8 +269,8 @@ TEST(KernelTextForm, EveryStatementKindRoundTrips) {
   for (const char* part :
        {"kernel @\"every statement\"(%A: f32[8,6], %B: f32[6]) -> (%out: f32[8], %scalar: i32[]) "
         "attributes {target=\"llvm\", tuned=1} {",
-        "alloc(%acc: f32[8] local, %scratch: f32[2,3] \"shared memory\")",
-        "for %i in 2 parallel {", "for %i_1 in 4 vectorized {",
+        "alloc(%acc: f32[8] local, %scratch: f32[2,3] \"shared memory\")", "for %i in 2 parallel {",
+        "for %i_1 in 4 vectorized {",
         "for %k in 6 unrolled annotations {pragma_auto_unroll_max_step=16} {",
         "block matvec(%vi: spatial 8 = %i * 4 + %i_1, %vk: reduce 6 = %k) where %i * 4 + %i_1 "
         "< 7 || %k == 0",
@@ -290,30 +301,44 @@ TEST(KernelTextForm, EmptyAndOddKernelsRoundTrip) {
 TEST(KernelTextForm, NamesAreMadeUniqueAndBindByScope) {
   Buffer t1 = MakeBuffer("t", DataType::kFloat32, {4});
   Buffer t2 = MakeBuffer("t", DataType::kFloat32, {4});
-  Var i1 = MakeVar("i"), i2 = MakeVar("i"), shared = MakeVar("s"), unnamed = MakeVar("");
-  Var spaced = MakeVar("a b");
+  Var i1 = MakeVar("i"), i2 = MakeVar("i"), unnamed = MakeVar(""), spaced = MakeVar("a b");
   Stmt body = MakeSeq({
       MakeFor(i1, 4, ForKind::kSerial, MakeStore(t1, {i1}, FloatImm(1.0))),
       MakeFor(i2, 4, ForKind::kSerial, MakeStore(t2, {i2}, Load(t1, {i2}))),
-      MakeFor(shared, 2, ForKind::kSerial, MakeStore(t1, {shared}, FloatImm(2.0))),
-      MakeFor(shared, 2, ForKind::kSerial, MakeStore(t1, {shared + 2}, FloatImm(3.0))),
-      MakeFor(unnamed, 1, ForKind::kSerial,
-              MakeFor(spaced, 1, ForKind::kSerial, MakeStore(t2, {unnamed + spaced}, FloatImm(4.0)))),
+      MakeFor(
+          unnamed, 1, ForKind::kSerial,
+          MakeFor(spaced, 1, ForKind::kSerial, MakeStore(t2, {unnamed + spaced}, FloatImm(4.0)))),
   });
   KernelFunction kernel = MakeKernel("names", {t1, t2}, 1, body);
   std::string text;
   ASSERT_TRUE(RoundTrips(kernel, &text));
-  for (const char* part : {"(%t: f32[4]) -> (%t_1: f32[4])", "for %i in 4", "for %i_1 in 4",
-                           "%t_1[%i_1] = %t[%i_1]", "for %v in 1", "for %\"a b\" in 1",
-                           "%t_1[%v + %\"a b\"] = 4.0"}) {
+  for (const char* part :
+       {"(%t: f32[4]) -> (%t_1: f32[4])", "for %i in 4", "for %i_1 in 4", "%t_1[%i_1] = %t[%i_1]",
+        "for %v in 1", "for %\"a b\" in 1", "%t_1[%v + %\"a b\"] = 4.0"}) {
     EXPECT_TRUE(Contains(text, part)) << part << "\n" << text;
   }
-  // The same Var bound by two loops is one name, and one Var again after parsing.
-  KernelFunction parsed = ParseKernel(text);
-  const auto* seq = As<SeqNode>(As<BlockRealizeNode>(parsed.body)->block->body);
+  // In hand-written text every binding is a new Var, and a use binds to the innermost one.
+  KernelFunction parsed = ParseKernel(R"(
+    kernel @k() -> (%b: f32[4]) {
+      for %i in 4 { %b[%i] = 1.0 }
+      for %i in 2 {
+        for %i in 4 { %b[%i] = 2.0 }
+      }
+    })");
+  const auto* seq = As<SeqNode>(parsed.body);
   ASSERT_NE(seq, nullptr);
-  EXPECT_TRUE(As<ForNode>(seq->stmts[2])->loop_var.same_as(As<ForNode>(seq->stmts[3])->loop_var));
-  EXPECT_FALSE(As<ForNode>(seq->stmts[0])->loop_var.same_as(As<ForNode>(seq->stmts[1])->loop_var));
+  const ForNode* first = As<ForNode>(seq->stmts[0]);
+  const ForNode* outer = As<ForNode>(seq->stmts[1]);
+  const ForNode* inner = As<ForNode>(outer->body);
+  EXPECT_FALSE(first->loop_var.same_as(outer->loop_var));
+  EXPECT_FALSE(outer->loop_var.same_as(inner->loop_var));
+  EXPECT_TRUE(As<StoreNode>(inner->body)->indices[0].same_as(inner->loop_var));
+  EXPECT_TRUE(As<StoreNode>(first->body)->indices[0].same_as(first->loop_var));
+  EXPECT_EQ(PrintKernel(parsed),
+            "kernel @k() -> (%b: f32[4]) {\n"
+            "  for %i in 4 {\n    %b[%i] = 1.0\n  }\n"
+            "  for %i_1 in 2 {\n"
+            "    for %i_2 in 4 {\n      %b[%i_2] = 2.0\n    }\n  }\n}\n");
 }
 
 // Hand-written text with a shadowed name and sibling loops of one name computes what scoping
@@ -353,14 +378,17 @@ TEST(KernelTextForm, ScopedNamesComputeTheRightValues) {
 // and round-trip, whether the variable is defined later, never, or was defined before.
 TEST(KernelTextForm, FreeVariablesRoundTrip) {
   Buffer out = MakeBuffer("out", DataType::kFloat32, {4});
-  Var i = MakeVar("i"), v1 = MakeVar("v"), v2 = MakeVar("v"), never = MakeVar("n", DataType::kInt32);
+  Var i = MakeVar("i"), v1 = MakeVar("v"), v2 = MakeVar("v"),
+      never = MakeVar("n", DataType::kInt32);
   Var late = MakeVar("i");
   Block b1 = MakeBlock("b1", {{v1, 4, IterKind::kSpatial}}, MakeStore(out, {v1}, FloatImm(1.0)),
                        nullptr, {}, {{out, {{v1, 1}}}});
   Block b2 = MakeBlock("b2", {{v2, 4, IterKind::kSpatial}}, MakeStore(out, {v2}, FloatImm(2.0)),
                        nullptr, {}, {{out, {{Min(v1, v2), Cast(DataType::kInt64, never)}}}});
-  Stmt body = MakeSeq({MakeFor(i, 4, ForKind::kSerial, MakeBlockRealize({i}, IntImm(1, DataType::kBool), b1)),
-                       MakeFor(late, 4, ForKind::kSerial, MakeBlockRealize({late + i * 0}, IntImm(1, DataType::kBool), b2))});
+  Stmt body = MakeSeq(
+      {MakeFor(i, 4, ForKind::kSerial, MakeBlockRealize({i}, IntImm(1, DataType::kBool), b1)),
+       MakeFor(late, 4, ForKind::kSerial,
+               MakeBlockRealize({late + i * 0}, IntImm(1, DataType::kBool), b2))});
   auto root = MakeBlock("root", {}, body, nullptr, {}, {{out, {{Min(v1, v2), 4 - Min(v1, v2)}}}});
   KernelFunction kernel = MakeKernel("free", {out}, 1, nullptr);
   kernel.body = MakeBlockRealize({}, Expr(), root);
@@ -417,13 +445,14 @@ TEST(KernelTextForm, ErrorsNameWhatAndWhere) {
                     "select takes 3 operands but 2 were given");
   ExpectKernelError(head + "  block b(%v: spatial 4 = 0) reads(%a[%v]) { }\n}", 2, 38,
                     "region of buffer '%a' of rank 2 has 1 ranges");
-  ExpectKernelError(head + "  block b(%v: spatial 4 = 0) writes(%b[%v]) reads(%a[%v, 0]) { }\n}",
-                    2, 45, "a block clause ('where', 'alloc', 'reads', 'writes', 'annotations') in "
-                           "this order, or '{'");
+  ExpectKernelError(head + "  block b(%v: spatial 4 = 0) writes(%b[%v]) reads(%a[%v, 0]) { }\n}", 2,
+                    45,
+                    "a block clause ('where', 'alloc', 'reads', 'writes', 'annotations') in "
+                    "this order, or '{'");
   ExpectKernelError(head + "  block b(%v: sideways 4 = 0) { }\n}", 2, 15,
                     "expected an iterator kind ('spatial' or 'reduce')");
-  ExpectKernelError(head + "  for %i in 4 { for %i: i32 in 2 { } }\n}", 2, 21,
-                    "variable '%i' is defined as i32 here but as i64 before");
+  ExpectKernelError(head + "  for %i in 4 { for %i: i32 in 2 { %b[0] = cast<f32>(%i + 1) } }\n}", 2,
+                    57, "operands of '+' have different types i32 and i64");
   ExpectKernelError(head + "  block b() alloc(%a: f32[4] local) { }\n}", 2, 19,
                     "buffer '%a' is declared again as f32[4] local but was f32[4,4] global");
   ExpectKernelError("kernel @k() -> () free(%x, %x) { }", 1, 28, "listed twice");
@@ -459,19 +488,25 @@ TEST(KernelTextForm, PrefixesAndMutationsParseOrThrowError) {
   EXPECT_EQ(parsed, 2);  // the whole text, and the text without its final newline
   std::mt19937 rng(7);
   std::string both = PrintKernel(EveryStatementKind()) + "\n" + PrintKernel(EveryExpressionKind());
-  const std::vector<std::string> pieces = {"%i", "%A", "[", "]", "(", ")", "{", "}", ",", ":",
-                                           "=", "==", "<", ">", "!", "&&", "||", "+", "-", "*",
-                                           "/", "1", "-1", "2.5", "nan", "for", "in", "block",
-                                           "seq", "if", "else", "init", "where", "reads",
-                                           "spatial", "f32", "cast", "select", "free", "\n"};
+  const std::vector<std::string> pieces = {
+      "%i",   "%A",   "[",     "]",     "(",       ")",   "{",    "}",      ",",    ":",
+      "=",    "==",   "<",     ">",     "!",       "&&",  "||",   "+",      "-",    "*",
+      "/",    "1",    "-1",    "2.5",   "nan",     "for", "in",   "block",  "seq",  "if",
+      "else", "init", "where", "reads", "spatial", "f32", "cast", "select", "free", "\n"};
   for (int round = 0; round < 3000; ++round) {
     std::string mutated = round % 2 ? text : both;
     for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
       size_t at = rng() % mutated.size();
       switch (rng() % 3) {
-        case 0: mutated.erase(at, 1 + rng() % 8); break;
-        case 1: mutated.insert(at, pieces[rng() % pieces.size()]); break;
-        default: mutated[at] = static_cast<char>(rng() % 128); break;
+        case 0:
+          mutated.erase(at, 1 + rng() % 8);
+          break;
+        case 1:
+          mutated.insert(at, pieces[rng() % pieces.size()]);
+          break;
+        default:
+          mutated[at] = static_cast<char>(rng() % 128);
+          break;
       }
     }
     try {

@@ -75,7 +75,7 @@ TEST(ParseErrors, Syntax) {
   ExpectParseError("graph @f() -> f32[2] {\n  7\n}", 2, 3,
                    "expected a statement ('%name = ...') or 'return' but found '7'");
   ExpectParseError("module {\n  graph @f() -> f32[] { %c = constant f32[] [1.0] return %c }\n x", 3,
-                   2, "expected 'graph' or '}' but found 'x'");
+                   2, "expected 'graph', 'kernel' or '}' but found 'x'");
   ExpectParseError("graph @f() -> f32[] { %c = constant f32[] [1.0] return %c } }", 1, 61,
                    "expected end of input but found '}'");
   ExpectParseError("module attributes {a=1, a=2} {}", 1, 25, "attribute 'a' is given twice");

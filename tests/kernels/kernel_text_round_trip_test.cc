@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -42,7 +41,6 @@ bool SameBytes(const ir::Tensor& a, const ir::Tensor& b) {
 // `run`) that both compute the same bytes. Returns false (after reporting) on a mismatch.
 bool RoundTrips(const ir::KernelFunction& kernel, const std::string& label, bool run) {
   std::string text = ir::PrintKernel(kernel);
-  if (std::getenv("SCRATCH_PRINT") && label.find(std::getenv("SCRATCH_PRINT")) != std::string::npos) std::cout << "=== " << label << "\n" << text;
   ir::KernelFunction parsed;
   try {
     parsed = ir::ParseKernel(text, label);
@@ -59,7 +57,8 @@ bool RoundTrips(const ir::KernelFunction& kernel, const std::string& label, bool
   std::string again = ir::PrintKernel(parsed);
   if (again != text) {
     ADD_FAILURE() << label << ": printing the parsed kernel gives other text:\n"
-                  << text << "---\n" << again;
+                  << text << "---\n"
+                  << again;
     return false;
   }
   if (run) {
@@ -130,13 +129,13 @@ TEST(KernelTextRoundTrip, RandomlyScheduledKernels) {
   testing::FuzzCounts counts;
   int kernels = 0;
   for (const Workload& workload : workloads) {
-    for (uint64_t seed = 0; seed < 50; ++seed) {
+    for (uint64_t seed = 0; seed < 600; ++seed) {
       Schedule schedule(workload.kernel, seed);
       testing::ScheduleFuzzer fuzzer(schedule, seed * 31 + workload.name.size(), counts);
       fuzzer.Run(12);
       ++kernels;
-      std::string label = fmt::format("{} seed {} [{}]", workload.name, seed,
-                                      fmt::join(fuzzer.applied(), ", "));
+      std::string label =
+          fmt::format("{} seed {} [{}]", workload.name, seed, fmt::join(fuzzer.applied(), ", "));
       if (!RoundTrips(schedule.function(), label, /*run=*/seed % 5 == 0)) return;
     }
   }
@@ -150,8 +149,8 @@ TEST(KernelTextRoundTrip, RandomlyScheduledKernels) {
 // ---- legalized models ----
 
 ir::Tensor Weight(ir::Shape shape, uint64_t seed, double scale = 0.3) {
-  ir::Tensor t = ir::Tensor::Random(ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""},
-                                    seed);
+  ir::Tensor t =
+      ir::Tensor::Random(ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""}, seed);
   for (int64_t i = 0; i < t.num_elements(); ++i) t.SetDouble(i, t.GetDouble(i) * scale);
   return t;
 }
@@ -166,8 +165,9 @@ ir::IRModule ResNetBlock() {
   auto bn = [&](ir::ValueId v, uint64_t seed) {
     ir::Tensor variance = Weight({c}, seed + 3);
     for (int64_t i = 0; i < c; ++i) variance.SetDouble(i, 1.0 + std::abs(variance.GetDouble(i)));
-    return b.Call("batch_norm", {v, b.Constant(Weight({c}, seed)), b.Constant(Weight({c}, seed + 1)),
-                                 b.Constant(Weight({c}, seed + 2)), b.Constant(variance)});
+    return b.Call("batch_norm",
+                  {v, b.Constant(Weight({c}, seed)), b.Constant(Weight({c}, seed + 1)),
+                   b.Constant(Weight({c}, seed + 2)), b.Constant(variance)});
   };
   ir::ValueId y = b.Call("conv2d", {x, b.Constant(Weight({c, c, 3, 3}, 1))}, pad);
   y = b.Call("relu", {bn(y, 10)});
@@ -210,6 +210,38 @@ ir::IRModule TransformerLayer() {
   return module;
 }
 
+// A MobileNetV2 inverted residual block: expand 1x1 - depthwise 3x3 (stride 2) - project 1x1,
+// each followed by batch norm (and clip(0, 6) but for the projection).
+ir::IRModule InvertedResidual() {
+  const int64_t in = 4, hidden = 8, out = 6;
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("data", F32({1, in, 7, 7}));
+  auto bn = [&](ir::ValueId v, int64_t c, uint64_t seed) {
+    ir::Tensor variance = Weight({c}, seed + 3);
+    for (int64_t i = 0; i < c; ++i) variance.SetDouble(i, 1.0 + std::abs(variance.GetDouble(i)));
+    return b.Call("batch_norm",
+                  {v, b.Constant(Weight({c}, seed)), b.Constant(Weight({c}, seed + 1)),
+                   b.Constant(Weight({c}, seed + 2)), b.Constant(variance)});
+  };
+  auto clip = [&](ir::ValueId v) {
+    return b.Call("clip", {v}, ir::Attrs{{"min", 0.0}, {"max", 6.0}});
+  };
+  ir::ValueId y = b.Call("conv2d", {x, b.Constant(Weight({hidden, in, 1, 1}, 1))});
+  y = clip(bn(y, hidden, 10));
+  y = b.Call("conv2d", {y, b.Constant(Weight({hidden, 1, 3, 3}, 2))},
+             ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}},
+                       {"strides", std::vector<int64_t>{2, 2}},
+                       {"groups", hidden}});
+  ir::ValueId depthwise_bn = bn(y, hidden, 20);
+  ir::ValueId depthwise = clip(depthwise_bn);
+  b.Annotate(depthwise_bn, "group", int64_t{3});
+  b.Annotate(depthwise, "group", int64_t{3});
+  y = b.Call("conv2d", {depthwise, b.Constant(Weight({out, hidden, 1, 1}, 3))});
+  ir::IRModule module;
+  module.Add(b.Finish(bn(y, out, 30)));
+  return module;
+}
+
 // A pooling / reduction / reshape head returning two results.
 ir::IRModule PoolingHead() {
   ir::GraphBuilder b("main");
@@ -233,8 +265,10 @@ TEST(KernelTextRoundTrip, LegalizedModelsRoundTripAndComputeTheSame) {
     std::string name;
     ir::IRModule module;
   };
-  std::vector<Model> models = {
-      {"resnet_block", ResNetBlock()}, {"transformer", TransformerLayer()}, {"pooling", PoolingHead()}};
+  std::vector<Model> models = {{"resnet_block", ResNetBlock()},
+                               {"transformer", TransformerLayer()},
+                               {"inverted_residual", InvertedResidual()},
+                               {"pooling", PoolingHead()}};
   for (const Model& model : models) {
     SCOPED_TRACE(model.name);
     ir::IRModule legalized = Legalize(model.module);

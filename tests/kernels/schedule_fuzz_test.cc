@@ -84,6 +84,9 @@ struct Workload {
   // The kernel to schedule for a given seed (workloads alternate between variants).
   std::function<ir::KernelFunction(uint64_t seed)> make;
   int variants = 1;
+  int schedules = kSchedulesPerWorkload;
+  // Transformations that must have been applied at least once, besides the common ones.
+  std::vector<std::string> kinds;
 };
 
 ir::KernelFunction Conv(int64_t c, int64_t o, int64_t hw, std::vector<int64_t> strides,
@@ -97,7 +100,9 @@ ir::KernelFunction Conv(int64_t c, int64_t o, int64_t hw, std::vector<int64_t> s
 Workload MatmulWorkload() {
   return {"matmul",
           [](uint64_t seed) { return seed % 2 == 0 ? Matmul(24, 20, 16) : Matmul(13, 17, 11); },
-          2};
+          2,
+          kSchedulesPerWorkload,
+          {"rfactor", "transform_layout"}};
 }
 
 Workload ConvWorkload() {
@@ -105,24 +110,81 @@ Workload ConvWorkload() {
           [](uint64_t seed) {
             return seed % 2 == 0 ? Conv(3, 4, 6, {1, 1}, {1, 1}) : Conv(4, 4, 7, {2, 1}, {1, 2});
           },
-          2};
+          2,
+          kSchedulesPerWorkload,
+          {"compute_inline", "rfactor", "transform_layout"}};
 }
 
 Workload ConvBiasReluWorkload() {
-  return {"conv_bias_relu", [](uint64_t) { return ConvBiasRelu(3, 4, 6); }, 1};
+  return {"conv_bias_relu",
+          [](uint64_t) { return ConvBiasRelu(3, 4, 6); },
+          1,
+          kSchedulesPerWorkload,
+          {"compute_inline", "reverse_compute_inline", "rfactor", "transform_layout"}};
+}
+
+// `fn` with the realize of block `block` wrapped in `if (loop < bound)`, where `loop` is the
+// block's loop named `loop_name`.
+ir::KernelFunction GuardBlock(const ir::KernelFunction& fn, const std::string& block,
+                              const std::string& loop_name, int64_t bound) {
+  class Guard : public ir::StmtMutator {
+   public:
+    Guard(std::string block, std::string loop_name, int64_t bound)
+        : block_(std::move(block)), loop_name_(std::move(loop_name)), bound_(bound) {}
+    ir::Expr VisitExpr(const ir::Expr& e) override { return e; }
+
+   protected:
+    ir::Stmt VisitFor(const ir::ForNode* op, const ir::Stmt& s) override {
+      if (op->loop_var->name == loop_name_) loop_ = op->loop_var;
+      return StmtMutator::VisitFor(op, s);
+    }
+    ir::Stmt VisitBlockRealize(const ir::BlockRealizeNode* op, const ir::Stmt& s) override {
+      if (op->block->name != block_) return StmtMutator::VisitBlockRealize(op, s);
+      return ir::MakeIfThenElse(loop_ < ir::IntImm(bound_), s);
+    }
+
+   private:
+    std::string block_, loop_name_;
+    int64_t bound_;
+    ir::Var loop_;
+  };
+  Guard guard(block, loop_name, bound);
+  ir::KernelFunction out = fn;
+  out.body = guard.VisitStmt(fn.body);
+  return out;
+}
+
+// Blocks under an IfThenElse (which no compute definition emits, but the IR allows): the
+// primitives must keep the condition or refuse.
+Workload GuardedWorkload() {
+  return {"guarded",
+          [](uint64_t seed) {
+            switch (seed % 4) {
+              case 0: return GuardBlock(Matmul(6, 5, 4), "matmul", "j", 3);
+              case 1: return GuardBlock(ConvBiasRelu(2, 3, 5), "pad", "h", 5);
+              case 2: return GuardBlock(ConvBiasRelu(2, 3, 5), "add", "i3", 4);
+              default: return GuardBlock(ConvBiasRelu(2, 3, 5), "conv2d", "h", 4);
+            }
+          },
+          4,
+          100,
+          {}};
 }
 
 // Seeds to fuzz: TANDEM_FUZZ_SEED=n runs only seed n (to debug one schedule);
-// TANDEM_FUZZ_COUNT=n runs seeds 0..n-1 (for longer fuzzing campaigns).
-std::vector<uint64_t> Seeds() {
+// TANDEM_FUZZ_COUNT=n and TANDEM_FUZZ_FIRST=f run seeds f..f+n-1, and TANDEM_FUZZ_STEPS=m
+// applies up to m primitives per schedule (for longer fuzzing campaigns).
+std::vector<uint64_t> Seeds(int schedules) {
   std::vector<uint64_t> seeds;
   if (const char* one = std::getenv("TANDEM_FUZZ_SEED")) {
     seeds.push_back(std::strtoull(one, nullptr, 10));
     return seeds;
   }
-  uint64_t count = kSchedulesPerWorkload;
+  uint64_t count = static_cast<uint64_t>(schedules);
+  uint64_t first = 0;
   if (const char* n = std::getenv("TANDEM_FUZZ_COUNT")) count = std::strtoull(n, nullptr, 10);
-  for (uint64_t s = 0; s < count; ++s) seeds.push_back(s);
+  if (const char* f = std::getenv("TANDEM_FUZZ_FIRST")) first = std::strtoull(f, nullptr, 10);
+  for (uint64_t s = first; s < first + count; ++s) seeds.push_back(s);
   return seeds;
 }
 
@@ -134,8 +196,10 @@ uint64_t FuzzSeed(const Workload& workload, uint64_t seed) {
 }
 
 int StepCount(uint64_t fuzz_seed) {
+  int64_t most = 17;
+  if (const char* m = std::getenv("TANDEM_FUZZ_STEPS")) most = std::max(9ll, std::atoll(m));
   RandomState random(fuzz_seed);
-  return 8 + static_cast<int>(random.Uniform(10));
+  return 8 + static_cast<int>(random.Uniform(most - 7));
 }
 
 bool Verbose() { return std::getenv("TANDEM_FUZZ_VERBOSE") != nullptr; }
@@ -169,7 +233,7 @@ void FuzzWorkload(const Workload& workload) {
   std::vector<std::vector<ir::Tensor>> expected(static_cast<size_t>(workload.variants));
   int failures = 0;
   int reversed_checks = 0;
-  for (uint64_t seed : Seeds()) {
+  for (uint64_t seed : Seeds(workload.schedules)) {
     if (failures >= 3) break;  // enough to debug; keeps the output readable
     size_t variant = static_cast<size_t>(seed % static_cast<uint64_t>(workload.variants));
     ir::KernelFunction original = workload.make(seed);
@@ -254,13 +318,16 @@ void FuzzWorkload(const Workload& workload) {
     for (const auto& [reason, n] : counts.reasons) std::cout << fmt::format("    {:5} {}\n", n, reason);
   }
   if (std::getenv("TANDEM_FUZZ_SEED")) return;
-  EXPECT_GE(counts.schedules, 100);
+  EXPECT_GE(counts.schedules, std::min(100, workload.schedules));
   EXPECT_GE(counts.applied, 5 * counts.schedules) << "too few primitives succeed";
   EXPECT_GT(counts.rejected, 0) << "the fuzzer never tried an illegal step";
   // Every kind of transformation was applied somewhere.
-  for (const char* kind : {"split", "reorder", "fuse", "parallel", "vectorize", "unroll",
-                           "annotate", "cache_write", "reverse_compute_at", "cache_read",
-                           "compute_at", "decompose_reduction", "rfactor"}) {
+  std::vector<std::string> kinds = {"split",      "reorder",     "fuse",
+                                    "parallel",   "vectorize",   "unroll",
+                                    "annotate",   "cache_write", "reverse_compute_at",
+                                    "cache_read", "compute_at",  "decompose_reduction"};
+  kinds.insert(kinds.end(), workload.kinds.begin(), workload.kinds.end());
+  for (const std::string& kind : kinds) {
     EXPECT_GT(counts.by_kind[kind].applied, 0) << workload.name << ": " << kind;
   }
 }
@@ -372,6 +439,38 @@ TEST(ScheduleIllegal, EveryPrimitiveRejectsIllegalUses) {
     ExpectIllegal(s, [&] { s.Fuse({conv_loops[2], conv_loops[3]}); }, "fuse",
                   "perfectly nested");
     ExpectIllegal(s, [&] { s.RFactor(conv_loops[4], 0); }, "rfactor", "shares loops");
+    ExpectSame(s);
+  }
+}
+
+TEST(ScheduleIllegal, BlocksUnderAConditionKeepIt) {
+  {
+    Schedule s(GuardBlock(ConvBiasRelu(2, 3, 5), "pad", "h", 5));
+    BlockRV pad = s.GetBlock("pad");
+    auto conv_loops = s.GetLoops(s.GetBlock("conv2d"));
+    ExpectIllegal(s, [&] { s.ComputeAt(pad, conv_loops[2]); }, "compute_at",
+                  "different conditions");
+    ExpectIllegal(s, [&] { s.ComputeInline(pad); }, "compute_inline", "under a condition");
+    BlockRV copy = s.CacheRead(pad, 0, "local");  // the copy runs under the same condition
+    ExpectSame(s);
+    (void)copy;
+  }
+  {
+    Schedule s(GuardBlock(ConvBiasRelu(2, 3, 5), "add", "i3", 4));
+    BlockRV relu = s.GetBlock("relu");
+    ExpectIllegal(s, [&] { s.ReverseComputeInline(relu); }, "reverse_compute_inline",
+                  "under a condition");
+    auto add_loops = s.GetLoops(s.GetBlock("add"));
+    ExpectIllegal(s, [&] { s.ReverseComputeAt(relu, add_loops[3]); }, "reverse_compute_at",
+                  "different conditions");
+  }
+  {
+    Schedule s(GuardBlock(Matmul(6, 5, 4), "matmul", "j", 3));
+    BlockRV b = s.GetBlock("matmul");
+    auto loops = s.GetLoops(b);
+    ExpectIllegal(s, [&] { s.DecomposeReduction(b, loops[0]); }, "decompose_reduction",
+                  "condition");
+    s.DecomposeReduction(b, loops[2]);  // below the condition
     ExpectSame(s);
   }
 }
@@ -500,6 +599,10 @@ TEST(ScheduleFuzz, Conv2d) {
 
 TEST(ScheduleFuzz, ConvBiasRelu) {
   FuzzWorkload(ConvBiasReluWorkload());
+}
+
+TEST(ScheduleFuzz, GuardedBlocks) {
+  FuzzWorkload(GuardedWorkload());
 }
 
 }  // namespace

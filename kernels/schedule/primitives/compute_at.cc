@@ -146,6 +146,11 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
   if (loop_scope != EnclosingBlock(block_path)) {
     throw fail("the block and the loop are in different block scopes");
   }
+  // A condition around the block but not the loop would be lost at the new place; one around
+  // the loop but not the block would skip part of the block's work.
+  if (EnclosingConditions(block_path) != EnclosingConditions(loop_path)) {
+    throw fail("the block and the loop are under different conditions (if)");
+  }
 
   std::map<const ir::StmtNode*, int> order = BlockOrder(fn);
   std::set<const ir::StmtNode*> under_loop;
@@ -169,6 +174,10 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
     moved_buffer = IdentityWrittenBuffer(block, &spatial_iters);
     if (!moved_buffer) {
       throw fail("the block must write one buffer indexed by its spatial iterators");
+    }
+    if (IsParam(fn, moved_buffer)) {
+      // Only the part its consumers read would be computed.
+      throw fail(fmt::format("it writes '{}', an output of the kernel", moved_buffer->name));
     }
     if (BlocksWriting(fn, moved_buffer).size() != 1) {
       throw fail(fmt::format("'{}' has several writers", moved_buffer->name));

@@ -6,6 +6,7 @@
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/region.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
@@ -33,6 +34,21 @@ Error Fail(const std::string& primitive, const std::string& block, const std::st
   return Error(fmt::format("{} of block '{}': {}", primitive, block, why));
 }
 
+// Inlining evaluates a block's value wherever it is used, so the block must run at every point
+// of its domain: throws when it is under a condition, or when its predicate can exclude a point.
+void CheckRunsEverywhere(const StmtPath& path, const std::string& primitive,
+                         const std::string& block, const std::string& which = "the block") {
+  if (!EnclosingConditions(path).empty()) {
+    throw Fail(primitive, block, which + " is under a condition (if)");
+  }
+  const auto* realize = ir::As<ir::BlockRealizeNode>(path.target);
+  Expr predicate = PredicateOverIterators(realize, {});
+  int64_t always = 0;
+  if (!predicate.defined() || !ir::AsConstInt(predicate, &always) || always == 0) {
+    throw Fail(primitive, block, which + " has a predicate that may exclude points of its domain");
+  }
+}
+
 }  // namespace
 
 ir::KernelFunction ComputeInline(const ir::KernelFunction& fn, const std::string& block_name) {
@@ -46,6 +62,7 @@ ir::KernelFunction ComputeInline(const ir::KernelFunction& fn, const std::string
                "iterators, without init");
   }
   const ir::Buffer& buffer = store->buffer;
+  CheckRunsEverywhere(path, "compute_inline", block_name);
   if (IsParam(fn, buffer)) {
     throw Fail("compute_inline", block_name,
                fmt::format("it writes '{}', a parameter of the kernel", buffer->name));
@@ -114,6 +131,9 @@ ir::KernelFunction ReverseComputeInline(const ir::KernelFunction& fn,
                fmt::format("'{}' has other readers", produced->name));
   }
   const ir::BlockRealizeNode* producer_realize = producers[0];
+  CheckRunsEverywhere(path, "reverse_compute_inline", block_name);
+  CheckRunsEverywhere(GetBlockPath(fn, producer_realize->block->name), "reverse_compute_inline",
+                      block_name, fmt::format("its producer '{}'", producer_realize->block->name));
   const ir::Block& producer = producer_realize->block;
   const ir::StoreNode* producer_store = PointwiseStore(producer);
   if (!producer_store || producer_store->indices.size() != consumer->iter_vars.size()) {
