@@ -120,8 +120,12 @@ std::vector<Value> ConvertRange(NodeContext& ctx) {
     int64_t first = TensorToInts(start)[0], last = TensorToInts(limit)[0];
     int64_t step = TensorToInts(delta)[0];
     if (step == 0) ctx.Fail("Range delta must not be 0");
-    int64_t span = last - first;
-    int64_t count = std::max<int64_t>(0, (span + step + (step > 0 ? -1 : 1)) / step);
+    int64_t span = 0;
+    if (__builtin_sub_overflow(last, first, &span) ||
+        __builtin_add_overflow(span, step + (step > 0 ? -1 : 1), &span)) {
+      ctx.Fail("the Range is too long");
+    }
+    int64_t count = std::max<int64_t>(0, span / step);
     CheckFoldable(ctx, {count});
     out = Tensor({count}, dtype);
     for (int64_t i = 0; i < count; ++i) out.SetDouble(i, static_cast<double>(first + i * step));

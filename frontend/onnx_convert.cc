@@ -62,6 +62,15 @@ std::vector<int64_t> TensorToInts(const ir::Tensor& tensor) {
   return out;
 }
 
+void CheckRange(const std::vector<int64_t>& values, int64_t low, const std::string& what) {
+  for (int64_t v : values) {
+    if (v < low || v > kMaxAttributeValue) {
+      throw Error(fmt::format("{} [{}] must lie in [{}, {}]", what, fmt::join(values, ","), low,
+                              kMaxAttributeValue));
+    }
+  }
+}
+
 int64_t CheckedNumElements(const ir::Shape& shape) {
   int64_t count = 1;
   for (int64_t d : shape) {

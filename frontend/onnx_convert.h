@@ -158,6 +158,11 @@ const ConverterMap& Converters();
 
 // Integer values of an integer tensor (exact for int64).
 std::vector<int64_t> TensorToInts(const ir::Tensor& tensor);
+// Largest magnitude accepted for window, padding and size values; larger ones could only come
+// from a corrupt model and would overflow shape arithmetic.
+inline constexpr int64_t kMaxAttributeValue = int64_t{1} << 31;
+// Throws Error unless every value lies in [low, kMaxAttributeValue]; `what` names the list.
+void CheckRange(const std::vector<int64_t>& values, int64_t low, const std::string& what);
 // Multiplies extents, throwing Error when the product overflows.
 int64_t CheckedNumElements(const ir::Shape& shape);
 

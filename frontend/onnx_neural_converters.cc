@@ -26,9 +26,7 @@ std::vector<int64_t> SpatialAttr(NodeContext& ctx, const std::string& name, size
                     "has {}",
                     name, ctx.op_type(), count, values.size()));
   }
-  for (int64_t v : values) {
-    if (v < 1) ctx.Fail(fmt::format("attribute '{}' of {} must be positive", name, ctx.op_type()));
-  }
+  CheckRange(values, 1, fmt::format("attribute '{}' of {}", name, ctx.op_type()));
   return values;
 }
 
@@ -47,15 +45,15 @@ std::vector<int64_t> WindowPadding(NodeContext& ctx, const Shape& spatial,
       ctx.Fail(fmt::format("attribute 'pads' of {} must have {} entries but has {}", ctx.op_type(),
                            2 * n, pads.size()));
     }
-    for (int64_t p : pads) {
-      if (p < 0) ctx.Fail(fmt::format("negative 'pads' of {} are not supported", ctx.op_type()));
-    }
+    CheckRange(pads, 0, fmt::format("attribute 'pads' of {}", ctx.op_type()));
     return pads;
   }
   if (auto_pad == "VALID") return std::vector<int64_t>(2 * n, 0);
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") {
     ctx.Fail(fmt::format("unsupported auto_pad value '{}' of {}", auto_pad, ctx.op_type()));
   }
+  CheckRange(spatial, 0, "the input's spatial extents");
+  CheckRange(kernel, 0, "the kernel extents");
   std::vector<int64_t> out(2 * n);
   for (size_t i = 0; i < n; ++i) {
     int64_t output = (spatial[i] + strides[i] - 1) / strides[i];
@@ -126,13 +124,18 @@ std::vector<Value> ConvertConvTranspose(NodeContext& ctx) {
   if (auto declared = ctx.OptionalInts("kernel_shape"); declared && *declared != kernel) {
     ctx.Fail("kernel_shape differs from the weight's spatial extents");
   }
+  CheckRange(spatial, 0, "the input's spatial extents");
+  CheckRange(kernel, 0, "the kernel extents");
   std::vector<int64_t> strides = SpatialAttr(ctx, "strides", n, 1);
   std::vector<int64_t> dilations = SpatialAttr(ctx, "dilations", n, 1);
   std::vector<int64_t> output_padding = ctx.Ints("output_padding", std::vector<int64_t>(n, 0));
   if (output_padding.size() != n) ctx.Fail("output_padding needs one entry per spatial axis");
+  CheckRange(output_padding, 0, "attribute 'output_padding' of ConvTranspose");
   std::string auto_pad = ctx.String("auto_pad", "NOTSET");
   std::vector<int64_t> pads = ctx.Ints("pads", std::vector<int64_t>(2 * n, 0));
+  CheckRange(pads, 0, "attribute 'pads' of ConvTranspose");
   std::optional<std::vector<int64_t>> output_shape = ctx.OptionalInts("output_shape");
+  if (output_shape) CheckRange(*output_shape, 0, "attribute 'output_shape' of ConvTranspose");
   if (output_shape && output_shape->size() == n + 2) {
     output_shape = std::vector<int64_t>(output_shape->begin() + 2, output_shape->end());
   }
@@ -340,9 +343,7 @@ std::vector<Value> ConvertPool(NodeContext& ctx) {
   if (!kernel || kernel->size() != n) {
     ctx.Fail(fmt::format("{} needs kernel_shape with {} entries", ctx.op_type(), n));
   }
-  for (int64_t k : *kernel) {
-    if (k < 1) ctx.Fail(fmt::format("kernel_shape of {} must be positive", ctx.op_type()));
-  }
+  CheckRange(*kernel, 1, fmt::format("attribute 'kernel_shape' of {}", ctx.op_type()));
   std::vector<int64_t> strides = SpatialAttr(ctx, "strides", n, 1);
   std::vector<int64_t> dilations = SpatialAttr(ctx, "dilations", n, 1);
   std::vector<int64_t> padding =

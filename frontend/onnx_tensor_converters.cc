@@ -137,12 +137,8 @@ std::vector<Value> ConvertSplit(NodeContext& ctx) {
     sizes = std::vector<int64_t>(static_cast<size_t>(parts), extent / parts);
   }
   int64_t total = 0;
-  for (int64_t s : *sizes) {
-    if (s < 0) {
-      ctx.Fail(fmt::format("split sizes [{}] have a negative entry", fmt::join(*sizes, ",")));
-    }
-    total += s;
-  }
+  CheckRange(*sizes, 0, "split sizes");
+  for (int64_t s : *sizes) total += s;
   if (total != extent || static_cast<int64_t>(sizes->size()) != parts) {
     ctx.Fail(
         fmt::format("split sizes [{}] must sum to the extent {} of axis {} and give one size "
@@ -229,6 +225,7 @@ std::vector<Value> ConvertPad(NodeContext& ctx) {
   if (pads.size() != 2 * axes.size()) {
     ctx.Fail(fmt::format("Pad needs {} pads but has {}", 2 * axes.size(), pads.size()));
   }
+  CheckRange(pads, -kMaxAttributeValue, "pads of Pad");
   size_t r = static_cast<size_t>(rank);
   std::vector<int64_t> grow(2 * r, 0), crop(2 * r, 0);
   for (size_t i = 0; i < axes.size(); ++i) {

@@ -29,7 +29,8 @@ std::vector<Access> CollectLoads(const Stmt& stmt) {
 std::vector<Access> CollectStores(const Stmt& stmt) {
   std::vector<Access> out;
   ir::VisitStmtTree(stmt, [&](const Stmt& s) {
-    if (const auto* store = ir::As<ir::StoreNode>(s)) out.push_back(Access{store->buffer, store->indices});
+    if (const auto* store = ir::As<ir::StoreNode>(s))
+      out.push_back(Access{store->buffer, store->indices});
   });
   return out;
 }
@@ -94,12 +95,12 @@ ir::Block WithRecomputedRegions(const ir::Block& block) {
 namespace {
 class LoadRewriter : public ir::StmtMutator {
  public:
-  LoadRewriter(const ir::Buffer& buffer,
-               const std::function<Expr(const std::vector<Expr>&)>& fn)
+  LoadRewriter(const ir::Buffer& buffer, const std::function<Expr(const std::vector<Expr>&)>& fn)
       : buffer_(buffer), fn_(fn) {}
   Expr VisitExpr(const Expr& e) override {
     Expr visited = VisitChildren(e);
-    if (visited->kind == ExprKind::kLoad && visited->buffer == buffer_) return fn_(visited->operands);
+    if (visited->kind == ExprKind::kLoad && visited->buffer == buffer_)
+      return fn_(visited->operands);
     return visited;
   }
 
@@ -169,7 +170,8 @@ Stmt AddAllocation(const Stmt& stmt, const ir::Buffer& buffer, const std::string
   AllocationEditor editor(buffer, true, block_name);
   Stmt out = editor.VisitStmt(stmt);
   if (!editor.done) {
-    throw ir::Error(fmt::format("cannot allocate buffer '{}' in block '{}'", buffer->name, block_name));
+    throw ir::Error(
+        fmt::format("cannot allocate buffer '{}' in block '{}'", buffer->name, block_name));
   }
   return out;
 }
@@ -193,7 +195,9 @@ bool Linearize(const Expr& e, const ir::VarRanges& ranges, int64_t scale, Linear
         out.rest = out.rest + (scale == 1 ? e : e * ir::IntImm(scale));
       }
       return true;
-    case ExprKind::kIntImm: out.rest = out.rest + ir::IntImm(e->int_value * scale); return true;
+    case ExprKind::kIntImm:
+      out.rest = out.rest + ir::IntImm(e->int_value * scale);
+      return true;
     case ExprKind::kAdd:
       return Linearize(e->operands[0], ranges, scale, out) &&
              Linearize(e->operands[1], ranges, scale, out);
@@ -202,8 +206,10 @@ bool Linearize(const Expr& e, const ir::VarRanges& ranges, int64_t scale, Linear
              Linearize(e->operands[1], ranges, -scale, out);
     case ExprKind::kMul: {
       int64_t c;
-      if (ir::AsConstInt(e->operands[1], &c)) return Linearize(e->operands[0], ranges, scale * c, out);
-      if (ir::AsConstInt(e->operands[0], &c)) return Linearize(e->operands[1], ranges, scale * c, out);
+      if (ir::AsConstInt(e->operands[1], &c))
+        return Linearize(e->operands[0], ranges, scale * c, out);
+      if (ir::AsConstInt(e->operands[0], &c))
+        return Linearize(e->operands[1], ranges, scale * c, out);
       [[fallthrough]];
     }
     default: {

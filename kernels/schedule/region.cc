@@ -35,8 +35,7 @@ std::vector<AxisRegion> RegionUnderLoop(const StmtPath& loop_path, const ir::Buf
   std::vector<Expr> mins(rank), maxs(rank);
   bool any = false;
   // Walks the loop body tracking the ranges of inner loops, binding block iterators.
-  std::function<void(const Stmt&, ir::VarRanges&)> walk = [&](const Stmt& s,
-                                                               ir::VarRanges& inner) {
+  std::function<void(const Stmt&, ir::VarRanges&)> walk = [&](const Stmt& s, ir::VarRanges& inner) {
     if (!s) return;
     if (const auto* l = ir::As<ir::ForNode>(s)) {
       inner[l->loop_var.get()] = {0, l->extent - 1};
@@ -196,8 +195,8 @@ Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iter
     if (spatial_iters[d] < 0) continue;
     Expr index = values[static_cast<size_t>(spatial_iters[d])];
     int64_t domain = block->iter_vars[static_cast<size_t>(spatial_iters[d])].extent;
-    for (Expr guard : {index <= region[d].max, index < ir::IntImm(domain),
-                       index >= ir::IntImm(0)}) {
+    for (Expr guard :
+         {index <= region[d].max, index < ir::IntImm(domain), index >= ir::IntImm(0)}) {
       if (!ir::CanProve(guard, ranges)) predicate = predicate && guard;
     }
   }

@@ -42,9 +42,10 @@ std::vector<AxisRegion> RegionUnderLoop(const StmtPath& loop_path, const ir::Buf
 ir::Expr PredicateOverIterators(const ir::BlockRealizeNode* realize, const ir::VarRanges& kept);
 
 // A loop nest realizing `block` with spatial iterator `spatial_iters[d]` ranging over
-// `region[d]` (no iterator when it is -1) and its other iterators over their whole domains, under the predicate
-// `iterator_predicate` (over the block's iterators) and guards that keep every iterator inside
-// both the region and its domain. `outer` are the ranges of the loops around the nest.
+// `region[d]` (no iterator when it is -1) and its other iterators over their whole domains, under
+// the predicate `iterator_predicate` (over the block's iterators) and guards that keep every
+// iterator inside both the region and its domain. `outer` are the ranges of the loops around the
+// nest.
 ir::Stmt RegenerateNest(const ir::Block& block, const std::vector<int>& spatial_iters,
                         const std::vector<AxisRegion>& region, const ir::Expr& iterator_predicate,
                         const ir::VarRanges& outer);

@@ -27,7 +27,9 @@ bool Search(const Stmt& s, const std::function<bool(const Stmt&)>& match, std::v
   stack.push_back(s);
   bool found = false;
   switch (s->kind) {
-    case StmtKind::kFor: found = Search(ir::As<ir::ForNode>(s)->body, match, stack, out); break;
+    case StmtKind::kFor:
+      found = Search(ir::As<ir::ForNode>(s)->body, match, stack, out);
+      break;
     case StmtKind::kSeq:
       for (const Stmt& c : ir::As<ir::SeqNode>(s)->stmts) {
         if ((found = Search(c, match, stack, out))) break;
@@ -44,7 +46,8 @@ bool Search(const Stmt& s, const std::function<bool(const Stmt&)>& match, std::v
       found = Search(block->init, match, stack, out) || Search(block->body, match, stack, out);
       break;
     }
-    case StmtKind::kStore: break;
+    case StmtKind::kStore:
+      break;
   }
   stack.pop_back();
   return found;
@@ -77,9 +80,10 @@ std::optional<StmtPath> FindBlock(const ir::KernelFunction& fn, const std::strin
 StmtPath GetLoopPath(const ir::KernelFunction& fn, const ir::Var& loop_var) {
   auto path = FindLoop(fn, loop_var);
   if (!path) {
-    throw ir::Error(fmt::format("kernel '{}' has no loop '{}' (it may have been transformed by an "
-                                "earlier primitive)",
-                                fn.name, loop_var.defined() ? loop_var->name : "?"));
+    throw ir::Error(
+        fmt::format("kernel '{}' has no loop '{}' (it may have been transformed by an "
+                    "earlier primitive)",
+                    fn.name, loop_var.defined() ? loop_var->name : "?"));
   }
   return *path;
 }

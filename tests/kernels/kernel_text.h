@@ -15,29 +15,50 @@ inline std::string ExprText(const ir::Expr& e) {
   if (!e.defined()) return "<null>";
   auto operand = [&](size_t i) { return ExprText(e->operands[i]); };
   switch (e->kind) {
-    case ExprKind::kIntImm: return std::to_string(e->int_value);
-    case ExprKind::kFloatImm: return fmt::format("{}f", e->float_value);
-    case ExprKind::kVar: return e->name;
-    case ExprKind::kAdd: return fmt::format("({} + {})", operand(0), operand(1));
-    case ExprKind::kSub: return fmt::format("({} - {})", operand(0), operand(1));
-    case ExprKind::kMul: return fmt::format("{}*{}", operand(0), operand(1));
-    case ExprKind::kDiv: return fmt::format("({} / {})", operand(0), operand(1));
-    case ExprKind::kFloorDiv: return fmt::format("({} // {})", operand(0), operand(1));
-    case ExprKind::kFloorMod: return fmt::format("({} % {})", operand(0), operand(1));
-    case ExprKind::kMin: return fmt::format("min({}, {})", operand(0), operand(1));
-    case ExprKind::kMax: return fmt::format("max({}, {})", operand(0), operand(1));
-    case ExprKind::kEQ: return fmt::format("({} == {})", operand(0), operand(1));
-    case ExprKind::kNE: return fmt::format("({} != {})", operand(0), operand(1));
-    case ExprKind::kLT: return fmt::format("({} < {})", operand(0), operand(1));
-    case ExprKind::kLE: return fmt::format("({} <= {})", operand(0), operand(1));
-    case ExprKind::kGT: return fmt::format("({} > {})", operand(0), operand(1));
-    case ExprKind::kGE: return fmt::format("({} >= {})", operand(0), operand(1));
-    case ExprKind::kAnd: return fmt::format("({} && {})", operand(0), operand(1));
-    case ExprKind::kOr: return fmt::format("({} || {})", operand(0), operand(1));
-    case ExprKind::kNot: return fmt::format("!{}", operand(0));
+    case ExprKind::kIntImm:
+      return std::to_string(e->int_value);
+    case ExprKind::kFloatImm:
+      return fmt::format("{}f", e->float_value);
+    case ExprKind::kVar:
+      return e->name;
+    case ExprKind::kAdd:
+      return fmt::format("({} + {})", operand(0), operand(1));
+    case ExprKind::kSub:
+      return fmt::format("({} - {})", operand(0), operand(1));
+    case ExprKind::kMul:
+      return fmt::format("{}*{}", operand(0), operand(1));
+    case ExprKind::kDiv:
+      return fmt::format("({} / {})", operand(0), operand(1));
+    case ExprKind::kFloorDiv:
+      return fmt::format("({} // {})", operand(0), operand(1));
+    case ExprKind::kFloorMod:
+      return fmt::format("({} % {})", operand(0), operand(1));
+    case ExprKind::kMin:
+      return fmt::format("min({}, {})", operand(0), operand(1));
+    case ExprKind::kMax:
+      return fmt::format("max({}, {})", operand(0), operand(1));
+    case ExprKind::kEQ:
+      return fmt::format("({} == {})", operand(0), operand(1));
+    case ExprKind::kNE:
+      return fmt::format("({} != {})", operand(0), operand(1));
+    case ExprKind::kLT:
+      return fmt::format("({} < {})", operand(0), operand(1));
+    case ExprKind::kLE:
+      return fmt::format("({} <= {})", operand(0), operand(1));
+    case ExprKind::kGT:
+      return fmt::format("({} > {})", operand(0), operand(1));
+    case ExprKind::kGE:
+      return fmt::format("({} >= {})", operand(0), operand(1));
+    case ExprKind::kAnd:
+      return fmt::format("({} && {})", operand(0), operand(1));
+    case ExprKind::kOr:
+      return fmt::format("({} || {})", operand(0), operand(1));
+    case ExprKind::kNot:
+      return fmt::format("!{}", operand(0));
     case ExprKind::kSelect:
       return fmt::format("select({}, {}, {})", operand(0), operand(1), operand(2));
-    case ExprKind::kCast: return fmt::format("cast<{}>({})", ir::ToString(e->dtype), operand(0));
+    case ExprKind::kCast:
+      return fmt::format("cast<{}>({})", ir::ToString(e->dtype), operand(0));
     case ExprKind::kLoad:
     case ExprKind::kCall: {
       std::string args;
@@ -66,7 +87,8 @@ inline void StmtText(const ir::Stmt& s, int indent, std::string& out) {
   if (!s) return;
   std::string pad(static_cast<size_t>(indent) * 2, ' ');
   if (const auto* loop = ir::As<ir::ForNode>(s)) {
-    std::string kind = loop->for_kind == ir::ForKind::kSerial ? "" : ir::ToString(loop->for_kind) + " ";
+    std::string kind =
+        loop->for_kind == ir::ForKind::kSerial ? "" : ir::ToString(loop->for_kind) + " ";
     out += fmt::format("{}{}for {} in {}:\n", pad, kind, loop->loop_var->name, loop->extent);
     StmtText(loop->body, indent + 1, out);
   } else if (const auto* seq = ir::As<ir::SeqNode>(s)) {
@@ -92,10 +114,13 @@ inline void StmtText(const ir::Stmt& s, int indent, std::string& out) {
                            b->iter_vars[k].kind == ir::IterKind::kReduction ? "(r)" : "",
                            b->iter_vars[k].extent, ExprText(realize->iter_values[k]));
     }
-    out += fmt::format("{}block {}({}) where {}\n", pad, b->name, iters, ExprText(realize->predicate));
-    out += fmt::format("{}  reads {} writes {}\n", pad, RegionText(b->reads), RegionText(b->writes));
+    out +=
+        fmt::format("{}block {}({}) where {}\n", pad, b->name, iters, ExprText(realize->predicate));
+    out +=
+        fmt::format("{}  reads {} writes {}\n", pad, RegionText(b->reads), RegionText(b->writes));
     for (const ir::Buffer& a : b->alloc_buffers) {
-      out += fmt::format("{}  alloc {}{} {}\n", pad, a->name, ir::ShapeToString(a->shape), a->scope);
+      out +=
+          fmt::format("{}  alloc {}{} {}\n", pad, a->name, ir::ShapeToString(a->shape), a->scope);
     }
     if (b->init) {
       out += pad + "  init:\n";

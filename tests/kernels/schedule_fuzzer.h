@@ -65,7 +65,9 @@ class ScheduleFuzzer {
   using StepHook = std::function<void(const std::string& kind, const ir::KernelFunction& before)>;
 
   ScheduleFuzzer(Schedule& schedule, uint64_t seed, FuzzCounts& counts, StepHook after_step = {})
-      : s_(schedule), random_(seed * 0x9e3779b97f4a7c15ULL + 1), counts_(counts),
+      : s_(schedule),
+        random_(seed * 0x9e3779b97f4a7c15ULL + 1),
+        counts_(counts),
         after_step_(std::move(after_step)) {}
 
   void Run(int steps) {
@@ -79,7 +81,7 @@ class ScheduleFuzzer {
   struct LoopInfo {
     LoopRV rv;
     const ir::ForNode* node = nullptr;
-    bool reduction = false;  // bound to a reduction iterator of the block
+    bool reduction = false;         // bound to a reduction iterator of the block
     bool chains_into_next = false;  // its body is exactly the next loop
   };
 
@@ -251,8 +253,8 @@ class ScheduleFuzzer {
     int64_t max_innermost = Pick(std::vector<int64_t>{0, 4, 8, 16});
     std::vector<ExprRV> tiles;
     if (!Try(
-            "sample_perfect_tile",
-            [&] { tiles = s_.SamplePerfectTile(loop.rv, n, max_innermost); }, false)) {
+            "sample_perfect_tile", [&] { tiles = s_.SamplePerfectTile(loop.rv, n, max_innermost); },
+            false)) {
       return;
     }
     std::vector<Factor> factors(tiles.begin(), tiles.end());
@@ -267,11 +269,21 @@ class ScheduleFuzzer {
     int64_t f = 2 + Uniform(6);
     std::vector<Factor> factors;
     switch (Uniform(5)) {
-      case 0: factors = {-1, f}; break;
-      case 1: factors = {f, -1}; break;
-      case 2: factors = {(extent + f - 1) / f + Uniform(2), f}; break;
-      case 3: factors = {-1, 2 + Uniform(3), 2 + Uniform(3)}; break;
-      default: factors = {1, std::max<int64_t>(1, extent - 1)}; break;  // too small when > 1
+      case 0:
+        factors = {-1, f};
+        break;
+      case 1:
+        factors = {f, -1};
+        break;
+      case 2:
+        factors = {(extent + f - 1) / f + Uniform(2), f};
+        break;
+      case 3:
+        factors = {-1, 2 + Uniform(3), 2 + Uniform(3)};
+        break;
+      default:
+        factors = {1, std::max<int64_t>(1, extent - 1)};
+        break;  // too small when > 1
     }
     Try("split", [&] { s_.Split(loop.rv, factors); });
   }
@@ -302,7 +314,8 @@ class ScheduleFuzzer {
     auto chains = Chains(loops);
     if (!chains.empty() && Chance(0.85)) std::tie(begin, end) = Pick(chains);
     size_t length = std::min<size_t>(end - begin, 2 + static_cast<size_t>(Uniform(2)));
-    size_t first = begin + static_cast<size_t>(Uniform(static_cast<int64_t>(end - begin - length + 1)));
+    size_t first =
+        begin + static_cast<size_t>(Uniform(static_cast<int64_t>(end - begin - length + 1)));
     std::vector<LoopRV> fused;
     for (size_t i = first; i < first + length; ++i) fused.push_back(loops[i].rv);
     Try("fuse", [&] { s_.Fuse(fused); });
@@ -343,17 +356,18 @@ class ScheduleFuzzer {
     ExprRV step;
     if (!Try(
             "sample_categorical",
-            [&] { step = s_.SampleCategorical({0, 16, 64}, {0.5, 0.25, 0.25}); }, false)) {
+            [&] {
+              step = s_.SampleCategorical({0, 16, 64}, {0.5, 0.25, 0.25});
+            },
+            false)) {
       return;
     }
-    Try("annotate",
-        [&] { s_.Annotate(loop.rv, "pragma_auto_unroll_max_step", s_.Value(step)); });
+    Try("annotate", [&] { s_.Annotate(loop.rv, "pragma_auto_unroll_max_step", s_.Value(step)); });
   }
 
   void CacheWriteAndReverseComputeAt() {
-    std::vector<std::string> names = BlockNames([](const ir::BlockRealizeNode* r) {
-      return !r->block->writes.empty();
-    });
+    std::vector<std::string> names =
+        BlockNames([](const ir::BlockRealizeNode* r) { return !r->block->writes.empty(); });
     if (names.empty()) return;
     std::vector<std::string> reductions = BlockNames(IsReduction);
     const std::string name = !reductions.empty() && Chance(0.7) ? Pick(reductions) : Pick(names);
@@ -370,9 +384,8 @@ class ScheduleFuzzer {
   }
 
   void CacheReadAndComputeAt() {
-    std::vector<std::string> names = BlockNames([](const ir::BlockRealizeNode* r) {
-      return !r->block->reads.empty();
-    });
+    std::vector<std::string> names =
+        BlockNames([](const ir::BlockRealizeNode* r) { return !r->block->reads.empty(); });
     if (names.empty()) return;
     const std::string name = Pick(names);
     int index = static_cast<int>(Uniform(static_cast<int64_t>(Realize(name)->block->reads.size())));
@@ -501,8 +514,7 @@ class ScheduleFuzzer {
       }
     }
     BlockRV target = Block(block);
-    Try("transform_layout",
-        [&] { s_.TransformLayout(target, index, is_write, src, dst); });
+    Try("transform_layout", [&] { s_.TransformLayout(target, index, is_write, src, dst); });
   }
 
   // compute_at or reverse_compute_at of a random block at a random loop of another block.

@@ -46,7 +46,8 @@ class BufferRenamer : public ir::StmtMutator {
       : from_(std::move(from)), to_(std::move(to)), loads_(loads), stores_(stores) {}
   Expr VisitExpr(const Expr& e) override {
     Expr v = VisitChildren(e);
-    if (loads_ && v->kind == ir::ExprKind::kLoad && v->buffer == from_) return ir::Load(to_, v->operands);
+    if (loads_ && v->kind == ir::ExprKind::kLoad && v->buffer == from_)
+      return ir::Load(to_, v->operands);
     return v;
   }
 
@@ -138,12 +139,14 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
   StmtPath path = GetBlockPath(fn, block_name);
   const ir::Block& block = ir::As<ir::BlockRealizeNode>(path.target)->block;
   if (read_index < 0 || read_index >= static_cast<int>(block->reads.size())) {
-    throw Error(fmt::format("cache_read of block '{}': read index {} is out of range (the block "
-                            "reads {} buffers)",
-                            block_name, read_index, block->reads.size()));
+    throw Error(
+        fmt::format("cache_read of block '{}': read index {} is out of range (the block "
+                    "reads {} buffers)",
+                    block_name, read_index, block->reads.size()));
   }
   if (scope != "global" && scope != "local") {
-    throw Error(fmt::format("cache_read: unknown storage scope '{}' (expected global or local)", scope));
+    throw Error(
+        fmt::format("cache_read: unknown storage scope '{}' (expected global or local)", scope));
   }
   const ir::Buffer& source = block->reads[static_cast<size_t>(read_index)].buffer;
   for (const ir::BufferRegion& written : block->writes) {
@@ -168,17 +171,19 @@ ir::KernelFunction CacheWrite(const ir::KernelFunction& fn, const std::string& b
   StmtPath path = GetBlockPath(fn, block_name);
   const ir::Block& block = ir::As<ir::BlockRealizeNode>(path.target)->block;
   if (write_index < 0 || write_index >= static_cast<int>(block->writes.size())) {
-    throw Error(fmt::format("cache_write of block '{}': write index {} is out of range (the block "
-                            "writes {} buffers)",
-                            block_name, write_index, block->writes.size()));
+    throw Error(
+        fmt::format("cache_write of block '{}': write index {} is out of range (the block "
+                    "writes {} buffers)",
+                    block_name, write_index, block->writes.size()));
   }
   if (scope != "global" && scope != "local") {
-    throw Error(fmt::format("cache_write: unknown storage scope '{}' (expected global or local)", scope));
+    throw Error(
+        fmt::format("cache_write: unknown storage scope '{}' (expected global or local)", scope));
   }
   const ir::Buffer& target = block->writes[static_cast<size_t>(write_index)].buffer;
   if (BlocksWriting(fn, target).size() != 1) {
-    throw Error(fmt::format("cache_write of block '{}': '{}' has other writers", block_name,
-                            target->name));
+    throw Error(
+        fmt::format("cache_write of block '{}': '{}' has other writers", block_name, target->name));
   }
   ir::Buffer staged = ir::MakeBuffer(fmt::format("{}_{}", target->name, scope), target->dtype,
                                      target->shape, scope);

@@ -90,7 +90,8 @@ ir::KernelFunction InsertIntoLoop(const ir::KernelFunction& fn, const ir::Var& l
   StmtPath path = GetLoopPath(fn, loop_var);
   const auto* loop = ir::As<ir::ForNode>(path.target);
   Stmt body = at_end ? ir::MakeSeq({loop->body, stmt}) : ir::MakeSeq({stmt, loop->body});
-  Stmt replaced = ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind, body, loop->annotations);
+  Stmt replaced =
+      ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind, body, loop->annotations);
   return WithBody(fn, ReplaceStmt(fn.body, path.target.get(), replaced));
 }
 
@@ -105,18 +106,20 @@ void CheckBuffersBetween(const ir::KernelFunction& fn, const std::set<const ir::
     for (const Access& s : CollectStores(b->block->body)) {
       for (const Access& l : moved_loads) {
         if (s.buffer == l.buffer) {
-          throw Error(fmt::format("{} of block '{}': block '{}' in between writes '{}', which it "
-                                  "reads",
-                                  primitive, moved->name, b->block->name, s.buffer->name));
+          throw Error(
+              fmt::format("{} of block '{}': block '{}' in between writes '{}', which it "
+                          "reads",
+                          primitive, moved->name, b->block->name, s.buffer->name));
         }
       }
     }
     for (const Access& l : CollectLoads(b->block->body)) {
       for (const Access& s : moved_stores) {
         if (s.buffer == l.buffer) {
-          throw Error(fmt::format("{} of block '{}': block '{}' in between reads '{}', which it "
-                                  "writes",
-                                  primitive, moved->name, b->block->name, s.buffer->name));
+          throw Error(
+              fmt::format("{} of block '{}': block '{}' in between reads '{}', which it "
+                          "writes",
+                          primitive, moved->name, b->block->name, s.buffer->name));
         }
       }
     }
@@ -194,12 +197,14 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
   } else {
     // Consumer: reads a buffer produced under the loop pointwise at its spatial iterators.
     for (const ir::IterVar& iv : block->iter_vars) {
-      if (iv.kind != ir::IterKind::kSpatial) throw fail("the block must have only spatial iterators");
+      if (iv.kind != ir::IterKind::kSpatial)
+        throw fail("the block must have only spatial iterators");
     }
     if (block_pos < loop_last) throw fail("the block runs before the loop; use compute_at");
     for (const Access& a : CollectLoads(block->body)) {
       bool produced_under = false;
-      for (const auto* w : BlocksWriting(fn, a.buffer)) produced_under = produced_under || under_loop.count(w);
+      for (const auto* w : BlocksWriting(fn, a.buffer))
+        produced_under = produced_under || under_loop.count(w);
       if (!produced_under) continue;
       for (const auto* w : BlocksWriting(fn, a.buffer)) {
         if (!under_loop.count(w)) {
@@ -216,9 +221,10 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
             }
           }
           if (outer_bound) {
-            throw fail(fmt::format("the loop (or an outer one) is a reduction loop of '{}'; the "
-                                   "consumer would see partial results",
-                                   w->block->name));
+            throw fail(
+                fmt::format("the loop (or an outer one) is a reduction loop of '{}'; the "
+                            "consumer would see partial results",
+                            w->block->name));
           }
         }
       }
@@ -245,8 +251,8 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
   std::set<const ir::StmtNode*> between;
   for (const auto& [b, pos] : order) {
     if (under_loop.count(b)) continue;
-    bool is_between = !reverse ? (pos > block_pos && pos < loop_first)
-                               : (pos > loop_last && pos < block_pos);
+    bool is_between =
+        !reverse ? (pos > block_pos && pos < loop_first) : (pos > loop_last && pos < block_pos);
     if (is_between) between.insert(b);
   }
   CheckBuffersBetween(fn, between, block, false, primitive);
@@ -280,7 +286,8 @@ ir::KernelFunction ReverseComputeAt(const ir::KernelFunction& fn, const std::str
 std::vector<ir::Var> ComputeAtLocations(const ir::KernelFunction& fn, const std::string& block) {
   StmtPath path = GetBlockPath(fn, block);
   std::vector<int> iters;
-  ir::Buffer buffer = IdentityWrittenBuffer(ir::As<ir::BlockRealizeNode>(path.target)->block, &iters);
+  ir::Buffer buffer =
+      IdentityWrittenBuffer(ir::As<ir::BlockRealizeNode>(path.target)->block, &iters);
   if (!buffer) return {};
   auto readers = BlocksReading(fn, buffer);
   std::vector<ir::Var> out;

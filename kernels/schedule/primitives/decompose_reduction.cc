@@ -97,9 +97,10 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
       // The update runs several times for the same iterator values (after compute_at placed
       // the block's own nest under another block's loop): with its init inside, each run
       // recomputes the result; without it, the runs would add up.
-      throw fail(fmt::format("loop '{}' feeds no iterator, so the update runs {} times per "
-                             "reduction step",
-                             v->name, loops[i]->extent));
+      throw fail(
+          fmt::format("loop '{}' feeds no iterator, so the update runs {} times per "
+                      "reduction step",
+                      v->name, loops[i]->extent));
     }
     if (!reduction) {
       ir::Var copy = ir::MakeVar(v->name + "_init");
@@ -127,7 +128,8 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
   for (const Expr& c : conjuncts) {
     bool reduction = false;
     for (const ir::ForNode* l : loops) {
-      reduction = reduction || (used_by(l->loop_var, ir::IterKind::kReduction) && ir::UsesVar(c, l->loop_var));
+      reduction = reduction ||
+                  (used_by(l->loop_var, ir::IterKind::kReduction) && ir::UsesVar(c, l->loop_var));
     }
     int64_t always = 0;
     if (ir::AsConstInt(c, &always) && always != 0) continue;
@@ -137,8 +139,7 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
       for (const auto& [copied, copy] : loop_map) {
         ir::VisitExprTree(c, [&](const Expr& e) {
           if (e.get() == copied) {
-            throw fail(fmt::format("the predicate ties loop '{}' to a reduction loop",
-                                   e->name));
+            throw fail(fmt::format("the predicate ties loop '{}' to a reduction loop", e->name));
           }
         });
       }
@@ -146,9 +147,11 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
     }
     predicate = predicate && ir::Substitute(c, loop_map);
   }
-  Stmt init_nest = ir::MakeBlockRealize(values, ir::Simplify(predicate), WithRecomputedRegions(init));
+  Stmt init_nest =
+      ir::MakeBlockRealize(values, ir::Simplify(predicate), WithRecomputedRegions(init));
   for (size_t i = init_loops.size(); i-- > 0;) {
-    init_nest = ir::MakeFor(init_loops[i].first, init_loops[i].second, ir::ForKind::kSerial, init_nest);
+    init_nest =
+        ir::MakeFor(init_loops[i].first, init_loops[i].second, ir::ForKind::kSerial, init_nest);
   }
 
   auto update = std::make_shared<ir::BlockNode>(*block);

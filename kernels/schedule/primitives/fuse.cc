@@ -23,9 +23,10 @@ ir::KernelFunction Fuse(const ir::KernelFunction& fn, const std::vector<ir::Var>
     const ir::ForNode* parent = nodes.back();
     const auto* child = ir::As<ir::ForNode>(parent->body);
     if (child == nullptr || !child->loop_var.same_as(loops[i])) {
-      throw Error(fmt::format("fuse: loop '{}' is not the only statement in the body of loop '{}' "
-                              "(loops to fuse must be perfectly nested, outermost first)",
-                              loops[i]->name, parent->loop_var->name));
+      throw Error(
+          fmt::format("fuse: loop '{}' is not the only statement in the body of loop '{}' "
+                      "(loops to fuse must be perfectly nested, outermost first)",
+                      loops[i]->name, parent->loop_var->name));
     }
     nodes.push_back(child);
   }

@@ -21,9 +21,10 @@ void CheckNotBoundToReduction(const Stmt& body, const ir::Var& loop_var, const c
     for (size_t k = 0; k < realize->iter_values.size(); ++k) {
       const ir::IterVar& iv = realize->block->iter_vars[k];
       if (iv.kind == ir::IterKind::kReduction && ir::UsesVar(realize->iter_values[k], loop_var)) {
-        throw Error(fmt::format("cannot {} loop '{}': it is bound to reduction iterator '{}' of "
-                                "block '{}'",
-                                what, loop_var->name, iv.var->name, realize->block->name));
+        throw Error(
+            fmt::format("cannot {} loop '{}': it is bound to reduction iterator '{}' of "
+                        "block '{}'",
+                        what, loop_var->name, iv.var->name, realize->block->name));
       }
     }
   });
@@ -65,7 +66,8 @@ ir::KernelFunction AnnotateLoop(const ir::KernelFunction& fn, const ir::Var& loo
   const auto* loop = ir::As<ir::ForNode>(path.target);
   ir::Attrs annotations = loop->annotations;
   annotations.Set(key, value);
-  Stmt replaced = ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind, loop->body, annotations);
+  Stmt replaced =
+      ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind, loop->body, annotations);
   return WithBody(fn, ReplaceStmt(fn.body, path.target.get(), replaced));
 }
 

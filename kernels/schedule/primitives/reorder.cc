@@ -49,11 +49,11 @@ void CheckMixedLoopsKeepOrder(const std::vector<const ir::ForNode*>& chain,
     }
     for (size_t i = 0; i < mixed_before.size(); ++i) {
       if (mixed_before[i] != mixed_after[i]) {
-        throw Error(fmt::format("reorder: loops '{}' and '{}' both feed spatial and reduction "
-                                "iterators of block '{}'; swapping them would change which "
-                                "iteration initializes the reduction",
-                                mixed_before[i]->loop_var->name, mixed_after[i]->loop_var->name,
-                                realize->block->name));
+        throw Error(fmt::format(
+            "reorder: loops '{}' and '{}' both feed spatial and reduction "
+            "iterators of block '{}'; swapping them would change which "
+            "iteration initializes the reduction",
+            mixed_before[i]->loop_var->name, mixed_after[i]->loop_var->name, realize->block->name));
       }
     }
   });
@@ -89,9 +89,10 @@ ir::KernelFunction Reorder(const ir::KernelFunction& fn, const std::vector<ir::V
     if (seen == wanted.size()) break;
     const auto* next = ir::As<ir::ForNode>(current->body);
     if (next == nullptr) {
-      throw Error(fmt::format("reorder: the loops do not lie on one perfectly nested chain (loop "
-                              "'{}' has a body that is not a single loop)",
-                              current->loop_var->name));
+      throw Error(
+          fmt::format("reorder: the loops do not lie on one perfectly nested chain (loop "
+                      "'{}' has a body that is not a single loop)",
+                      current->loop_var->name));
     }
     current = next;
   }

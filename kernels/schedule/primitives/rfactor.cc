@@ -45,15 +45,17 @@ bool MatchReduction(const ir::Block& block, ReductionPattern* out) {
     const Expr& self = v->operands[static_cast<size_t>(side)];
     if (self->kind == ExprKind::kLoad && self->buffer == store->buffer &&
         SameIndices(self->operands, store->indices)) {
-      *out = ReductionPattern{store->buffer, store->indices, v->kind, v->operands[1 - static_cast<size_t>(side)],
-                              init->value};
+      *out = ReductionPattern{store->buffer, store->indices, v->kind,
+                              v->operands[1 - static_cast<size_t>(side)], init->value};
       return true;
     }
   }
   return false;
 }
 
-Expr Combine(ExprKind kind, Expr a, Expr b) { return kind == ExprKind::kAdd ? a + b : ir::Max(a, b); }
+Expr Combine(ExprKind kind, Expr a, Expr b) {
+  return kind == ExprKind::kAdd ? a + b : ir::Max(a, b);
+}
 
 }  // namespace
 
@@ -115,7 +117,8 @@ ir::KernelFunction RFactor(const ir::KernelFunction& fn, const ir::Var& loop_var
     }
   }
   for (size_t k = 0; k < block->iter_vars.size(); ++k) {
-    if (block->iter_vars[k].kind == ir::IterKind::kSpatial && ir::UsesVar(realize->iter_values[k], loop_var)) {
+    if (block->iter_vars[k].kind == ir::IterKind::kSpatial &&
+        ir::UsesVar(realize->iter_values[k], loop_var)) {
       throw fail("the loop also feeds a spatial iterator");
     }
   }
@@ -171,7 +174,8 @@ ir::KernelFunction RFactor(const ir::KernelFunction& fn, const ir::Var& loop_var
   rf_indices.insert(rf_indices.begin() + factor_axis, vf);
   ir::Shape rf_shape = pattern.buffer->shape;
   rf_shape.insert(rf_shape.begin() + factor_axis, loop->extent);
-  ir::Buffer rf_buffer = ir::MakeBuffer(pattern.buffer->name + "_rf", pattern.buffer->dtype, rf_shape);
+  ir::Buffer rf_buffer =
+      ir::MakeBuffer(pattern.buffer->name + "_rf", pattern.buffer->dtype, rf_shape);
   Expr value = ir::Substitute(pattern.value, iter_to_new);
   rf->init = ir::MakeStore(rf_buffer, rf_indices, pattern.identity);
   rf->body = ir::MakeStore(rf_buffer, rf_indices,
@@ -221,7 +225,8 @@ ir::KernelFunction RFactor(const ir::KernelFunction& fn, const ir::Var& loop_var
     new_top = *it;
   }
   body = ReplaceStmt(body, new_top.get(), ir::MakeSeq({new_top, wb_nest}));
-  body = AddAllocation(body, rf_buffer, EnclosingBlock(rf_path) ? EnclosingBlock(rf_path)->block->name : "root");
+  body = AddAllocation(body, rf_buffer,
+                       EnclosingBlock(rf_path) ? EnclosingBlock(rf_path)->block->name : "root");
   if (rf_block) *rf_block = rf->name;
   return WithBody(fn, body);
 }

@@ -24,7 +24,8 @@ class BufferRelayout : public ir::StmtMutator {
       : from_(std::move(from)), to_(std::move(to)), map_(std::move(map)) {}
   Expr VisitExpr(const Expr& e) override {
     Expr v = VisitChildren(e);
-    if (v->kind == ir::ExprKind::kLoad && v->buffer == from_) return ir::Load(to_, map_(v->operands));
+    if (v->kind == ir::ExprKind::kLoad && v->buffer == from_)
+      return ir::Load(to_, map_(v->operands));
     return v;
   }
 
@@ -66,13 +67,15 @@ ir::KernelFunction TransformLayout(const ir::KernelFunction& fn, const std::stri
                              dst_layout, why));
   };
   if (buffer_index < 0 || buffer_index >= static_cast<int>(regions.size())) {
-    throw fail(fmt::format("the block {} {} buffers", is_write ? "writes" : "reads", regions.size()));
+    throw fail(
+        fmt::format("the block {} {} buffers", is_write ? "writes" : "reads", regions.size()));
   }
   const ir::Buffer& buffer = regions[static_cast<size_t>(buffer_index)].buffer;
   if (IsParam(fn, buffer)) {
-    throw fail(fmt::format("'{}' is a kernel parameter; only buffers allocated in the kernel can "
-                           "change layout (use cache_read/cache_write first)",
-                           buffer->name));
+    throw fail(
+        fmt::format("'{}' is a kernel parameter; only buffers allocated in the kernel can "
+                    "change layout (use cache_read/cache_write first)",
+                    buffer->name));
   }
   ir::Layout from(src_layout), to(dst_layout);
   for (const ir::Layout::Axis& a : from.axes()) {
