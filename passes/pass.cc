@@ -179,4 +179,9 @@ ir::IRModule PassContext::RunPipeline(const Pass& pipeline, const ir::IRModule& 
   return RunPass(pipeline, module);
 }
 
+tuning::TuningSession& PassContext::Tuning() {
+  if (!tuning) tuning = tuning::TuningSession::MakeDefault(target, seed);
+  return *tuning;
+}
+
 }  // namespace tandem::passes

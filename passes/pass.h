@@ -25,6 +25,7 @@
 #include "ir/attrs.h"
 #include "ir/graph.h"
 #include "ir/target.h"
+#include "tuning/tuning_session.h"
 
 namespace tandem::passes {
 
@@ -107,6 +108,11 @@ class PassContext {
   // Where a failing pass writes its crash reproducer (the input IR text and the pipeline
   // string); empty: no reproducers.
   std::string reproducer_dir;
+  // The builder, runner, database, budget and random state shared by every tuning pass of this
+  // run. Null until a tuning pass needs it; Tuning() then makes a default session (in-memory
+  // database, local builder, process runner) from `target` and `seed`.
+  std::shared_ptr<tuning::TuningSession> tuning;
+  tuning::TuningSession& Tuning();
 
   // Runs `pipeline` on `module` with this context's instruments and returns the result. The
   // pipeline is validated first (required passes must run earlier). A failure is an ir::Error

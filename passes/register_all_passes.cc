@@ -14,6 +14,10 @@ void RegisterCombineParallelConv2D(PassRegistry& registry);
 void RegisterCombineParallelMatmul(PassRegistry& registry);
 void RegisterAnnotateBackend(PassRegistry& registry);
 void RegisterConvertLayout(PassRegistry& registry);
+void RegisterTuneLayout(PassRegistry& registry);
+void RegisterTuneCombineParallel(PassRegistry& registry);
+void RegisterTuneFusion(PassRegistry& registry);
+void RegisterTuneCodegenFlags(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
@@ -26,6 +30,10 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterCombineParallelMatmul(registry);
   RegisterAnnotateBackend(registry);
   RegisterConvertLayout(registry);
+  RegisterTuneLayout(registry);
+  RegisterTuneCombineParallel(registry);
+  RegisterTuneFusion(registry);
+  RegisterTuneCodegenFlags(registry);
 }
 
 }  // namespace tandem::passes

@@ -60,6 +60,22 @@ int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
 
 }  // namespace
 
+CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions options) {
+  const ir::Attrs& attrs = module.attrs();
+  if (attrs.Has(kPreferVectorWidthAttr)) {
+    int64_t width = attrs.GetInt(kPreferVectorWidthAttr, 0);
+    if (width != 0 && width != 128 && width != 256 && width != 512) {
+      throw ir::Error(fmt::format("module attribute {} = {}: expected 0, 128, 256 or 512",
+                                  kPreferVectorWidthAttr, width));
+    }
+    options.prefer_vector_width = static_cast<int>(width);
+  }
+  if (attrs.Has(kAllowReassociationAttr)) {
+    options.allow_reassociation = attrs.GetInt(kAllowReassociationAttr, 0) != 0;
+  }
+  return options;
+}
+
 std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
   ir::IRModule module = kernels::Legalize(input_module, options.legalize);
   ir::Verify(module);
@@ -68,7 +84,7 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
   auto exe = std::unique_ptr<Executable>(new Executable());
   std::vector<ir::KernelFunction> kernels;
   for (const auto& [name, kernel] : module.kernel_functions()) kernels.push_back(*kernel);
-  exe->compiled_ = CompileKernels(kernels, options.codegen);
+  exe->compiled_ = CompileKernels(kernels, CodegenOptionsFor(input_module, options.codegen));
 
   // Slots for every tensor value; tuples map to the slots of their fields.
   std::vector<std::vector<int>> value_slots(fn.nodes.size());

@@ -94,6 +94,14 @@ class Executable {
   std::vector<int64_t> step_calls_;
 };
 
+// Module attributes that override code generation options for that module (set by the
+// TuneCodegenFlags pass, so a tuned module builds the way it was measured):
+//   codegen.prefer_vector_width: 0, 128, 256 or 512;  codegen.allow_reassociation: 0 or 1.
+inline constexpr const char* kPreferVectorWidthAttr = "codegen.prefer_vector_width";
+inline constexpr const char* kAllowReassociationAttr = "codegen.allow_reassociation";
+// `options` with the module's codegen.* attributes applied (Error on a bad value).
+CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions options);
+
 std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options = {});
 
 }  // namespace tandem::backends

@@ -67,7 +67,7 @@ class UnionFind {
   std::vector<size_t> parent_;
 };
 
-ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size) {
+ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_reductions) {
   size_t n = fn.nodes.size();
   std::vector<int> ipdom = PostDominators(fn);
   std::vector<std::vector<size_t>> consumers(n);
@@ -116,7 +116,8 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size) {
     if (!ok) continue;
     ir::PatternKind target_kind = PatternOf(fn.nodes[target]);
     bool target_ok = target_kind <= limit ||
-                     (limit == ir::PatternKind::kInjective && target_kind == ir::PatternKind::kReduction);
+                     (into_reductions && limit == ir::PatternKind::kInjective &&
+                      target_kind == ir::PatternKind::kReduction);
     if (!target_ok) continue;
     // Size and anchor limits over the union of the groups involved.
     std::vector<size_t> members = between;
@@ -164,16 +165,22 @@ void RegisterFuseOps(PassRegistry& registry) {
   registry.Register(PassDef{
       .name = "FuseOps",
       .doc = "Group op calls into fused kernels by pattern kind and post-dominance.",
-      .arguments = {{"max_size", ir::AttrKind::kInt, int64_t{64}, "largest number of calls in a group"}},
+      .arguments = {{"max_size", ir::AttrKind::kInt, int64_t{64}, "largest number of calls in a group"},
+                    {"into_reductions", ir::AttrKind::kInt, int64_t{1},
+                     "1: an injective chain fuses into the reduction that post-dominates it"}},
       .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
         return std::make_shared<FunctionPass>(
             PassInfo{"FuseOps", {"InferType"}, false}, std::move(args),
             [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
               int64_t max_size = 64;
+              bool into_reductions = true;
               for (const auto& [k, v] : a) {
                 if (k == "max_size") max_size = std::get<int64_t>(v);
+                if (k == "into_reductions") into_reductions = std::get<int64_t>(v) != 0;
               }
-              return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) { return Fuse(fn, max_size); });
+              return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) {
+                return Fuse(fn, max_size, into_reductions);
+              });
             });
       }});
 }

@@ -1,0 +1,193 @@
+#include "passes/tuning_pass.h"
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "passes/pipeline_text.h"
+
+namespace tandem::passes {
+
+namespace {
+
+constexpr const char* kPassAttr = "pass";
+constexpr const char* kConsideredAttr = "considered";
+constexpr const char* kHeuristicDecision = "apply";
+
+// Runs one eval pass on a candidate (recursing into sequences).
+Candidate ExpandWith(Candidate candidate, const PassPtr& eval, PassContext& context) {
+  if (candidate.failed()) return candidate;
+  if (const auto* tuning = dynamic_cast<const TuningPass*>(eval.get())) {
+    return tuning->Tune(candidate, context);
+  }
+  if (const auto* sequence = dynamic_cast<const Sequential*>(eval.get())) {
+    for (const PassPtr& member : sequence->passes()) {
+      candidate = ExpandWith(std::move(candidate), member, context);
+    }
+    return candidate;
+  }
+  // A heuristic pass: one fixed step, recorded as a one-choice instruction.
+  ir::Instruction instruction;
+  instruction.kind = eval->name();
+  instruction.attrs.Set(kPassAttr, PrintPipeline(*eval));
+  instruction.decision = ir::AttrValue(std::string(kHeuristicDecision));
+  candidate.trace.Append(std::move(instruction));
+  candidate.result.reset();
+  try {
+    candidate.output = context.RunPass(*eval, candidate.output);
+  } catch (const ir::Error& e) {
+    candidate.result = tuning::MeasureResult::Failure(
+        fmt::format("eval pass {} failed: {}", eval->name(), e.what()));
+  }
+  return candidate;
+}
+
+}  // namespace
+
+Candidate Candidate::Start(const ir::IRModule& module) {
+  return Candidate{module, ir::Trace(), module, std::nullopt};
+}
+
+std::vector<ir::AttrSpec> SearchArguments() {
+  return {
+      {"strategy", ir::AttrKind::kString, std::string("exhaustive"),
+       "which choices to evaluate: exhaustive or random"},
+      {"sample", ir::AttrKind::kInt, int64_t{0}, "random strategy: how many choices (0: all)"},
+      {"max_candidates", ir::AttrKind::kInt, int64_t{0}, "evaluate at most this many (0: no cap)"},
+  };
+}
+
+tuning::SearchStrategy TuningPass::Strategy() const {
+  tuning::SearchStrategy strategy;
+  strategy.kind = tuning::SearchStrategy::ParseKind(StringArgument("strategy", "exhaustive"));
+  strategy.sample = IntArgument("sample", 0);
+  strategy.max_candidates = IntArgument("max_candidates", 0);
+  return strategy;
+}
+
+std::string TuningPass::DecisionText() const {
+  std::string text = name();
+  if (arguments().empty()) return text;
+  // The pass text of this pass without eval passes: reuse the canonical printer on a pass that
+  // has only the arguments.
+  FunctionPass plain(info(), arguments(), [](const ir::IRModule& m, PassContext&,
+                                             const PassArguments&) { return m; });
+  return PrintPipeline(plain);
+}
+
+tuning::Knob TuningPass::MakeKnob(const ir::IRModule&, PassContext&) const {
+  throw ir::Error(fmt::format("tuning pass {} defines no knob and must override Tune", name()));
+}
+
+ir::IRModule TuningPass::ApplyDecision(const ir::IRModule& module,
+                                       const ir::Instruction& instruction,
+                                       PassContext& context) const {
+  if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
+    throw ir::Error(fmt::format("{}: the instruction has no choice as its decision", name()));
+  }
+  return MakeKnob(module, context).Apply(module, std::get<std::string>(*instruction.decision));
+}
+
+Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& context) const {
+  for (const PassPtr& eval : eval_) candidate = ExpandWith(std::move(candidate), eval, context);
+  return candidate;
+}
+
+int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
+                                      PassContext& context) const {
+  std::vector<tuning::EvaluationRequest> requests;
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].result) continue;
+    requests.push_back({candidates[i].output, candidates[i].trace});
+    pending.push_back(i);
+  }
+  if (!requests.empty()) {
+    std::vector<tuning::MeasureResult> results =
+        context.Tuning().EvaluateModules(requests, DecisionText());
+    for (size_t k = 0; k < pending.size(); ++k) candidates[pending[k]].result = results[k];
+  }
+  int64_t best = -1;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const auto& r = candidates[i].result;
+    if (!r || !r->ok()) continue;
+    if (best < 0 || r->median_seconds < candidates[static_cast<size_t>(best)].result->median_seconds) {
+      best = static_cast<int64_t>(i);
+    }
+  }
+  return best;
+}
+
+Candidate TuningPass::Tune(const Candidate& candidate, PassContext& context) const {
+  tuning::Knob knob = MakeKnob(candidate.output, context);
+  std::vector<std::string> considered =
+      Strategy().Select(knob.ApplicableChoices(candidate.output), context.Tuning().random());
+  std::string pass_text = DecisionText();
+  std::vector<Candidate> candidates;
+  for (const std::string& choice : considered) {
+    Candidate next = candidate;
+    ir::Instruction instruction;
+    instruction.kind = name();
+    instruction.attrs.Set(kPassAttr, pass_text);
+    instruction.attrs.Set(kConsideredAttr, fmt::format("{}", fmt::join(considered, ",")));
+    instruction.decision = ir::AttrValue(choice);
+    next.trace.Append(std::move(instruction));
+    next.result.reset();
+    try {
+      next.output = knob.Apply(candidate.output, choice);
+    } catch (const ir::Error& e) {
+      next.result = tuning::MeasureResult::Failure(
+          fmt::format("{} choice {} failed: {}", name(), choice, e.what()));
+    }
+    candidates.push_back(ExpandWithEvalPasses(std::move(next), context));
+  }
+  int64_t best = EvaluateAndSelect(candidates, context);
+  if (best < 0) return candidate;
+  return candidates[static_cast<size_t>(best)];
+}
+
+ir::IRModule TuningPass::Run(const ir::IRModule& module, PassContext& context) const {
+  tuning::TuningSession& session = context.Tuning();
+  session.EnsureReference(module);
+  Candidate best = Tune(Candidate::Start(module), context);
+  if (!best.result) {
+    // No candidate was evaluated (no applicable choice, or every one failed before measuring).
+    return module;
+  }
+  tuning::TuningDecision decision;
+  decision.pass = PrintPipeline(*this);
+  decision.input = module;
+  decision.trace = best.trace;
+  decision.result = *best.result;
+  session.RecordDecision(std::move(decision));
+  return best.output;
+}
+
+ir::IRModule ReplayTrace(const ir::IRModule& input, const ir::Trace& trace, PassContext& context,
+                         const PassRegistry& registry) {
+  ir::IRModule module = input;
+  const auto& instructions = trace.instructions();
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    const ir::Instruction& instruction = instructions[i];
+    try {
+      if (!instruction.attrs.Has(kPassAttr)) {
+        throw ir::Error("the instruction does not name the pass that recorded it");
+      }
+      PassPtr parsed = ParsePipeline(instruction.attrs.GetString(kPassAttr, ""), registry);
+      const auto* sequence = dynamic_cast<const Sequential*>(parsed.get());
+      PassPtr pass = sequence != nullptr && sequence->passes().size() == 1
+                         ? sequence->passes()[0]
+                         : parsed;
+      if (const auto* tuning = dynamic_cast<const TuningPass*>(pass.get())) {
+        module = tuning->ApplyDecision(module, instruction, context);
+      } else {
+        module = context.RunPass(*pass, module);
+      }
+    } catch (const ir::Error& e) {
+      throw ir::Error(fmt::format("replaying instruction {} ({}): {}", i, instruction.kind,
+                                  e.what()));
+    }
+  }
+  return module;
+}
+
+}  // namespace tandem::passes

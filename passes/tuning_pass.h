@@ -1,0 +1,96 @@
+// TuningPass: a pass that decides by measurement, and the replay of its decisions.
+//
+// A tuning pass is an ordinary Pass (IRModule -> IRModule) that, in Run, tunes a candidate made
+// from its input and returns the best candidate's module. The unit of work is a Candidate: the
+// module tuning started from, the trace of decisions taken since, the resulting module and,
+// once evaluated, its measurement.
+//
+// Tune(candidate) does, for the default one-knob pass:
+//   1. build the pass's Knob for the candidate's module and pick the choices to evaluate (the
+//      pass's search strategy; random picks come from the session's random state and are
+//      recorded in the instruction);
+//   2. for each choice: apply it and record an Instruction {kind: pass name, attrs: {pass: the
+//      pass text, considered: [...]}, decision: choice}, then expand the candidate with each eval
+//      pass in order, depth first: a heuristic eval pass runs once and is recorded as a
+//      one-choice instruction (decision "apply"), a tuning eval pass tunes the candidate and
+//      returns its best, already measured;
+//   3. evaluate the candidates that have no measurement yet (builder, runner, database: see
+//      tuning::TuningSession), and return the fastest.
+// So T(eval=[U]) evaluates |T|·|U| candidates, T(eval=[U, V]) |T|·(|U|+|V|), a heuristic eval
+// pass adds none, and Sequential([T, U]) |T|+|U|. A candidate whose transformation, build or
+// run fails is a failed value, never an exception; when every candidate fails the pass returns
+// its input unchanged.
+//
+// ReplayTrace re-applies a trace's decisions to the module tuning started from, without
+// measuring anything, and gives the same module (structurally equal).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+#include "passes/pass.h"
+#include "passes/pass_registry.h"
+#include "tuning/knob.h"
+#include "tuning/measure.h"
+
+namespace tandem::passes {
+
+struct Candidate {
+  ir::IRModule input;   // where tuning started
+  ir::Trace trace;      // decisions since `input`
+  ir::IRModule output;  // `input` with the decisions applied
+  std::optional<tuning::MeasureResult> result;  // set once evaluated (ok or failed)
+
+  // A fresh candidate: no decisions yet.
+  static Candidate Start(const ir::IRModule& module);
+  bool failed() const { return result && !result->ok(); }
+};
+
+class TuningPass : public Pass {
+ public:
+  ir::IRModule Run(const ir::IRModule& module, PassContext& context) const override;
+  std::vector<PassPtr> nested() const override { return eval_; }
+  const std::vector<PassPtr>& eval_passes() const { return eval_; }
+
+  // Tunes `candidate` and returns the best candidate extending its trace, evaluated (see the
+  // file comment). Passes that are not one-knob passes override this.
+  virtual Candidate Tune(const Candidate& candidate, PassContext& context) const;
+
+  // The knob this pass decides for `module` (one-knob passes).
+  virtual tuning::Knob MakeKnob(const ir::IRModule& module, PassContext& context) const;
+  // Re-applies a decision this pass recorded (replay). The default applies the knob's choice.
+  virtual ir::IRModule ApplyDecision(const ir::IRModule& module,
+                                     const ir::Instruction& instruction,
+                                     PassContext& context) const;
+
+  // The pass's text without its eval passes (what an instruction records to be replayable).
+  std::string DecisionText() const;
+
+ protected:
+  TuningPass(PassArguments arguments, std::vector<PassPtr> eval)
+      : Pass(std::move(arguments)), eval_(std::move(eval)) {}
+  // The search strategy from the arguments strategy="exhaustive"|"random", sample=k,
+  // max_candidates=n.
+  tuning::SearchStrategy Strategy() const;
+  // Expands a candidate with every eval pass in order (step 2 of the file comment).
+  Candidate ExpandWithEvalPasses(Candidate candidate, PassContext& context) const;
+  // Evaluates the candidates without a result and returns the index of the best one (-1 when
+  // every candidate failed).
+  int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;
+
+ private:
+  std::vector<PassPtr> eval_;
+};
+
+// Argument specs every one-knob tuning pass accepts (strategy, sample, max_candidates).
+std::vector<ir::AttrSpec> SearchArguments();
+
+// Re-applies the decisions of `trace` to `input` (the module tuning started from). Each
+// instruction names the pass that recorded it; passes are created from `registry`. Errors name
+// the instruction index and pass.
+ir::IRModule ReplayTrace(const ir::IRModule& input, const ir::Trace& trace, PassContext& context,
+                         const PassRegistry& registry = PassRegistry::Global());
+
+}  // namespace tandem::passes

@@ -1,0 +1,163 @@
+// The counting rules of nested tuning (seed 003): with mock tuning passes of 2, 3 and 5
+// choices, the evaluations requested and the measurements performed; a database that already
+// holds the measurements answers every request; the winning trace replays exactly.
+#include <gtest/gtest.h>
+
+#include "ir/parser.h"
+#include "ir/structural.h"
+#include "passes/pipeline_text.h"
+#include "tests/tuning/mock_tuning.h"
+
+namespace tandem {
+namespace {
+
+class CountingRules : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    passes::RegisterAllPasses(registry_);
+    testing::RegisterMockTune(registry_);
+    module_ = ir::ParseModule(R"(
+graph @main(%x: f32[8]) -> f32[8] {
+  %r = relu(%x) : f32[8]
+  return %r
+})");
+    database_ = tuning::MakeInMemoryDatabase();
+  }
+
+  // Runs `pipeline` with a fresh session on the shared database; returns the output module.
+  ir::IRModule Run(const std::string& pipeline) {
+    runner_ = std::make_shared<testing::MockRunner>();
+    passes::PassContext context;
+    context.tuning = std::make_shared<tuning::TuningSession>(
+        ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_,
+        tuning::TuningSession::Options{});
+    ir::IRModule out = context.RunPipeline(*passes::ParsePipeline(pipeline, registry_), module_);
+    counts_ = context.tuning->TotalCounts();
+    decisions_ = context.tuning->decisions();
+    context_ = std::move(context);
+    return out;
+  }
+
+  void ExpectCounts(const std::string& pipeline, int64_t evaluations) {
+    SCOPED_TRACE(pipeline);
+    database_ = tuning::MakeInMemoryDatabase();
+    Run(pipeline);
+    EXPECT_EQ(counts_.requested, evaluations);
+    EXPECT_EQ(counts_.measured, evaluations);
+    EXPECT_EQ(counts_.reused, 0);
+    EXPECT_EQ(runner_->runs, evaluations);
+  }
+
+  passes::PassRegistry registry_;
+  ir::IRModule module_;
+  std::shared_ptr<tuning::Database> database_;
+  std::shared_ptr<testing::MockRunner> runner_;
+  tuning::EvaluationCounts counts_;
+  std::vector<tuning::TuningDecision> decisions_;
+  passes::PassContext context_;
+};
+
+const char* kT2 = R"(MockTune(choices=2, label="a"))";
+const char* kT3 = R"(MockTune(choices=3, label="b"))";
+
+std::string T(int choices, const std::string& label, const std::string& eval = "") {
+  std::string text = fmt::format(R"(MockTune(choices={}, label="{}")", choices, label);
+  if (!eval.empty()) text += fmt::format(", eval=[{}]", eval);
+  return text + ")";
+}
+
+TEST_F(CountingRules, SevenRulesOfTheSeed) {
+  ExpectCounts(T(2, "a"), 2);
+  ExpectCounts(T(3, "b"), 3);
+  ExpectCounts(T(3, "b", "InferType"), 3);
+  ExpectCounts(T(2, "a") + ", " + T(3, "b"), 5);
+  ExpectCounts(T(2, "a", T(3, "b")), 6);
+  ExpectCounts(T(3, "b", T(2, "a", T(5, "c"))), 30);
+  ExpectCounts(T(3, "b", T(2, "a") + ", " + T(5, "c")), 21);
+}
+
+TEST_F(CountingRules, FindsTheKnownOptimumAndRecordsEveryDecision) {
+  ir::IRModule out = Run(T(3, "b", T(2, "a", T(5, "c"))));
+  EXPECT_EQ(out.attrs().GetInt("mock.a"), 1);
+  EXPECT_EQ(out.attrs().GetInt("mock.b"), 1);
+  EXPECT_EQ(out.attrs().GetInt("mock.c"), 1);
+  ASSERT_EQ(decisions_.size(), 1u);
+  const ir::Trace& trace = decisions_[0].trace;
+  ASSERT_EQ(trace.size(), 3u);
+  EXPECT_EQ(std::get<std::string>(*trace.instructions()[0].decision), "c1");
+  EXPECT_EQ(trace.instructions()[1].attrs.GetString("pass"), R"(MockTune(choices=2, label="a"))");
+  EXPECT_NEAR(decisions_[0].result.median_seconds, 1e-3, 1e-12);
+}
+
+TEST_F(CountingRules, HeuristicEvalPassIsAOneChoiceInstruction) {
+  Run(T(2, "a", "InferType"));
+  ASSERT_EQ(decisions_.size(), 1u);
+  const auto& instructions = decisions_[0].trace.instructions();
+  ASSERT_EQ(instructions.size(), 2u);
+  EXPECT_EQ(instructions[1].kind, "InferType");
+  EXPECT_EQ(std::get<std::string>(*instructions[1].decision), "apply");
+}
+
+TEST_F(CountingRules, PrefilledDatabaseAnswersRepeats) {
+  std::string pipeline = T(2, "a", T(3, "b"));
+  Run(pipeline);
+  EXPECT_EQ(counts_.measured, 6);
+  EXPECT_EQ(database_->NumRecords(), 6u);
+  ir::IRModule first = Run(pipeline);
+  EXPECT_EQ(counts_.requested, 6);
+  EXPECT_EQ(counts_.measured, 0);
+  EXPECT_EQ(counts_.reused, 6);
+  EXPECT_EQ(runner_->runs, 0);
+  EXPECT_EQ(first.attrs().GetInt("mock.a"), 1);
+  // A different pipeline that reaches some of the same modules measures only the new ones.
+  Run(T(3, "b", T(2, "a")));  // modules (b, a) already measured as (a, b): all 6 reused
+  EXPECT_EQ(counts_.measured, 0);
+  Run(T(2, "a", T(4, "b")));  // b = 3 is new: 2 new modules
+  EXPECT_EQ(counts_.requested, 8);
+  EXPECT_EQ(counts_.measured, 2);
+}
+
+TEST_F(CountingRules, WinningTraceReplaysToTheSameModule) {
+  ir::IRModule out = Run(T(3, "b", T(2, "a") + ", InferType, " + T(5, "c")));
+  ASSERT_EQ(decisions_.size(), 1u);
+  ir::Trace trace = ir::Trace::FromJson(decisions_[0].trace.ToJson());
+  ir::IRModule replayed = passes::ReplayTrace(module_, trace, context_, registry_);
+  EXPECT_TRUE(ir::StructuralEqual(replayed, out)) << ir::StructuralDiff(replayed, out);
+  // A changed decision replays to the mutated module; an unknown one is a clear error.
+  ir::IRModule mutated =
+      passes::ReplayTrace(module_, trace.WithDecision(0, std::string("c2")), context_, registry_);
+  EXPECT_EQ(mutated.attrs().GetInt("mock.b"), 2);
+  try {
+    passes::ReplayTrace(module_, trace.WithDecision(0, std::string("c9")), context_, registry_);
+    FAIL() << "expected an error";
+  } catch (const ir::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no choice 'c9'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CountingRules, SearchStrategiesCapAndSample) {
+  ExpectCounts(R"(MockTune(choices=5, label="c", max_candidates=2))", 2);
+  ExpectCounts(R"(MockTune(choices=5, label="c", strategy="random", sample=3))", 3);
+  // The same seed samples the same subset.
+  Run(R"(MockTune(choices=5, label="c", strategy="random", sample=2))");
+  std::string first = decisions_[0].trace.instructions()[0].attrs.GetString("considered");
+  database_ = tuning::MakeInMemoryDatabase();
+  Run(R"(MockTune(choices=5, label="c", strategy="random", sample=2))");
+  EXPECT_EQ(decisions_[0].trace.instructions()[0].attrs.GetString("considered"), first);
+}
+
+TEST_F(CountingRules, BudgetCapsRealMeasurements) {
+  runner_ = std::make_shared<testing::MockRunner>();
+  passes::PassContext context;
+  tuning::TuningSession::Options options;
+  options.max_measurements = 4;
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
+  context.RunPipeline(*passes::ParsePipeline(T(2, "a", T(3, "b")), registry_), module_);
+  EXPECT_EQ(context.tuning->TotalCounts().measured, 4);
+  EXPECT_EQ(context.tuning->TotalCounts().over_budget, 2);
+  EXPECT_EQ(runner_->runs, 4);
+}
+
+}  // namespace
+}  // namespace tandem

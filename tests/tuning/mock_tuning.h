@@ -1,0 +1,67 @@
+// Test doubles for tuning: MockTune, a one-knob tuning pass with N choices that tags the module
+// with an attribute, and a deterministic runner whose latency is a known function of those tags
+// (so the optimum is known: choice 1 of every knob), counting the candidates it runs.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "passes/pass_registry.h"
+#include "passes/tuning/knob_pass.h"
+#include "tuning/runner.h"
+#include "tuning/tuning_session.h"
+
+namespace tandem::testing {
+
+inline constexpr const char* kMockPrefix = "mock.";
+
+// MockTune(choices=N, label="x"): choices c0..c{N-1}; choice i sets module attribute
+// mock.<label> = i.
+inline void RegisterMockTune(passes::PassRegistry& registry) {
+  passes::RegisterKnobPass(
+      registry, "MockTune", "test knob", {},
+      {{"choices", ir::AttrKind::kInt, int64_t{2}, "number of choices"},
+       {"label", ir::AttrKind::kString, std::string("t"), "attribute suffix"}},
+      [](const ir::IRModule&, passes::PassContext&, const passes::PassArguments& arguments) {
+        int64_t count = 2;
+        std::string label = "t";
+        for (const auto& [k, v] : arguments) {
+          if (k == "choices") count = std::get<int64_t>(v);
+          if (k == "label") label = std::get<std::string>(v);
+        }
+        std::vector<tuning::Choice> choices;
+        for (int64_t i = 0; i < count; ++i) {
+          choices.push_back({fmt::format("c{}", i), [label, i](const ir::IRModule& m) {
+                               ir::IRModule out = m;
+                               out.attrs().Set(kMockPrefix + label, i);
+                               return out;
+                             }});
+        }
+        return tuning::Knob("MockTune", std::move(choices));
+      });
+}
+
+// Latency 1 ms + 0.1 ms * sum over mock tags of |tag - 1|; counts runs.
+class MockRunner : public tuning::Runner {
+ public:
+  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
+                                         const tuning::MeasureOptions&) override {
+    std::vector<tuning::MeasureResult> results;
+    for (const tuning::RunInput& input : inputs) {
+      ++runs;
+      double seconds = 1e-3;
+      for (const auto& [key, value] : input.executable->module().attrs().values()) {
+        if (key.rfind(kMockPrefix, 0) == 0) {
+          seconds += 1e-4 * std::abs(static_cast<double>(std::get<int64_t>(value) - 1));
+        }
+      }
+      results.push_back(tuning::MeasureResult::FromRunSeconds({seconds, seconds, seconds}, 0));
+    }
+    return results;
+  }
+  int64_t runs = 0;
+};
+
+}  // namespace tandem::testing

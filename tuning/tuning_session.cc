@@ -1,0 +1,199 @@
+#include "tuning/tuning_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "backends/reference/interpreter.h"
+#include "ir/error.h"
+#include "ir/printer.h"
+#include "ir/structural.h"
+
+namespace tandem::tuning {
+
+namespace {
+
+// The parameter and result types of a function: candidates with the same signature compute the
+// same function (every pass preserves semantics), so they share one reference.
+std::string Signature(const ir::GraphFunction& function) {
+  std::string text = function.name + "(";
+  for (ir::ValueId p : function.params) text += ir::ToString(function.type_of(p)) + ",";
+  return text + ")->" + ir::ToString(function.type_of(function.output));
+}
+
+// Workload text of a graph candidate: the module with large constants elided.
+std::string WorkloadText(const ir::IRModule& module) {
+  ir::PrintOptions options;
+  options.max_constant_bytes = 256;
+  return ir::PrintModule(module, options);
+}
+
+}  // namespace
+
+EvaluationCounts& EvaluationCounts::operator+=(const EvaluationCounts& other) {
+  requested += other.requested;
+  reused += other.reused;
+  measured += other.measured;
+  failed += other.failed;
+  over_budget += other.over_budget;
+  build_seconds += other.build_seconds;
+  run_seconds += other.run_seconds;
+  return *this;
+}
+
+TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> database,
+                             std::shared_ptr<Builder> builder, std::shared_ptr<Runner> runner,
+                             Options options)
+    : target_(std::move(target)),
+      target_descriptor_(TargetDescriptor(target_)),
+      database_(std::move(database)),
+      builder_(std::move(builder)),
+      runner_(std::move(runner)),
+      options_(std::move(options)),
+      random_(options_.seed) {
+  if (!database_ || !builder_ || !runner_) {
+    throw ir::Error("TuningSession needs a database, a builder and a runner");
+  }
+  if (options_.measure.num_threads == 0) options_.measure.num_threads = target_.num_threads;
+}
+
+std::shared_ptr<TuningSession> TuningSession::MakeDefault(const ir::Target& target, uint64_t seed) {
+  Options options;
+  options.seed = seed;
+  return std::make_shared<TuningSession>(target, MakeInMemoryDatabase(),
+                                         std::make_shared<LocalBuilder>(),
+                                         std::make_shared<ProcessRunner>(), options);
+}
+
+backends::BuildOptions TuningSession::build_options() const {
+  backends::BuildOptions build;
+  build.function = options_.function;
+  build.codegen.cpu = target_.cpu;
+  build.codegen.features = target_.features;
+  build.codegen.prefer_vector_width = target_.vector_bits;
+  return build;
+}
+
+EvaluationCounts TuningSession::TotalCounts() const {
+  EvaluationCounts total;
+  for (const auto& [pass, counts] : counts_) total += counts;
+  return total;
+}
+
+bool TuningSession::BudgetSpent() const {
+  return options_.max_measurements > 0 && TotalCounts().measured >= options_.max_measurements;
+}
+
+void TuningSession::EnsureReference(const ir::IRModule& module) { ReferenceFor(module); }
+
+const TuningSession::Reference& TuningSession::ReferenceFor(const ir::IRModule& module) {
+  const ir::GraphFunction& function = module.Get(options_.function);
+  std::string signature = Signature(function);
+  auto it = references_.find(signature);
+  if (it != references_.end()) return it->second;
+  Reference reference;
+  reference.inputs = backends::RandomInputs(function, options_.seed);
+  reference.expected = backends::RunReference(module, reference.inputs, options_.function);
+  return references_.emplace(signature, std::move(reference)).first->second;
+}
+
+std::string TuningSession::MeasuredBy() const {
+  const MeasureOptions& m = options_.measure;
+  nlohmann::json json = {{"runner", "graph"},
+                         {"warmup_runs", m.warmup_runs},
+                         {"repeats", m.repeats},
+                         {"min_repeat_seconds", m.min_repeat_seconds},
+                         {"flush_cache", m.flush_cache},
+                         {"num_threads", m.num_threads}};
+  return json.dump();
+}
+
+std::vector<MeasureResult> TuningSession::EvaluateModules(
+    const std::vector<EvaluationRequest>& requests, const std::string& pass) {
+  EvaluationCounts& counts = counts_[pass];
+  std::vector<MeasureResult> results(requests.size());
+  std::vector<std::string> hashes(requests.size());
+  std::vector<size_t> to_measure;
+  std::vector<int64_t> same_as(requests.size(), -1);  // a duplicate of an earlier request
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ++counts.requested;
+    hashes[i] = ir::HashToHex(ir::StructuralHash(requests[i].module));
+    if (auto record = database_->FindRecord(hashes[i], target_descriptor_, "")) {
+      ++counts.reused;
+      results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
+                                : MeasureResult::Failure(record->error);
+      continue;
+    }
+    // The same module twice in one batch is measured once.
+    for (size_t j : to_measure) {
+      if (hashes[j] == hashes[i]) same_as[i] = static_cast<int64_t>(j);
+    }
+    if (same_as[i] >= 0) continue;
+    if (options_.max_measurements > 0 &&
+        TotalCounts().measured + static_cast<int64_t>(to_measure.size()) >=
+            options_.max_measurements) {
+      ++counts.over_budget;
+      results[i] = MeasureResult::Failure("trial budget spent");
+      continue;
+    }
+    to_measure.push_back(i);
+  }
+
+  if (!to_measure.empty()) {
+    std::vector<BuildInput> build_inputs;
+    for (size_t i : to_measure) build_inputs.push_back({requests[i].module, build_options()});
+    std::vector<BuildOutput> built = builder_->Build(build_inputs);
+    std::vector<RunInput> run_inputs;
+    std::vector<size_t> run_index;
+    for (size_t k = 0; k < to_measure.size(); ++k) {
+      size_t i = to_measure[k];
+      counts.build_seconds += built[k].seconds;
+      if (!built[k].ok()) {
+        results[i] = MeasureResult::Failure(built[k].error);
+        continue;
+      }
+      const Reference& reference = ReferenceFor(requests[i].module);
+      run_inputs.push_back({built[k].executable, reference.inputs, reference.expected});
+      run_index.push_back(i);
+    }
+    std::vector<MeasureResult> measured = runner_->Run(run_inputs, options_.measure);
+    for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
+
+    std::string measured_by = MeasuredBy();
+    for (size_t i : to_measure) {
+      ++counts.measured;
+      if (!results[i].ok()) ++counts.failed;
+      for (double s : results[i].run_seconds) counts.run_seconds += s;
+      database_->CommitWorkload({hashes[i], "graph", WorkloadText(requests[i].module)});
+      TuningRecord record;
+      record.workload_hash = hashes[i];
+      record.target = target_descriptor_;
+      record.trace_json = requests[i].trace.ToJson();
+      record.run_seconds = results[i].run_seconds;
+      record.error = results[i].error;
+      record.measured_at = NowUtc();
+      record.measured_by = measured_by;
+      database_->CommitRecord(record);
+    }
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (same_as[i] >= 0) {
+      results[i] = results[static_cast<size_t>(same_as[i])];
+      ++counts.reused;
+    }
+  }
+
+  double& best = best_seconds_[pass];
+  for (const MeasureResult& r : results) {
+    if (r.ok() && (best == 0 || r.median_seconds < best)) best = r.median_seconds;
+  }
+  if (on_progress) {
+    on_progress({pass, static_cast<int64_t>(requests.size()),
+                 static_cast<int64_t>(requests.size()), best});
+  }
+  return results;
+}
+
+}  // namespace tandem::tuning

@@ -1,0 +1,137 @@
+// TuningSession: the machinery every tuning pass of one pipeline run shares.
+//
+// One session per pipeline run, held by the PassContext: the target, the database, the builder,
+// the runner, how to measure, the trial budget, the one seeded random state every random
+// decision is drawn from, the counts of evaluations requested and measurements performed per
+// pass, and the log of decisions the tuning passes took. Graph-level candidates are evaluated
+// here: a candidate module already measured on this target (same structural hash, same target
+// descriptor) is answered from the database; the others are built in parallel, measured by the
+// runner against the reference outputs of the function, and committed to the database, failed
+// ones with their reason.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/target.h"
+#include "ir/tensor.h"
+#include "ir/trace.h"
+#include "kernels/schedule/schedule.h"
+#include "tuning/builder.h"
+#include "tuning/database.h"
+#include "tuning/measure.h"
+#include "tuning/runner.h"
+
+namespace tandem::tuning {
+
+// Per tuning pass (by name): evaluations asked for, answered from the database, really measured,
+// failed (of those measured), and refused because the trial budget was spent.
+struct EvaluationCounts {
+  int64_t requested = 0;
+  int64_t reused = 0;
+  int64_t measured = 0;
+  int64_t failed = 0;
+  int64_t over_budget = 0;
+  double build_seconds = 0;
+  double run_seconds = 0;
+
+  EvaluationCounts& operator+=(const EvaluationCounts& other);
+};
+
+// Reported after each evaluated batch (for progress bars).
+struct ProgressEvent {
+  std::string pass;
+  int64_t done = 0;   // candidates of this batch done
+  int64_t total = 0;  // candidates in this batch
+  double best_seconds = 0;  // best latency the pass has seen so far (0: none yet)
+};
+
+// One graph-level candidate to evaluate: the optimized module and the decisions behind it.
+struct EvaluationRequest {
+  ir::IRModule module;
+  ir::Trace trace;
+};
+
+// A decision a top-level tuning pass took: its trace from the pass's input, and the result.
+struct TuningDecision {
+  std::string pass;      // the pass's pipeline text
+  ir::IRModule input;    // the module the pass started from
+  ir::Trace trace;       // the winning candidate's decisions
+  MeasureResult result;  // the winning candidate's measurement
+  double baseline_seconds = 0;  // the input measured the same way (0 when not measured)
+};
+
+class TuningSession {
+ public:
+  struct Options {
+    MeasureOptions measure;
+    // Largest number of real measurements in the whole run (0: no limit). Requests beyond it
+    // fail with reason "trial budget spent" and are not recorded in the database.
+    int64_t max_measurements = 0;
+    uint64_t seed = 0;
+    std::string function = "main";  // the graph function that is measured
+  };
+
+  TuningSession(ir::Target target, std::shared_ptr<Database> database,
+                std::shared_ptr<Builder> builder, std::shared_ptr<Runner> runner,
+                Options options);
+  // An in-memory database, a LocalBuilder and a ProcessRunner.
+  static std::shared_ptr<TuningSession> MakeDefault(const ir::Target& target, uint64_t seed);
+
+  // Evaluates graph-level candidates for `pass` (see the file comment). One result per request,
+  // in order; failures are values.
+  std::vector<MeasureResult> EvaluateModules(const std::vector<EvaluationRequest>& requests,
+                                             const std::string& pass);
+
+  // Fixes the inputs and expected outputs used to check every candidate with the same function
+  // signature as `module` (computed once, by the reference interpreter on `module`). Called by
+  // a top-level tuning pass on its input so that every candidate is checked against the
+  // semantics of the module tuning started from.
+  void EnsureReference(const ir::IRModule& module);
+
+  const std::map<std::string, EvaluationCounts>& counts() const { return counts_; }
+  EvaluationCounts TotalCounts() const;
+  bool BudgetSpent() const;
+
+  void RecordDecision(TuningDecision decision) { decisions_.push_back(std::move(decision)); }
+  const std::vector<TuningDecision>& decisions() const { return decisions_; }
+
+  kernels::RandomState& random() { return random_; }
+  Database& database() { return *database_; }
+  const std::shared_ptr<Database>& shared_database() const { return database_; }
+  Builder& builder() { return *builder_; }
+  Runner& runner() { return *runner_; }
+  const ir::Target& target() const { return target_; }
+  const std::string& target_descriptor() const { return target_descriptor_; }
+  const Options& options() const { return options_; }
+  backends::BuildOptions build_options() const;
+
+  std::function<void(const ProgressEvent&)> on_progress;
+
+ private:
+  struct Reference {
+    std::vector<ir::Tensor> inputs;
+    std::vector<ir::Tensor> expected;
+  };
+  const Reference& ReferenceFor(const ir::IRModule& module);
+  std::string MeasuredBy() const;
+
+  ir::Target target_;
+  std::string target_descriptor_;
+  std::shared_ptr<Database> database_;
+  std::shared_ptr<Builder> builder_;
+  std::shared_ptr<Runner> runner_;
+  Options options_;
+  kernels::RandomState random_;
+  std::map<std::string, EvaluationCounts> counts_;
+  std::map<std::string, double> best_seconds_;  // per pass
+  std::map<std::string, Reference> references_;  // by function signature
+  std::vector<TuningDecision> decisions_;
+};
+
+}  // namespace tandem::tuning
