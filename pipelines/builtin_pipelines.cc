@@ -10,6 +10,21 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, FuseOps, "
                      "DeadCodeElimination, Legalize",
                      ""});
+  registry.Register({"graph_tuning",
+                     "The graph-level tuning passes, each tuned alone in sequence (with the "
+                     "heuristic passes they need as eval passes), then lowering with default "
+                     "schedules.",
+                     "InferType, SimplifyExpr, FoldConstant, TuneCombineParallel(eval=[FuseOps]), "
+                     "TuneLayout(eval=[FoldConstant, FuseOps]), TuneFusion, TuneCodegenFlags, "
+                     "DeadCodeElimination, Legalize",
+                     ""});
+  registry.Register({"graph_joint",
+                     "The same graph-level knobs tuned jointly: every layout is evaluated with "
+                     "its own best combining, fusion and code generation flags.",
+                     "InferType, SimplifyExpr, FoldConstant, TuneLayout(eval=[FoldConstant, "
+                     "TuneCombineParallel(eval=[TuneFusion(eval=[TuneCodegenFlags])])]), "
+                     "DeadCodeElimination, Legalize",
+                     ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "
                      "(a baseline for measuring what schedules buy).",

@@ -12,6 +12,8 @@
 
 #include "ir/graph.h"
 #include "ir/target.h"
+#include "passes/instruments.h"
+#include "passes/pass.h"
 
 namespace tandem::tools {
 
@@ -39,6 +41,10 @@ struct PipelineOptions {
   uint64_t seed = 0;
 };
 void AddPipelineOptions(CLI::App* command, PipelineOptions& options);
+// Configures `context` from the options (target, seed, verification, reproducers, timing and IR
+// dump instruments) and returns the chosen pipeline; `timing` is set when --time-passes is on.
+passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
+                                std::shared_ptr<passes::TimingInstrument>& timing);
 // Runs the chosen pipeline on the module (printing timing/IR dumps as asked).
 ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options);
 
@@ -47,5 +53,7 @@ Command AddInterpretCommand(CLI::App& app);
 Command AddPipelinesCommand(CLI::App& app);
 Command AddCompileCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
+Command AddDbCommand(CLI::App& app);
+Command AddTuneCommand(CLI::App& app);
 
 }  // namespace tandem::tools

@@ -85,15 +85,14 @@ void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {
   command->add_option("--pipeline-seed", options.seed, "random seed of the pipeline (tuning decisions)");
 }
 
-ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options) {
+passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
+                                std::shared_ptr<passes::TimingInstrument>& timing) {
   auto& registry = pipelines::PipelineRegistry::Global();
   if (!options.pipeline_file.empty()) registry.LoadFile(options.pipeline_file);
-  passes::PassContext context;
   context.target = ir::ParseTarget(options.target);
   context.seed = options.seed;
   context.verify_each = options.verify_each;
   context.reproducer_dir = options.reproducer_dir;
-  std::shared_ptr<passes::TimingInstrument> timing;
   if (options.time_passes) {
     timing = std::make_shared<passes::TimingInstrument>();
     context.instruments.push_back(timing);
@@ -103,8 +102,14 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
         std::cerr, std::set<std::string>(options.print_before.begin(), options.print_before.end()),
         std::set<std::string>(options.print_after.begin(), options.print_after.end())));
   }
-  passes::PassPtr pipeline = options.text.empty() ? registry.Create(options.name, context.target)
-                                                  : passes::ParsePipeline(options.text);
+  return options.text.empty() ? registry.Create(options.name, context.target)
+                              : passes::ParsePipeline(options.text);
+}
+
+ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options) {
+  passes::PassContext context;
+  std::shared_ptr<passes::TimingInstrument> timing;
+  passes::PassPtr pipeline = PreparePipeline(options, context, timing);
   ir::IRModule out = context.RunPipeline(*pipeline, module);
   if (timing) std::cerr << timing->Report();
   return out;

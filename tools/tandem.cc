@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands = {AddShowCommand(app),     AddInterpretCommand(app),
                                    AddPipelinesCommand(app), AddCompileCommand(app),
-                                   AddRunCommand(app)};
+                                   AddRunCommand(app), AddTuneCommand(app),       AddDbCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -76,6 +76,9 @@ class Database {
   virtual std::vector<TuningRecord> Best(const std::string& workload_hash,
                                          const std::string& target, size_t k) const = 0;
   virtual size_t NumRecords() const = 0;
+  // The distinct targets that have records of the workload, in the order first committed (lets
+  // the export and the `tandem db` command reach every record).
+  virtual std::vector<std::string> Targets(const std::string& workload_hash) const = 0;
 
   // Named binary blobs stored with the database (the cost model's saved state).
   virtual void PutBlob(const std::string& name, const std::string& bytes) = 0;

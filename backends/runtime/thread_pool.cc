@@ -22,6 +22,10 @@ constexpr int kSpinIterations = 4096;
 // True while this thread runs a chunk of a parallel loop (workers: always).
 thread_local bool tls_in_parallel_region = false;
 
+// The pool Global() returns; never destroyed (worker threads may outlive static destruction,
+// and after fork() a child replaces it without touching the old one).
+std::atomic<ThreadPool*> global_pool{nullptr};
+
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -61,8 +65,21 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::Global() {
-  static ThreadPool pool(DefaultThreadCount());
-  return pool;
+  ThreadPool* pool = global_pool.load(std::memory_order_acquire);
+  if (pool) return *pool;
+  // First use: the first thread to publish its pool wins; a losing one discards its own.
+  auto* created = new ThreadPool(DefaultThreadCount());
+  if (global_pool.compare_exchange_strong(pool, created, std::memory_order_acq_rel)) {
+    return *created;
+  }
+  delete created;
+  return *pool;
+}
+
+void ThreadPool::ResetGlobalAfterFork() {
+  ThreadPool* old = global_pool.load(std::memory_order_acquire);
+  int num_threads = old ? old->num_threads() : DefaultThreadCount();
+  global_pool.store(new ThreadPool(num_threads), std::memory_order_release);
 }
 
 void ThreadPool::SetNumThreads(int num_threads) {

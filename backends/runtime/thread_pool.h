@@ -49,6 +49,12 @@ class ThreadPool {
   // environment; the `tandem` command has --threads).
   static ThreadPool& Global();
 
+  // For a child process right after fork(), where only the forking thread exists: makes
+  // Global() return a new pool with the same number of threads. The old pool (whose workers did
+  // not survive the fork, and whose lock another thread may have held) is left untouched and
+  // never destroyed.
+  static void ResetGlobalAfterFork();
+
   // Restarts the workers so that `num_threads` participants share each loop (Error when < 1).
   // Waits for a ParallelFor in progress on another thread to finish first.
   void SetNumThreads(int num_threads);

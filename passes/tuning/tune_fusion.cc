@@ -1,8 +1,8 @@
 // TuneFusion: chooses among fusion decisions the heuristic cannot settle alone: the default
 // FuseOps grouping, the same without fusing injective chains into a following reduction (a
 // fused reduction recomputes its producers per reduced element, which can lose), small groups
-// only (at most 3 calls), or no fusion. Runs where FuseOps would; choices that give the same
-// grouping as another are not candidates.
+// only (at most 3 calls), or no fusion (every existing group removed). Runs where FuseOps
+// would; a choice that gives the same grouping as an earlier one is not a candidate.
 #include <set>
 
 #include "ir/structural.h"
@@ -20,13 +20,13 @@ void RegisterTuneFusion(PassRegistry& registry) {
           PassArguments arguments;
         };
         std::vector<Variant> variants{
+            {"none", {{"max_size", int64_t{1}}}},
             {"fuse", {}},
             {"no_reduction_fusion", {{"into_reductions", int64_t{0}}}},
             {"small_groups", {{"max_size", int64_t{3}}}},
         };
         std::vector<tuning::Choice> choices;
-        std::set<uint64_t> seen{ir::StructuralHash(module)};
-        choices.push_back(KeepChoice("none"));
+        std::set<uint64_t> seen;
         for (const Variant& variant : variants) {
           auto apply = [&context, arguments = variant.arguments](const ir::IRModule& m) {
             return RunRegisteredPass(context, "FuseOps", arguments, m);

@@ -57,8 +57,6 @@ graph @main(%x: f32[8]) -> f32[8] {
   passes::PassContext context_;
 };
 
-const char* kT2 = R"(MockTune(choices=2, label="a"))";
-const char* kT3 = R"(MockTune(choices=3, label="b"))";
 
 std::string T(int choices, const std::string& label, const std::string& eval = "") {
   std::string text = fmt::format(R"(MockTune(choices={}, label="{}")", choices, label);

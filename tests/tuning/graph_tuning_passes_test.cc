@@ -1,0 +1,188 @@
+// The graph-level tuning passes with the real builder and process runner on small models: each
+// evaluates the candidates its knob offers, returns a module that computes what its input
+// computes, and its winning trace replays to that module. A tuning pass whose candidates crash,
+// hang or compute wrong results records them as failed and still finishes with a good one.
+#include <gtest/gtest.h>
+
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
+#include "frontend/model_builders.h"
+#include "ir/kernel/kernel_parser.h"
+#include "ir/structural.h"
+#include "passes/pipeline_text.h"
+#include "tests/tuning/mock_tuning.h"
+
+namespace tandem {
+namespace {
+
+tuning::TuningSession::Options FastOptions() {
+  tuning::TuningSession::Options options;
+  options.measure.repeats = 3;
+  options.measure.min_repeat_seconds = 5e-4;
+  options.measure.timeout_seconds = 20;
+  return options;
+}
+
+struct TuneOutcome {
+  ir::IRModule input;  // what the tuning pass started from (after InferType)
+  ir::IRModule output;
+  tuning::EvaluationCounts counts;
+  std::vector<tuning::TuningDecision> decisions;
+};
+
+TuneOutcome Tune(const ir::IRModule& model, const std::string& tuning_pass,
+                 const passes::PassRegistry& registry = passes::PassRegistry::Global(),
+                 tuning::TuningSession::Options options = FastOptions()) {
+  passes::PassContext context;
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(),
+      std::make_shared<tuning::ProcessRunner>(), options);
+  TuneOutcome outcome;
+  outcome.output =
+      context.RunPipeline(*passes::ParsePipeline("InferType, " + tuning_pass, registry), model);
+  outcome.counts = context.tuning->TotalCounts();
+  outcome.decisions = context.tuning->decisions();
+  if (!outcome.decisions.empty()) {
+    // The winning trace replays to the module the pass returned.
+    ir::Trace trace = ir::Trace::FromJson(outcome.decisions[0].trace.ToJson());
+    outcome.input = outcome.decisions[0].input;
+    ir::IRModule replayed = passes::ReplayTrace(outcome.input, trace, context, registry);
+    EXPECT_TRUE(ir::StructuralEqual(replayed, outcome.output))
+        << ir::StructuralDiff(replayed, outcome.output);
+  }
+  // The tuned module computes what the model computes.
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 11);
+  std::vector<ir::Tensor> expected = backends::RunReference(model, inputs);
+  std::vector<ir::Tensor> got = backends::Build(outcome.output)->Run(inputs);
+  EXPECT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) {
+    EXPECT_LT(ir::RelativeError(got[i], expected[i]), 1e-4) << "output " << i;
+  }
+  return outcome;
+}
+
+ir::IRModule SmallResNetBlock() {
+  frontend::ResNetBlockConfig config;
+  config.channels = 16;
+  config.height = config.width = 14;
+  return frontend::ResNetBasicBlock(config);
+}
+
+ir::IRModule SmallBertLayer() {
+  frontend::BertLayerConfig config;
+  config.seq = 16;
+  config.hidden = 64;
+  config.heads = 4;
+  config.ffn = 128;
+  return frontend::BertEncoderLayer(config);
+}
+
+std::string Decision(const TuneOutcome& outcome, size_t index = 0) {
+  const ir::Instruction& instruction = outcome.decisions.at(0).trace.instructions().at(index);
+  return std::get<std::string>(*instruction.decision);
+}
+
+TEST(TuneLayout, MeasuresEveryLayoutOfAConvolutionModel) {
+  TuneOutcome outcome = Tune(SmallResNetBlock(), "TuneLayout(eval=[FoldConstant, FuseOps])");
+  EXPECT_EQ(outcome.counts.requested, 5);  // none, NCHW, NHWC, NCHW16c, NCHW8c
+  EXPECT_EQ(outcome.counts.failed, 0);
+  ASSERT_EQ(outcome.decisions.size(), 1u);
+  EXPECT_EQ(outcome.decisions[0].trace.size(), 3u);
+  EXPECT_EQ(outcome.decisions[0].trace.instructions()[0].attrs.GetString("considered"),
+            "none,NCHW,NHWC,NCHW16c,NCHW8c");
+}
+
+TEST(TuneLayout, OffersOnlyNoChangeWithoutConvolutions) {
+  TuneOutcome outcome = Tune(SmallBertLayer(), "TuneLayout");
+  EXPECT_EQ(outcome.counts.requested, 1);
+  EXPECT_EQ(Decision(outcome), "none");
+}
+
+TEST(TuneCombineParallel, CombinesTheAttentionProjectionsOnlyAsACandidate) {
+  TuneOutcome bert = Tune(SmallBertLayer(), "TuneCombineParallel(eval=[FuseOps])");
+  EXPECT_EQ(bert.counts.requested, 2);
+  TuneOutcome resnet = Tune(SmallResNetBlock(), "TuneCombineParallel");
+  EXPECT_EQ(resnet.counts.requested, 1);  // nothing to combine: "on" is not a candidate
+  EXPECT_EQ(Decision(resnet), "off");
+}
+
+TEST(TuneFusion, EvaluatesDistinctGroupingsOnly) {
+  TuneOutcome outcome = Tune(SmallBertLayer(), "TuneFusion");
+  EXPECT_GE(outcome.counts.requested, 3);  // none, fuse, small_groups at least
+  EXPECT_LE(outcome.counts.requested, 4);
+  EXPECT_EQ(outcome.counts.failed, 0);
+}
+
+TEST(TuneCodegenFlags, RecordsTheChoiceAsModuleAttributes) {
+  TuneOutcome outcome = Tune(SmallResNetBlock(), "TuneCodegenFlags(eval=[FuseOps])");
+  EXPECT_GE(outcome.counts.requested, 3);
+  std::string decision = Decision(outcome);
+  if (decision == "vector256") {
+    EXPECT_EQ(outcome.output.attrs().GetInt(backends::kPreferVectorWidthAttr), 256);
+  } else if (decision == "reassociate") {
+    EXPECT_EQ(outcome.output.attrs().GetInt(backends::kAllowReassociationAttr), 1);
+  }
+}
+
+// A knob whose choices are: keep the module (relu), or replace it by a module that crashes,
+// hangs, or computes something else.
+constexpr char kCrashingKernel[] = R"(
+  kernel @crash(%a: f32[4]) -> (%b: f32[4]) {
+    for %i in 4 {
+      %b[%i + 1099511627776] = %a[%i]
+    }
+  })";
+constexpr char kHangingKernel[] = R"(
+  kernel @hang(%a: f32[4]) -> (%b: f32[4]) {
+    for %i in 4 {
+      %b[%i] = %a[%i]
+    }
+    for %k in 1152921504606846976 {
+      %b[0] = %b[0] + %a[1]
+    }
+  })";
+constexpr char kDoublingKernel[] = R"(
+  kernel @twice(%a: f32[4]) -> (%b: f32[4]) {
+    for %i in 4 {
+      %b[%i] = %a[%i] * 2.0
+    }
+  })";
+
+ir::IRModule KernelModule(const std::string& text) {
+  ir::KernelFunction kernel = ir::ParseKernel(text);
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{4}, ir::DataType::kFloat32, ""});
+  ir::IRModule module;
+  module.Add(b.Finish(b.CallKernel(kernel, {x}, "custom")));
+  module.AddKernel(kernel);
+  return module;
+}
+
+TEST(TuningPassFailures, CrashingHangingAndWrongCandidatesAreRecordedAndTuningFinishes) {
+  passes::PassRegistry registry;
+  passes::RegisterAllPasses(registry);
+  passes::RegisterKnobPass(
+      registry, "Saboteur", "test knob", {}, {},
+      [](const ir::IRModule&, passes::PassContext&, const passes::PassArguments&) {
+        auto replace = [](const char* text) {
+          return [text](const ir::IRModule&) { return KernelModule(text); };
+        };
+        return tuning::Knob("Saboteur", {{"crash", replace(kCrashingKernel)},
+                                         {"hang", replace(kHangingKernel)},
+                                         {"wrong", replace(kDoublingKernel)},
+                                         passes::KeepChoice("keep")});
+      });
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{4}, ir::DataType::kFloat32, ""});
+  ir::IRModule model;
+  model.Add(b.Finish(b.Call("relu", {x})));
+  tuning::TuningSession::Options options = FastOptions();
+  options.measure.timeout_seconds = 1;
+  TuneOutcome outcome = Tune(model, "Saboteur", registry, options);
+  EXPECT_EQ(outcome.counts.measured, 4);
+  EXPECT_EQ(outcome.counts.failed, 3);
+  EXPECT_EQ(Decision(outcome), "keep");
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,327 @@
+// ProcessRunner: measures a batch in forked worker processes (see tuning/runner.h).
+//
+// The parent forks a worker for the rest of the batch; the worker measures the candidates in
+// order and writes two messages per candidate to a pipe: "starting candidate i" and its result.
+// The parent reads them with poll() under a deadline that restarts with every message. A worker
+// that dies (a crash in generated code) or misses the deadline (a hang, killed with SIGKILL)
+// costs the candidate it was on, and a new worker takes the candidates after it. Every worker is
+// reaped with waitpid, whatever happens. The pipe only goes from worker to parent: the parent
+// never writes to it, so it cannot get SIGPIPE from it.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "backends/runtime/thread_pool.h"
+#include "tuning/runner.h"
+
+namespace tandem::tuning {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Message kinds; a message is: kind (1 byte), candidate index (u32), payload size (u32), payload.
+constexpr uint8_t kStarting = 'S';
+constexpr uint8_t kResult = 'R';
+constexpr size_t kHeaderBytes = 9;
+
+template <typename T>
+void Append(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+template <typename T>
+T ReadAt(const std::string& in, size_t offset) {
+  T value;
+  std::memcpy(&value, in.data() + offset, sizeof(T));
+  return value;
+}
+
+std::string EncodeMessage(uint8_t kind, size_t index, const std::string& payload) {
+  std::string out;
+  Append<uint8_t>(out, kind);
+  Append<uint32_t>(out, static_cast<uint32_t>(index));
+  Append<uint32_t>(out, static_cast<uint32_t>(payload.size()));
+  out += payload;
+  return out;
+}
+
+std::string EncodeResult(const MeasureResult& result) {
+  std::string out;
+  Append<uint32_t>(out, static_cast<uint32_t>(result.error.size()));
+  out += result.error;
+  Append<double>(out, result.median_seconds);
+  Append<double>(out, result.stddev_seconds);
+  Append<double>(out, result.max_relative_error);
+  Append<uint32_t>(out, static_cast<uint32_t>(result.run_seconds.size()));
+  for (double seconds : result.run_seconds) Append<double>(out, seconds);
+  return out;
+}
+
+std::optional<MeasureResult> DecodeResult(const std::string& in) {
+  MeasureResult result;
+  size_t offset = 0;
+  auto has = [&](size_t bytes) { return in.size() - offset >= bytes; };
+  if (!has(4)) return std::nullopt;
+  auto error_size = ReadAt<uint32_t>(in, offset);
+  offset += 4;
+  if (!has(error_size + 3 * sizeof(double) + 4)) return std::nullopt;
+  result.error = in.substr(offset, error_size);
+  offset += error_size;
+  result.median_seconds = ReadAt<double>(in, offset);
+  result.stddev_seconds = ReadAt<double>(in, offset + 8);
+  result.max_relative_error = ReadAt<double>(in, offset + 16);
+  auto runs = ReadAt<uint32_t>(in, offset + 24);
+  offset += 28;
+  if (in.size() - offset != size_t{runs} * sizeof(double)) return std::nullopt;
+  for (uint32_t r = 0; r < runs; ++r) {
+    result.run_seconds.push_back(ReadAt<double>(in, offset));
+    offset += sizeof(double);
+  }
+  return result;
+}
+
+// Writes all of `data`; false when the pipe is gone.
+bool WriteAll(int fd, const std::string& data) {
+  size_t written = 0;
+  while (written < data.size()) {
+    ssize_t n = write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+int ThreadCount(const MeasureOptions& options) {
+  if (options.num_threads > 0) {
+    return std::min(options.num_threads, backends::ThreadPool::kMaxThreads);
+  }
+  return std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1,
+                         backends::ThreadPool::kMaxThreads);
+}
+
+// The worker: runs in the child right after fork() and never returns into the caller's code
+// (no stack unwinding into it, no destructors, no atexit handlers).
+[[noreturn]] void WorkerMain(int fd, pid_t parent, const std::vector<RunInput>& inputs,
+                             const std::vector<size_t>& order, size_t first,
+                             const MeasureOptions& options) {
+  // A hanging worker must not outlive a parent that was killed (the forking thread waits for
+  // the worker, so it cannot end first otherwise).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);
+  // A crash must end the worker with its signal (whatever handlers the parent installed), and
+  // without writing a core file.
+  for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) {
+    signal(signal_number, SIG_DFL);
+  }
+  signal(SIGPIPE, SIG_IGN);  // a vanished parent makes write fail instead
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  // Copies of other pipes (of workers that other threads start) would delay their end of file.
+  if (fd > 3) close_range(3, static_cast<unsigned>(fd - 1), 0);
+  close_range(static_cast<unsigned>(fd + 1), ~0U, 0);
+  try {
+    // Only this thread survived the fork: generated code needs a pool with live workers.
+    backends::ThreadPool::ResetGlobalAfterFork();
+    backends::ThreadPool::Global().SetNumThreads(ThreadCount(options));
+    for (size_t k = first; k < order.size(); ++k) {
+      size_t index = order[k];
+      if (!WriteAll(fd, EncodeMessage(kStarting, index, ""))) _exit(2);
+      MeasureResult result = MeasureHere(inputs[index], options);
+      if (!WriteAll(fd, EncodeMessage(kResult, index, EncodeResult(result)))) _exit(2);
+    }
+  } catch (...) {
+    _exit(3);
+  }
+  _exit(0);
+}
+
+std::string SignalName(int signal_number) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+  if (const char* abbreviation = sigabbrev_np(signal_number)) {
+    return fmt::format("SIG{}", abbreviation);
+  }
+#endif
+  const char* description = strsignal(signal_number);
+  return description ? description : "unknown signal";
+}
+
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) {
+    int signal_number = WTERMSIG(status);
+    return fmt::format("crashed: signal {} ({})", signal_number, SignalName(signal_number));
+  }
+  if (WIFEXITED(status)) {
+    return fmt::format("crashed: the worker process exited with status {}", WEXITSTATUS(status));
+  }
+  return fmt::format("crashed: the worker process ended with wait status {}", status);
+}
+
+// One worker process: its pipe's read end and its pid; killed and reaped when still running.
+class Worker {
+ public:
+  Worker(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+  ~Worker() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+    close(fd_);
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  int fd() const { return fd_; }
+  // Waits for the worker to end; its wait status.
+  int Wait() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    return status;
+  }
+  int Kill() {
+    kill(pid_, SIGKILL);
+    return Wait();
+  }
+
+ private:
+  pid_t pid_;
+  int fd_;
+};
+
+// Measures order[first..] in one worker process; fills their results until the worker ends.
+// Returns the position in `order` where the next worker starts (always > first).
+size_t RunWorker(const std::vector<RunInput>& inputs, const std::vector<size_t>& order,
+                 size_t first, const MeasureOptions& options, std::vector<MeasureResult>& results) {
+  auto fail_rest = [&](const std::string& reason) {
+    for (size_t k = first; k < order.size(); ++k) {
+      results[order[k]] = MeasureResult::Failure(reason);
+    }
+    return order.size();
+  };
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return fail_rest(fmt::format("cannot start a worker process: pipe: {}", strerror(errno)));
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int error = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return fail_rest(fmt::format("cannot start a worker process: fork: {}", strerror(error)));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    WorkerMain(fds[1], parent, inputs, order, first, options);
+  }
+  close(fds[1]);
+  Worker worker(pid, fds[0]);
+
+  // (Capped at a year so that the deadline arithmetic cannot overflow.)
+  auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::min(options.timeout_seconds, 365 * 86400.0)));
+  size_t current = first;  // the candidate the worker is on or starts next
+  Clock::time_point deadline = Clock::now() + timeout;
+  std::string received;
+  char chunk[65536];
+  while (true) {
+    Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      worker.Kill();
+      results[order[current]] =
+          MeasureResult::Failure(fmt::format("timed out after {:g} s", options.timeout_seconds));
+      return current + 1;
+    }
+    auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    pollfd request{worker.fd(), POLLIN, 0};
+    int ready = poll(&request, 1, static_cast<int>(std::min<int64_t>(wait_ms, 1000 * 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;
+    ssize_t n = read(worker.fd(), chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // end of file: the worker is gone
+    received.append(chunk, static_cast<size_t>(n));
+    // Handles every complete message.
+    size_t offset = 0;
+    while (received.size() - offset >= kHeaderBytes) {
+      auto kind = ReadAt<uint8_t>(received, offset);
+      auto index = ReadAt<uint32_t>(received, offset + 1);
+      auto size = ReadAt<uint32_t>(received, offset + 5);
+      if (received.size() - offset - kHeaderBytes < size) break;
+      std::string payload = received.substr(offset + kHeaderBytes, size);
+      offset += kHeaderBytes + size;
+      if (current >= order.size()) {  // every result is in: the rest is noise
+        worker.Kill();
+        return current;
+      }
+      if (index != order[current]) {
+        worker.Kill();
+        results[order[current]] =
+            MeasureResult::Failure("the worker process sent a message out of order");
+        return current + 1;
+      }
+      if (kind == kResult) {
+        std::optional<MeasureResult> result = DecodeResult(payload);
+        results[index] = result ? std::move(*result)
+                                : MeasureResult::Failure("the worker process sent a bad result");
+        ++current;
+      } else if (kind != kStarting) {
+        worker.Kill();
+        results[index] = MeasureResult::Failure("the worker process sent an unknown message");
+        return current + 1;
+      }
+      deadline = Clock::now() + timeout;
+    }
+    received.erase(0, offset);
+  }
+  int status = worker.Wait();
+  if (current >= order.size()) return current;
+  results[order[current]] = MeasureResult::Failure(DescribeExit(status));
+  return current + 1;
+}
+
+}  // namespace
+
+std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& inputs,
+                                              const MeasureOptions& options) {
+  std::vector<MeasureResult> results(inputs.size());
+  std::vector<size_t> order;  // candidates that have something to run
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].executable) {
+      order.push_back(i);
+    } else {
+      results[i] = MeasureResult::Failure("no executable to measure");
+    }
+  }
+  if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
+    for (size_t i : order) {
+      results[i] = MeasureResult::Failure(fmt::format(
+          "invalid measure options: timeout_seconds is {} (must be > 0)", options.timeout_seconds));
+    }
+    return results;
+  }
+  size_t position = 0;
+  while (position < order.size()) position = RunWorker(inputs, order, position, options, results);
+  return results;
+}
+
+}  // namespace tandem::tuning
