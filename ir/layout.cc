@@ -151,31 +151,43 @@ Tensor TransformLayout(const Tensor& tensor, const Layout& from, const Layout& t
   size_t element_size = static_cast<size_t>(SizeOf(tensor.dtype()));
   const auto* source = static_cast<const uint8_t*>(tensor.raw_data());
   auto* target = static_cast<uint8_t*>(out.raw_data());
-  ops::ForEachIndex(out_shape, [&](const std::vector<int64_t>& index, int64_t flat) {
-    // Logical coordinate of every primal axis, indexed by letter.
-    std::array<int64_t, 26> coordinate{};
-    for (size_t k = 0; k < index.size(); ++k) {
-      const Layout::Axis& axis = to.axes()[k];
-      if (axis.is_primal()) {
-        coordinate[static_cast<size_t>(axis.name - 'A')] += index[k] * to.SplitFactor(axis.name);
-      } else {
-        coordinate[static_cast<size_t>(ToUpper(axis.name) - 'A')] += index[k];
-      }
-    }
+  // Output axis k adds index[k] * scale[k] to the logical coordinate of letter letter_out[k];
+  // input axis j sits at (coordinate[letter_in[j]] / divisor[j]) % modulus[j] (modulus 0: none).
+  size_t rank_out = out_shape.size(), rank_in = from.axes().size();
+  std::vector<size_t> letter_out(rank_out), letter_in(rank_in);
+  std::vector<int64_t> scale(rank_out), divisor(rank_in), modulus(rank_in);
+  for (size_t k = 0; k < rank_out; ++k) {
+    const Layout::Axis& axis = to.axes()[k];
+    letter_out[k] = static_cast<size_t>((axis.is_primal() ? axis.name : ToUpper(axis.name)) - 'A');
+    scale[k] = axis.is_primal() ? to.SplitFactor(axis.name) : 1;
+  }
+  for (size_t j = 0; j < rank_in; ++j) {
+    const Layout::Axis& axis = from.axes()[j];
+    letter_in[j] = static_cast<size_t>((axis.is_primal() ? axis.name : ToUpper(axis.name)) - 'A');
+    divisor[j] = axis.is_primal() ? from.SplitFactor(axis.name) : 1;
+    modulus[j] = axis.is_primal() ? 0 : axis.factor;
+  }
+  int64_t total = 1;
+  for (int64_t d : out_shape) total *= d;
+  if (total == 0) return out;
+  std::vector<int64_t> index(rank_out, 0);
+  std::array<int64_t, 26> coordinate{};
+  for (int64_t flat = 0; flat < total; ++flat) {
+    coordinate.fill(0);
+    for (size_t k = 0; k < rank_out; ++k) coordinate[letter_out[k]] += index[k] * scale[k];
     int64_t offset = 0;
-    for (size_t k = 0; k < from.axes().size(); ++k) {
-      const Layout::Axis& axis = from.axes()[k];
-      int64_t position;
-      if (axis.is_primal()) {
-        position = coordinate[static_cast<size_t>(axis.name - 'A')] / from.SplitFactor(axis.name);
-      } else {
-        position = coordinate[static_cast<size_t>(ToUpper(axis.name) - 'A')] % axis.factor;
-      }
-      offset += position * in_strides[k];
+    for (size_t j = 0; j < rank_in; ++j) {
+      int64_t position = coordinate[letter_in[j]] / divisor[j];
+      if (modulus[j] != 0) position %= modulus[j];
+      offset += position * in_strides[j];
     }
     std::memcpy(target + static_cast<size_t>(flat) * element_size,
                 source + static_cast<size_t>(offset) * element_size, element_size);
-  });
+    for (size_t k = rank_out; k-- > 0;) {  // advance the row-major output index
+      if (++index[k] < out_shape[k]) break;
+      index[k] = 0;
+    }
+  }
   return out;
 }
 
