@@ -122,8 +122,17 @@ class Legalizer {
       local[m] = b.Call(n.op, operands, n.attrs);
       name += "_" + SafeName(n.op);
     }
-    ir::KernelFunction kernel = LowerGraphFunction(b.Finish(local.at(group.output)), name);
-    if (options_.apply_default_schedule) kernel = ApplyDefaultSchedule(kernel, options_.schedule).function();
+    return Schedule(LowerGraphFunction(b.Finish(local.at(group.output)), name));
+  }
+
+  // The provider's schedule when it has one, else the default schedule (when enabled).
+  ir::KernelFunction Schedule(ir::KernelFunction kernel) {
+    if (options_.schedule_provider) {
+      if (std::optional<ir::KernelFunction> tuned = options_.schedule_provider(kernel)) {
+        return *std::move(tuned);
+      }
+    }
+    if (options_.apply_default_schedule) return ApplyDefaultSchedule(kernel, options_.schedule).function();
     return kernel;
   }
 
@@ -180,10 +189,7 @@ class Legalizer {
       std::string base = SafeName(node.op);
       ir::KernelFunction kernel;
       try {
-        kernel = LowerOpCall(base, node.op, node.attrs, inputs, node.type);
-        if (options_.apply_default_schedule) {
-          kernel = ApplyDefaultSchedule(kernel, options_.schedule).function();
-        }
+        kernel = Schedule(LowerOpCall(base, node.op, node.attrs, inputs, node.type));
       } catch (const ir::Error& e) {
         throw e.WithNode(node.name).WithPass("Legalize");
       }

@@ -8,14 +8,24 @@
 // `Legalize` pass wraps.
 #pragma once
 
+#include <functional>
+#include <optional>
+
 #include "ir/graph.h"
 #include "kernels/default_schedule.h"
 
 namespace tandem::kernels {
 
+// Supplies a tuned schedule for a kernel: given the unscheduled kernel (its name is the one
+// Legalize gave it), returns the scheduled kernel, or nullopt to fall back to the default
+// schedule. Apply-history-best (tuning/apply_history_best.h) is one.
+using ScheduleProvider =
+    std::function<std::optional<ir::KernelFunction>(const ir::KernelFunction& unscheduled)>;
+
 struct LegalizeOptions {
   bool apply_default_schedule = true;
   DefaultScheduleOptions schedule;
+  ScheduleProvider schedule_provider;  // consulted first when set
 };
 
 ir::IRModule Legalize(const ir::IRModule& module, const LegalizeOptions& options = {});

@@ -185,7 +185,10 @@ Command AddTuneCommand(CLI::App& app) {
   cmd->add_option("--output", options->output, "write the tuned module's IR text here");
   cmd->add_option("--save-trace", options->trace_file,
                   "write each tuning pass's winning trace (JSON, one per line) here");
-  return [options] { return RunTune(*options); };
+  return [cmd, options] {
+    if (!*cmd) return -1;
+    return RunTune(*options);
+  };
 }
 
 }  // namespace tandem::tools
