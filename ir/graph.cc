@@ -359,9 +359,14 @@ void GraphBuilder::Annotate(ValueId id, const std::string& key, AttrValue value)
   function_.nodes[static_cast<size_t>(id)].annotations.Set(key, std::move(value));
 }
 
-const Type& GraphBuilder::TypeOf(ValueId id) const {
+Type GraphBuilder::TypeOf(ValueId id) const {
   CheckOperand(id);
   return function_.nodes[static_cast<size_t>(id)].type;
+}
+
+TensorType GraphBuilder::TensorTypeOf(ValueId id) const {
+  CheckOperand(id);
+  return function_.nodes[static_cast<size_t>(id)].type.tensor();
 }
 
 GraphFunction GraphBuilder::Finish(ValueId output) {

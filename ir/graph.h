@@ -132,8 +132,10 @@ class GraphBuilder {
   // Sets an annotation on an already-built node.
   void Annotate(ValueId id, const std::string& key, AttrValue value);
 
-  const Type& TypeOf(ValueId id) const;
-  const TensorType& TensorTypeOf(ValueId id) const { return TypeOf(id).tensor(); }
+  // The type of a built value, by value: a reference into the node list would dangle once a
+  // later Call grows it. TensorTypeOf throws Error when the value is a tuple.
+  Type TypeOf(ValueId id) const;
+  TensorType TensorTypeOf(ValueId id) const;
   int64_t num_nodes() const { return static_cast<int64_t>(function_.nodes.size()); }
 
   // Finishes the function returning `output`; the builder is left empty.

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 
 namespace tandem::ir {
 namespace {
@@ -545,7 +546,9 @@ class KernelParser {
     return MakeIfThenElse(std::move(condition), std::move(then_case), std::move(else_case));
   }
 
-  std::vector<BufferRegion> Regions() {
+  // `(%A[min:extent, ...], ...)`. The root block's regions (`of_root`) cover whole buffers: a
+  // variable in them is an error.
+  std::vector<BufferRegion> Regions(bool of_root) {
     in_.ExpectPunct("(");
     std::vector<BufferRegion> regions;
     if (!in_.PeekPunct(")")) {
@@ -559,6 +562,7 @@ class KernelParser {
             Range range;
             range.min = Expression();
             range.extent = in_.TryPunct(":") ? Expression() : IntImm(1);
+            if (of_root) RejectVariables(name, range);
             region.region.push_back(std::move(range));
           } while (in_.TryPunct(","));
         }
@@ -573,6 +577,18 @@ class KernelParser {
     }
     in_.ExpectPunct(")");
     return regions;
+  }
+
+  void RejectVariables(const Token& name, const Range& range) const {
+    for (const Expr& e : {range.min, range.extent}) {
+      ir::VisitExprTree(e, [&](const Expr& x) {
+        if (x->kind != ExprKind::kVar) return;
+        in_.Fail(name, fmt::format("the root block's region of buffer {} uses the variable '{}' "
+                                   "(root regions cover whole buffers and mention no loop "
+                                   "variable or block iterator)",
+                                   text::Describe(name), text::NameText('%', x->name)));
+      });
+    }
   }
 
   Stmt BlockRealize(int depth) {
@@ -625,8 +641,10 @@ class KernelParser {
       } while (in_.TryPunct(","));
       in_.ExpectPunct(")");
     }
-    if (in_.TryWord("reads")) block->reads = Regions();
-    if (in_.TryWord("writes")) block->writes = Regions();
+    // The root: the block without iterators that is the kernel's body.
+    bool root = depth == 0 && iterators.empty();
+    if (in_.TryWord("reads")) block->reads = Regions(root);
+    if (in_.TryWord("writes")) block->writes = Regions(root);
     if (in_.TryWord("annotations")) block->annotations = in_.AttrDict();
     if (!in_.PeekPunct("{")) {
       in_.Expected(block->annotations.empty()

@@ -5,9 +5,10 @@
 // StructuralEqual to it (ir/kernel/kernel_structural.h) and prints to the same text. Variables
 // and buffers are printed by their name hints, made unique within the kernel (`%i`, `%i_1`) so
 // that each name in the text stands for exactly one Var or Buffer object. Variables used where
-// nothing binds them (the schedule's region summaries of the root block mention the iterators of
-// the blocks inside it) are listed in the kernel's `free(...)` clause. What the text cannot
-// express (a Var bound at two places, null expressions, ...) is listed in docs/text_form.md.
+// nothing binds them (only in hand-built IR: compute definitions and schedules never make such
+// uses, and the root block's regions cover whole buffers) are listed in the kernel's `free(...)`
+// clause. What the text cannot express (a Var bound at two places, null expressions, ...) is
+// listed in docs/text_form.md.
 #pragma once
 
 #include <string>

@@ -72,7 +72,22 @@ std::vector<ir::BufferRegion> CoveringRegions(const std::vector<Access>& accesse
 
 }  // namespace
 
+namespace {
+bool HoldsBlocks(const Stmt& stmt) {
+  bool found = false;
+  ir::VisitStmtTree(
+      stmt, [&](const Stmt& s) { found = found || s->kind == ir::StmtKind::kBlockRealize; });
+  return found;
+}
+}  // namespace
+
 ir::Block WithRecomputedRegions(const ir::Block& block) {
+  // The accesses inside a scope block are in terms of the loops and iterators of the blocks it
+  // holds; its own regions are not a summary of them (the root's stay as the compute definition
+  // made them: none).
+  if ((block->body && HoldsBlocks(block->body)) || (block->init && HoldsBlocks(block->init))) {
+    return block;
+  }
   std::vector<Access> loads = CollectLoads(block->body);
   std::vector<Access> stores = CollectStores(block->body);
   if (block->init) {

@@ -29,7 +29,9 @@ std::vector<Access> CollectStores(const ir::Stmt& stmt);
 
 // The block with reads/writes recomputed from its init and body: one region per buffer, the
 // covering box of its accesses (a point for a single access). Buffers allocated inside the
-// block are not listed.
+// block are not listed. Only leaf blocks (whose body holds no other block) get their regions
+// recomputed; a scope block such as the root is returned unchanged, so the root's regions never
+// mention the loops or iterators inside it.
 ir::Block WithRecomputedRegions(const ir::Block& block);
 
 // Replaces every load of `buffer` in `stmt` with fn(indices).

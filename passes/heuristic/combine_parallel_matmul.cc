@@ -1,12 +1,14 @@
 // CombineParallelMatmul: linear layers that read the same data, such as BERT's query, key and
 // value projections, become one dense call over the weights concatenated at compile time,
-// followed by a split along the last axis whose fields replace the original results.
+// followed by one strided_slice per branch along the last axis, which replaces the branch's
+// result. (A slice per branch rather than one split: a slice is injective, so FuseOps can fuse
+// it with the branch's following reshape or transpose; the tuple of a split is never fused.)
 //
 // A branch is `dense(x, W)` with a constant W [N_i, K], or `matmul(x, B)` with a constant 2-D
 // B [K, N_i] (which computes dense(x, transpose(B))). Branches of one group read the same x and
 // have the same dtype and annotations. When every branch is read only by an `add` of a constant
 // bias of shape [N_i] (in either operand order), the biases are concatenated too and added once
-// before the split, and the split's fields replace the adds. Only groups of at least
+// before the slices, and the slices replace the adds. Only groups of at least
 // `min_branches` branches are combined.
 #include <fmt/format.h>
 
@@ -43,7 +45,8 @@ struct Branch {
 struct Group {
   std::vector<Branch> branches;  // in node order
   bool with_bias = false;
-  ir::ValueId split = -1;  // in the rewritten function
+  ir::ValueId combined = -1;     // the combined result, in the rewritten function
+  std::vector<int64_t> offsets;  // where each branch's columns start in it
 };
 
 // The bias add that alone reads `call`, if any.
@@ -110,11 +113,12 @@ ir::GraphFunction Combine(const ir::GraphFunction& fn, int64_t min_branches) {
           Group& group = groups[first->second];
           const ir::Node& node = fn.node(id);
           std::vector<ir::Tensor> weights, biases;
-          std::vector<int64_t> sections;
+          int64_t offset = 0;
           for (const Branch& branch : group.branches) {
             weights.push_back(branch.weight);
             biases.push_back(branch.bias);
-            sections.push_back(branch.weight.shape()[0]);
+            group.offsets.push_back(offset);
+            offset += branch.weight.shape()[0];
           }
           ir::ValueId weight = AppendConstant(
               out, EvaluateConstant("concat", weights, ir::Attrs{{"axis", int64_t{0}}}),
@@ -128,16 +132,21 @@ ir::GraphFunction Combine(const ir::GraphFunction& fn, int64_t min_branches) {
                 node.name + "_combined_bias");
             combined = AppendCall(out, "add", {combined, bias}, {}, node.name + "_combined_biased");
           }
-          int64_t last_axis = out.type_of(combined).tensor().rank() - 1;
-          group.split = AppendCall(out, "split", {combined},
-                                   ir::Attrs{{"axis", last_axis}, {"sections", sections}},
-                                   node.name + "_split");
+          group.combined = combined;
         }
         auto it = replaced.find(id);
         if (it == replaced.end()) return -1;
         const Group& group = groups[it->second.first];
-        return AppendTupleGetItem(out, group.split, static_cast<int64_t>(it->second.second),
-                                  fn.node(id).name);
+        size_t b = it->second.second;
+        int64_t begin = group.offsets[b];
+        int64_t end = begin + group.branches[b].weight.shape()[0];
+        int64_t last_axis = out.type_of(group.combined).tensor().rank() - 1;
+        return AppendCall(out, "strided_slice", {group.combined},
+                          ir::Attrs{{"begin", std::vector<int64_t>{begin}},
+                                    {"end", std::vector<int64_t>{end}},
+                                    {"strides", std::vector<int64_t>{1}},
+                                    {"axes", std::vector<int64_t>{last_axis}}},
+                          fn.node(id).name);
       });
 }
 
@@ -147,7 +156,7 @@ void RegisterCombineParallelMatmul(PassRegistry& registry) {
   registry.Register(PassDef{
       .name = "CombineParallelMatmul",
       .doc = "Combine dense (and matmul with a constant 2-D right operand) calls reading the same "
-             "data into one dense over concatenated weights (and biases), split per branch.",
+             "data into one dense over concatenated weights (and biases), sliced per branch.",
       .arguments = {{"min_branches", ir::AttrKind::kInt, int64_t{2},
                      "fewest parallel linear layers worth combining"}},
       .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <type_traits>
+#include <utility>
+
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
@@ -21,6 +24,27 @@ TEST(GraphBuilder, UnknownOpIsAnErrorNamingTheOp) {
 TEST(GraphBuilder, OperandOutOfRangeIsAnError) {
   GraphBuilder b("main");
   EXPECT_THROW(b.Tuple({3}), Error);
+}
+
+// TypeOf and TensorTypeOf hand out copies: a type kept across later Calls (which grow the node
+// list) stays valid and unchanged.
+static_assert(!std::is_reference_v<decltype(std::declval<GraphBuilder&>().TypeOf(0))>);
+static_assert(!std::is_reference_v<decltype(std::declval<GraphBuilder&>().TensorTypeOf(0))>);
+
+TEST(GraphBuilder, TypesStayValidAcrossLaterCalls) {
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{2, 3}, DataType::kFloat32, ""});
+  ValueId t = b.Call("transpose", {x}, Attrs{{"axes", std::vector<int64_t>{1, 0}}});
+  Type kept = b.TypeOf(t);
+  TensorType kept_tensor = b.TensorTypeOf(t);
+  ValueId last = t;
+  for (int i = 0; i < 200; ++i) last = b.Call("relu", {last});
+  EXPECT_EQ(ToString(kept), "f32[3,2]");
+  EXPECT_EQ(kept_tensor.shape, (Shape{3, 2}));
+  EXPECT_EQ(b.TypeOf(last), kept);
+  ValueId tuple = b.Tuple({x, t});
+  EXPECT_THROW(b.TensorTypeOf(tuple), Error);
+  EXPECT_EQ(b.TypeOf(tuple).fields().size(), 2u);
 }
 
 TEST(Error, CarriesLocation) {

@@ -382,29 +382,32 @@ TEST(KernelTextForm, ScopedNamesComputeTheRightValues) {
   EXPECT_TRUE(RoundTrips(kernel));
 }
 
-// Schedules leave block regions that mention variables nothing binds where they are used (the
-// root block's regions summarize its children's accesses); they print in a free(...) clause
-// and round-trip, whether the variable is defined later, never, or was defined before.
+// Hand-built IR may use variables where nothing binds them (the schedule never makes such IR);
+// they print in a free(...) clause and round-trip, whether the variable is defined later, never,
+// or was defined before. The root block's regions cover whole buffers and mention none.
 TEST(KernelTextForm, FreeVariablesRoundTrip) {
   Buffer out = MakeBuffer("out", DataType::kFloat32, {4});
   Var i = MakeVar("i"), v1 = MakeVar("v"), v2 = MakeVar("v"),
       never = MakeVar("n", DataType::kInt32);
   Var late = MakeVar("i");
+  // b1 reads through v2 (defined later), b2 through i (defined before, out of scope) and n
+  // (never defined).
   Block b1 = MakeBlock("b1", {{v1, 4, IterKind::kSpatial}}, MakeStore(out, {v1}, FloatImm(1.0)),
-                       nullptr, {}, {{out, {{v1, 1}}}});
+                       nullptr, {{out, {{Min(v1, v2), 4 - Min(v1, v2)}}}}, {{out, {{v1, 1}}}});
   Block b2 = MakeBlock("b2", {{v2, 4, IterKind::kSpatial}}, MakeStore(out, {v2}, FloatImm(2.0)),
-                       nullptr, {}, {{out, {{Min(v1, v2), Cast(DataType::kInt64, never)}}}});
+                       nullptr, {{out, {{i, Cast(DataType::kInt64, never)}}}}, {{out, {{v2, 1}}}});
   Stmt body = MakeSeq(
       {MakeFor(i, 4, ForKind::kSerial, MakeBlockRealize({i}, IntImm(1, DataType::kBool), b1)),
        MakeFor(late, 4, ForKind::kSerial,
                MakeBlockRealize({late + i * 0}, IntImm(1, DataType::kBool), b2))});
-  auto root = MakeBlock("root", {}, body, nullptr, {}, {{out, {{Min(v1, v2), 4 - Min(v1, v2)}}}});
+  auto root = MakeBlock("root", {}, body, nullptr, {}, {{out, {{IntImm(0), IntImm(4)}}}});
   KernelFunction kernel = MakeKernel("free", {out}, 1, nullptr);
   kernel.body = MakeBlockRealize({}, Expr(), root);
   std::string text;
   ASSERT_TRUE(RoundTrips(kernel, &text));
-  EXPECT_TRUE(Contains(text, "free(%v, %i, %v_1, %n: i32)")) << text;
-  EXPECT_TRUE(Contains(text, "writes(%out[min(%v, %v):4 - min(%v, %v)])")) << text;
+  EXPECT_TRUE(Contains(text, "free(%v, %i, %n: i32)")) << text;
+  EXPECT_TRUE(Contains(text, "reads(%out[min(%v_1, %v):4 - min(%v_1, %v)])")) << text;
+  EXPECT_TRUE(Contains(text, "block root()\n      writes(%out[0:4]) {")) << text;
   // Without the clause, a variable nothing binds is an error.
   std::string unlisted = text;
   unlisted.replace(unlisted.find(" free("), unlisted.find(") {") + 1 - unlisted.find(" free("), "");
@@ -465,6 +468,12 @@ TEST(KernelTextForm, ErrorsNameWhatAndWhere) {
   ExpectKernelError(head + "  block b() alloc(%a: f32[4] local) { }\n}", 2, 19,
                     "buffer '%a' is declared again as f32[4] local but was f32[4,4] global");
   ExpectKernelError("kernel @k() -> () free(%x, %x) { }", 1, 28, "listed twice");
+  ExpectKernelError(
+      "kernel @k() -> (%b: f32[4]) free(%i) {\n  block root() writes(%b[%i]) {\n"
+      "    for %i in 4 { %b[%i] = 0.0 }\n  }\n}",
+      2, 23, "the root block's region of buffer '%b' uses the variable '%i'");
+  ExpectKernelError("kernel @k(%a: f32[4]) -> () free(%n) {\n  block root() reads(%a[0:%n]) { }\n}",
+                    2, 22, "root regions cover whole buffers");
   ExpectKernelError(head + "  %b[0] = 1.0\n", 3, 1, "expected a statement");
   ExpectKernelError(head + "  %b[99999999999999999999] = 1.0\n}", 2, 6, "out of range");
   ExpectKernelError("kernel @k() -> (%b: f32[4611686018427387904,4]) { }", 1, 25,

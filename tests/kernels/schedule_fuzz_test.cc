@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "backends/reference/kernel_interpreter.h"
 #include "ir/error.h"
@@ -136,20 +136,26 @@ Workload GuardedWorkload() {
           {}};
 }
 
-// Seeds to fuzz: TANDEM_FUZZ_SEED=n runs only seed n (to debug one schedule);
-// TANDEM_FUZZ_COUNT=n and TANDEM_FUZZ_FIRST=f run seeds f..f+n-1, and TANDEM_FUZZ_STEPS=m
-// applies up to m primitives per schedule (for longer fuzzing campaigns).
+// Seeds to fuzz. To debug one schedule, set kOnlySeed to its seed (and kVerbose to true to
+// print its trace and kernel); for a longer fuzzing campaign, raise kSeedCount (0 keeps each
+// workload's own count), move kFirstSeed past the seeds already checked, and raise kMostSteps
+// (the most primitives applied per schedule, at least 9). Then rebuild and run
+// `kernels_tests --gtest_filter='ScheduleFuzz.*'`.
+constexpr std::optional<uint64_t> kOnlySeed = std::nullopt;
+constexpr uint64_t kFirstSeed = 0;
+constexpr uint64_t kSeedCount = 0;
+constexpr int64_t kMostSteps = 17;
+// Prints slow seeds, per-primitive counts and rejection reasons (and with kOnlySeed, the
+// schedule itself).
+constexpr bool kVerbose = false;
+
+static_assert(kMostSteps >= 9, "schedules apply 8 to kMostSteps primitives");
+
 std::vector<uint64_t> Seeds(int schedules) {
+  if (kOnlySeed) return {*kOnlySeed};
+  uint64_t count = kSeedCount > 0 ? kSeedCount : static_cast<uint64_t>(schedules);
   std::vector<uint64_t> seeds;
-  if (const char* one = std::getenv("TANDEM_FUZZ_SEED")) {
-    seeds.push_back(std::strtoull(one, nullptr, 10));
-    return seeds;
-  }
-  uint64_t count = static_cast<uint64_t>(schedules);
-  uint64_t first = 0;
-  if (const char* n = std::getenv("TANDEM_FUZZ_COUNT")) count = std::strtoull(n, nullptr, 10);
-  if (const char* f = std::getenv("TANDEM_FUZZ_FIRST")) first = std::strtoull(f, nullptr, 10);
-  for (uint64_t s = first; s < first + count; ++s) seeds.push_back(s);
+  for (uint64_t s = kFirstSeed; s < kFirstSeed + count; ++s) seeds.push_back(s);
   return seeds;
 }
 
@@ -161,14 +167,8 @@ uint64_t FuzzSeed(const Workload& workload, uint64_t seed) {
 }
 
 int StepCount(uint64_t fuzz_seed) {
-  int64_t most = 17;
-  if (const char* m = std::getenv("TANDEM_FUZZ_STEPS")) most = std::max(9ll, std::atoll(m));
   RandomState random(fuzz_seed);
-  return 8 + static_cast<int>(random.Uniform(most - 7));
-}
-
-bool Verbose() {
-  return std::getenv("TANDEM_FUZZ_VERBOSE") != nullptr;
+  return 8 + static_cast<int>(random.Uniform(kMostSteps - 7));
 }
 
 // Re-runs the fuzzer for `seed` checking the result after every step, and describes the first
@@ -270,17 +270,17 @@ void FuzzWorkload(const Workload& workload) {
     }
     double seed_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - seed_start).count();
-    if (Verbose() && seed_seconds > 0.5) {
+    if (kVerbose && seed_seconds > 0.5) {
       std::cout << fmt::format("    seed {} took {:.2f} s\n", seed, seed_seconds);
     }
-    if (Verbose() && std::getenv("TANDEM_FUZZ_SEED")) std::cout << context;
+    if (kVerbose && kOnlySeed) std::cout << context;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << fmt::format(
       "[ fuzz     ] {}: {} schedules checked ({} with reversed parallel loops), {} primitives "
       "applied, {} rejected, {:.1f} s\n",
       workload.name, counts.schedules, reversed_checks, counts.applied, counts.rejected, seconds);
-  if (Verbose()) {
+  if (kVerbose) {
     for (const auto& [kind, c] : counts.by_kind) {
       std::cout << fmt::format("    {:24} applied {:5} rejected {:5}\n", kind, c.applied,
                                c.rejected);
@@ -288,7 +288,7 @@ void FuzzWorkload(const Workload& workload) {
     for (const auto& [reason, n] : counts.reasons)
       std::cout << fmt::format("    {:5} {}\n", n, reason);
   }
-  if (std::getenv("TANDEM_FUZZ_SEED")) return;
+  if (kOnlySeed) return;  // one schedule: no totals to check
   EXPECT_GE(counts.schedules, std::min(100, workload.schedules));
   EXPECT_GE(counts.applied, 5 * counts.schedules) << "too few primitives succeed";
   EXPECT_GT(counts.rejected, 0) << "the fuzzer never tried an illegal step";

@@ -8,195 +8,46 @@
 // from the current program, so many applications are legal, and many are not: a primitive that
 // throws ir::Error is counted as rejected, and the fuzzer checks that it left the function and
 // the trace unchanged. Every other exception propagates.
+//
+// This file holds the actions (which primitive to try, with which arguments); fuzz_program.h
+// the random source and the queries of the current program they draw arguments from, and
+// fuzz_checks.h the checked application of one primitive and the counts.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
-#include "ir/kernel/functor.h"
-#include "ir/kernel/kernel_structural.h"
+#include "fuzz_checks.h"
+#include "fuzz_program.h"
 #include "kernels/schedule/schedule.h"
-#include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::testing {
 
-struct KindCounts {
-  int applied = 0;
-  int rejected = 0;
-};
-
-// Totals over a fuzz run. Transformations count in `applied`/`rejected`; handle and sampling
-// instructions only in `by_kind`.
-struct FuzzCounts {
-  int schedules = 0;
-  int applied = 0;
-  int rejected = 0;
-  std::map<std::string, KindCounts> by_kind;
-  // Rejection messages with names and numbers blanked out, with how often each occurred.
-  std::map<std::string, int> reasons;
-};
-
-// The message with quoted names replaced by '_' and digits by '#', so that rejections of the
-// same kind aggregate.
-inline std::string RejectionPattern(const std::string& message) {
-  std::string out;
-  bool quoted = false;
-  for (char c : message) {
-    if (c == '\'') {
-      quoted = !quoted;
-      out += quoted ? "'_" : "'";
-    } else if (!quoted) {
-      out += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
-    }
-  }
-  return out;
-}
-
-class ScheduleFuzzer {
+class ScheduleFuzzer : private FuzzProgram {
  public:
+  using StepHook = StepChecker::StepHook;
+
   // `after_step` (optional) runs after every successful transformation with its kind and the
   // function before it.
-  using StepHook = std::function<void(const std::string& kind, const ir::KernelFunction& before)>;
-
   ScheduleFuzzer(Schedule& schedule, uint64_t seed, FuzzCounts& counts, StepHook after_step = {})
-      : s_(schedule),
-        random_(seed * 0x9e3779b97f4a7c15ULL + 1),
-        counts_(counts),
-        after_step_(std::move(after_step)) {}
+      : FuzzProgram(schedule, seed), checker_(schedule, counts, std::move(after_step)) {}
 
   void Run(int steps) {
     for (int i = 0; i < steps; ++i) Step();
   }
 
   // The transformations applied so far, in order.
-  const std::vector<std::string>& applied() const { return applied_; }
+  const std::vector<std::string>& applied() const { return checker_.applied(); }
 
  private:
-  struct LoopInfo {
-    LoopRV rv;
-    const ir::ForNode* node = nullptr;
-    bool reduction = false;         // bound to a reduction iterator of the block
-    bool chains_into_next = false;  // its body is exactly the next loop
-  };
-
-  // --- randomness ---
-  int64_t Uniform(int64_t n) { return random_.Uniform(n); }
-  bool Chance(double p) { return random_.UniformReal() < p; }
-  template <typename T>
-  const T& Pick(const std::vector<T>& v) {
-    return v[static_cast<size_t>(Uniform(static_cast<int64_t>(v.size())))];
-  }
-
-  // Runs one primitive; returns false when it was rejected with an ir::Error.
   template <typename F>
   bool Try(const std::string& kind, F&& apply, bool transformation = true) {
-    ir::KernelFunction before = s_.function();
-    size_t trace_size = s_.trace().size();
-    try {
-      apply();
-    } catch (const ir::Error& e) {
-      ++counts_.by_kind[kind].rejected;
-      if (transformation) {
-        ++counts_.rejected;
-        ++counts_.reasons[kind + ": " + RejectionPattern(e.message())];
-      }
-      EXPECT_TRUE(ir::StructuralEqual(before, s_.function()))
-          << kind << " was rejected but changed the function: " << e.what();
-      EXPECT_EQ(trace_size, s_.trace().size())
-          << kind << " was rejected but changed the trace: " << e.what();
-      return false;
-    }
-    ++counts_.by_kind[kind].applied;
-    if (transformation) {
-      ++counts_.applied;
-      applied_.push_back(kind);
-      if (after_step_) after_step_(kind, before);
-    }
-    return true;
-  }
-
-  // --- the program ---
-  const ir::BlockRealizeNode* Realize(const std::string& name) const {
-    auto path = FindBlock(s_.function(), name);
-    return path ? ir::As<ir::BlockRealizeNode>(path->target) : nullptr;
-  }
-  static bool IsReduction(const ir::BlockRealizeNode* realize) {
-    for (const ir::IterVar& iv : realize->block->iter_vars) {
-      if (iv.kind == ir::IterKind::kReduction) return true;
-    }
-    return false;
-  }
-  std::vector<std::string> BlockNames(
-      const std::function<bool(const ir::BlockRealizeNode*)>& keep = {}) const {
-    std::vector<std::string> out;
-    for (const std::string& name : s_.BlockNames()) {
-      if (!keep || keep(Realize(name))) out.push_back(name);
-    }
-    return out;
-  }
-  BlockRV Block(const std::string& name) {
-    auto it = blocks_.find(name);
-    if (it != blocks_.end()) return it->second;
-    BlockRV rv = s_.GetBlock(name);
-    blocks_.emplace(name, rv);
-    return rv;
-  }
-  std::vector<LoopInfo> Loops(const std::string& name) {
-    std::vector<LoopRV> rvs = s_.GetLoops(Block(name));
-    const ir::BlockRealizeNode* realize = Realize(name);
-    std::vector<LoopInfo> out;
-    for (const LoopRV& rv : rvs) {
-      LoopInfo info;
-      info.rv = rv;
-      info.node = ir::As<ir::ForNode>(GetLoopPath(s_.function(), s_.LoopVar(rv)).target);
-      for (size_t k = 0; k < realize->iter_values.size(); ++k) {
-        if (realize->block->iter_vars[k].kind == ir::IterKind::kReduction &&
-            ir::UsesVar(realize->iter_values[k], info.node->loop_var)) {
-          info.reduction = true;
-        }
-      }
-      out.push_back(info);
-    }
-    for (size_t i = 0; i + 1 < out.size(); ++i) {
-      const auto* child = ir::As<ir::ForNode>(out[i].node->body);
-      out[i].chains_into_next = child == out[i + 1].node;
-    }
-    return out;
-  }
-  // Maximal runs [begin, end) of loops each of whose bodies is the next loop.
-  static std::vector<std::pair<size_t, size_t>> Chains(const std::vector<LoopInfo>& loops) {
-    std::vector<std::pair<size_t, size_t>> out;
-    size_t begin = 0;
-    for (size_t i = 0; i < loops.size(); ++i) {
-      if (!loops[i].chains_into_next) {
-        if (i > begin) out.emplace_back(begin, i + 1);
-        begin = i + 1;
-      }
-    }
-    return out;
-  }
-  std::vector<LoopRV> RandomSubsequence(const std::vector<LoopInfo>& loops, size_t begin,
-                                        size_t end) {
-    std::vector<LoopRV> picked;
-    for (size_t i = begin; i < end; ++i) {
-      if (Chance(0.6)) picked.push_back(loops[i].rv);
-    }
-    if (picked.size() < 2) {
-      picked = {loops[begin].rv, loops[end - 1].rv};
-    }
-    return picked;
-  }
-  template <typename Container>
-  void Shuffle(Container& v) {
-    for (size_t i = v.size(); i > 1; --i) {
-      std::swap(v[i - 1], v[static_cast<size_t>(Uniform(static_cast<int64_t>(i)))]);
-    }
+    return checker_.Try(kind, std::forward<F>(apply), transformation);
   }
 
   // --- actions ---
@@ -231,18 +82,6 @@ class ScheduleFuzzer {
       }
       x -= weight;
     }
-  }
-
-  // A random block and a random one of its loops; false when there is none.
-  bool RandomLoop(std::string* name, LoopInfo* loop,
-                  const std::function<bool(const ir::BlockRealizeNode*)>& keep = {}) {
-    std::vector<std::string> names = BlockNames(keep);
-    if (names.empty()) return false;
-    *name = Pick(names);
-    std::vector<LoopInfo> loops = Loops(*name);
-    if (loops.empty()) return false;
-    *loop = Pick(loops);
-    return true;
   }
 
   void TileSampled() {
@@ -375,7 +214,7 @@ class ScheduleFuzzer {
     std::string scope = Chance(0.8) ? "local" : "global";
     BlockRV copy;
     if (!Try("cache_write", [&] { copy = s_.CacheWrite(block, 0, scope); })) return;
-    blocks_[s_.BlockName(copy)] = copy;
+    Remember(copy);
     if (Chance(0.15)) return;
     std::vector<LoopInfo> loops = Loops(name);
     if (loops.empty()) return;
@@ -393,7 +232,7 @@ class ScheduleFuzzer {
     BlockRV copy;
     BlockRV block = Block(name);
     if (!Try("cache_read", [&] { copy = s_.CacheRead(block, index, scope); })) return;
-    blocks_[s_.BlockName(copy)] = copy;
+    Remember(copy);
     read_copies_.push_back(s_.BlockName(copy));
     if (Chance(0.15)) return;
     if (Chance(0.5)) {
@@ -462,7 +301,7 @@ class ScheduleFuzzer {
     int64_t rank = static_cast<int64_t>(realize->block->writes[0].buffer->shape.size());
     int axis = static_cast<int>(Uniform(rank + 1));
     BlockRV rf;
-    if (Try("rfactor", [&] { rf = s_.RFactor(loop, axis); })) blocks_[s_.BlockName(rf)] = rf;
+    if (Try("rfactor", [&] { rf = s_.RFactor(loop, axis); })) Remember(rf);
   }
 
   void DecomposeAnyReduction() {
@@ -476,7 +315,7 @@ class ScheduleFuzzer {
     BlockRV init;
     BlockRV block = Block(name);
     if (Try("decompose_reduction", [&] { init = s_.DecomposeReduction(block, loop.rv); })) {
-      blocks_[s_.BlockName(init)] = init;
+      Remember(init);
     }
   }
 
@@ -535,13 +374,8 @@ class ScheduleFuzzer {
     }
   }
 
-  Schedule& s_;
-  RandomState random_;
-  FuzzCounts& counts_;
-  StepHook after_step_;
-  std::map<std::string, BlockRV> blocks_;
+  StepChecker checker_;
   std::vector<std::string> read_copies_;
-  std::vector<std::string> applied_;
 };
 
 }  // namespace tandem::kernels::testing
