@@ -54,6 +54,8 @@
 #include "backends/runtime/thread_pool.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
+#include "passes/pass.h"
+#include "pipelines/pipeline_registry.h"
 
 namespace tandem::bench {
 namespace {
@@ -66,6 +68,7 @@ struct Options {
   double max_block_time = 5.0;
   int threads = 2;
   std::string csv;
+  std::string pipeline;  // empty: Build alone (Legalize with default schedules)
 };
 
 double TimeOnce(const std::function<void()>& run) {
@@ -141,8 +144,14 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   backends::BuildOptions build_options;
   build_options.legalize.schedule.num_threads = options.threads;
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<backends::Executable> executable =
-      backends::Build(workload.module, build_options);
+  ir::IRModule module = workload.module;
+  if (!options.pipeline.empty()) {
+    passes::PassContext pass_context;
+    module = pass_context.RunPipeline(
+        *pipelines::PipelineRegistry::Global().Create(options.pipeline, pass_context.target),
+        module);
+  }
+  std::unique_ptr<backends::Executable> executable = backends::Build(module, build_options);
   row.build_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   row.kernel_calls = executable->num_kernel_calls();
@@ -206,10 +215,11 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
                 const std::string& load_at_start) {
   const dnnl_version_t* version = dnnl_version();
   std::cout << fmt::format(
-      "Tandem default schedules vs oneDNN {}.{}.{} ({} threads each; f32; latency = best of {} "
+      "Tandem default schedules{} vs oneDNN {}.{}.{} ({} threads each; f32; latency = best of {} "
       "passes' medians; load average {} at start, {} at end)\n\n",
-      version->major, version->minor, version->patch, options.threads, options.passes,
-      load_at_start, LoadAverage());
+      options.pipeline.empty() ? "" : " after pipeline " + options.pipeline, version->major,
+      version->minor, version->patch, options.threads, options.passes, load_at_start,
+      LoadAverage());
   double cores = std::thread::hardware_concurrency();
   if (std::atof(load_at_start.c_str()) > cores || std::atof(LoadAverage().c_str()) > cores) {
     std::cout << fmt::format(
@@ -320,6 +330,9 @@ int Main(int argc, char** argv) {
   app.add_option("--threads", options.threads, "threads for both contenders")
       ->check(CLI::PositiveNumber);
   app.add_option("--csv", options.csv, "also write the results to this CSV file");
+  app.add_option("--pipeline", options.pipeline,
+                 "run this registered pass pipeline (e.g. default_heuristic: fusion) before "
+                 "Build (default: none, each op its own kernel)");
   CLI11_PARSE(app, argc, argv);
 
   try {

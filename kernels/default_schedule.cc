@@ -1,16 +1,35 @@
 #include "kernels/default_schedule.h"
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 #include <thread>
 
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
+#include "ir/kernel/simplify.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels {
 
 namespace {
+
+// Vector registers a register tile may hold as accumulators (of the 32 on AVX-512: the rest
+// hold the operands).
+constexpr int64_t kAccumulatorRegisters = 16;
+// Widest vector tile (lanes) of a register tile.
+constexpr int64_t kMaxVectorTile = 64;
+// Largest stride (elements) of a vector load the code generator loads as a span and shuffles
+// (backends/llvm: kMaxStridedLoad); larger strides are gathers.
+constexpr int64_t kMaxLoadStride = 4;
+// A producer is inlined into a reduction only when the reduction reads each of its elements
+// at most this many times on average.
+constexpr int64_t kMaxInlineReuse = 16;
+// Matrix operands with rows of at least this many elements (a multiple of 4 KiB) are packed
+// into panels (see PackVectorOperands).
+constexpr int64_t kPackMinRow = 1024;
 
 // Runs `step` on `s`; if it throws, restores `s` as it was (the step is skipped).
 bool Try(Schedule& s, const std::function<void()>& step) {
@@ -51,25 +70,245 @@ int64_t LargestDivisor(int64_t extent, int64_t limit) {
   return 1;
 }
 
+bool ReadsAnyOf(const ir::Block& reader, const ir::Block& writer) {
+  for (const ir::BufferRegion& r : reader->reads) {
+    for (const ir::BufferRegion& w : writer->writes) {
+      if (r.buffer == w.buffer) return true;
+    }
+  }
+  return false;
+}
+
+// Vector registers a vector tile of `lanes` takes: the code generator emits power-of-two
+// pieces (56 lanes: 32 + 16 + 8), each piece of up to `native` lanes one register.
+int64_t VectorRegisters(int64_t lanes, int64_t native) {
+  int64_t registers = 0;
+  for (int64_t bit = int64_t{1} << 6; bit > 0; bit >>= 1) {
+    if (lanes & bit) registers += std::max<int64_t>(1, bit / native);
+  }
+  return registers;
+}
+
+// The register tile of a reduction block, MetaSchedule-style: the innermost spatial iterator
+// is the vector axis (tile `vector_tile`, vectorized); `broadcast_axis` is a spatial iterator
+// along which the vector operands stay the same (reused from registers) while the scalar
+// (broadcast) operands change; `vector_axis2` one along which the broadcast operands stay the
+// same. The tile is vector_tile x broadcast_tile x second_tile accumulators held in registers
+// across the reduction loops.
+struct RegisterTile {
+  int vector_axis = -1;
+  int64_t vector_tile = 1;
+  int broadcast_axis = -1;
+  int64_t broadcast_tile = 1;
+  int second_axis = -1;
+  int64_t second_tile = 1;
+};
+
+// What a reduction block's loads do along its iterators.
+class AccessModel {
+ public:
+  explicit AccessModel(const ir::Block& block) : block_(block) {
+    for (const ir::IterVar& iv : block->iter_vars) ranges_[iv.var.get()] = {0, iv.extent - 1};
+    const auto* store = ir::As<ir::StoreNode>(block->body);
+    if (!store) return;
+    store_ = FlatIndex(store->buffer, store->indices);
+    ir::VisitExprTree(store->value, [&](const ir::Expr& e) {
+      if (e->kind == ir::ExprKind::kLoad && e->buffer != store->buffer) {
+        loads_.push_back(FlatIndex(e->buffer, e->operands));
+        load_exprs_.push_back(e);
+      }
+    });
+    valid_ = store_.defined() && !loads_.empty();
+  }
+
+  bool valid() const { return valid_; }
+  const std::vector<ir::Expr>& loads() const { return loads_; }
+  // The load expressions themselves (buffer and indices), parallel to loads().
+  const std::vector<ir::Expr>& load_exprs() const { return load_exprs_; }
+  const ir::Expr& store() const { return store_; }
+
+  // The constant step of `index` when iterator `axis` grows by one, or nullopt.
+  std::optional<int64_t> Stride(const ir::Expr& index, int axis) const {
+    const ir::Var& v = block_->iter_vars[static_cast<size_t>(axis)].var;
+    ir::Expr step = ir::Simplify(
+        ir::Substitute(index, ir::VarMap{{v.get(), v + ir::IntImm(1)}}) - index, ranges_);
+    int64_t value = 0;
+    if (!ir::AsConstInt(step, &value)) return std::nullopt;
+    return value;
+  }
+
+  // True when `index` changes inside a tile of `tile` consecutive values of iterator `axis`
+  // (tiles aligned at multiples of `tile`).
+  bool VariesInTile(const ir::Expr& index, int axis, int64_t tile) const {
+    const ir::IterVar& iv = block_->iter_vars[static_cast<size_t>(axis)];
+    ir::Var outer = ir::MakeVar("outer"), inner = ir::MakeVar("inner");
+    ir::VarRanges ranges = ranges_;
+    ranges[outer.get()] = {0, iv.extent / tile - 1};
+    ranges[inner.get()] = {0, tile - 1};
+    ir::Expr split = ir::Simplify(
+        ir::Substitute(index, ir::VarMap{{iv.var.get(), outer * ir::IntImm(tile) + inner}}),
+        ranges);
+    return ir::UsesVar(split, inner);
+  }
+
+ private:
+  ir::Expr FlatIndex(const ir::Buffer& buffer, const std::vector<ir::Expr>& indices) const {
+    if (!buffer || indices.size() != buffer->shape.size()) return ir::Expr();
+    ir::Expr flat = ir::IntImm(0);
+    for (size_t d = 0; d < indices.size(); ++d) {
+      if (indices[d]->dtype != ir::DataType::kInt64) return ir::Expr();
+      flat = flat * ir::IntImm(buffer->shape[d]) + indices[d];
+    }
+    return ir::Simplify(flat, ranges_);
+  }
+
+  ir::Block block_;
+  ir::VarRanges ranges_;
+  ir::Expr store_;
+  std::vector<ir::Expr> loads_;
+  std::vector<ir::Expr> load_exprs_;
+  bool valid_ = false;
+};
+
+// Chooses the register tile of a reduction block by a simple model of one reduction step:
+// it issues one FMA per accumulator register and one load per operand register (a strided
+// vector load counts 2.5: two loads and a shuffle), two of each per cycle; the tile with the
+// most useful lanes per cycle wins (ties: more accumulators, then fewer loads).
+// nullopt when the innermost spatial iterator cannot be vectorized with loads (a load would
+// be a gather) or the output is not contiguous along it.
+std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
+                                             int64_t min_tiles) {
+  AccessModel model(block);
+  if (!model.valid()) return std::nullopt;
+  std::vector<int> spatial;
+  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+    if (block->iter_vars[k].kind == ir::IterKind::kSpatial) spatial.push_back(static_cast<int>(k));
+  }
+  if (spatial.empty()) return std::nullopt;
+  RegisterTile plan;
+  plan.vector_axis = spatial.back();
+  int64_t extent = block->iter_vars[static_cast<size_t>(plan.vector_axis)].extent;
+  if (extent < 4 || model.Stride(model.store(), plan.vector_axis) != 1) return std::nullopt;
+  std::vector<bool> is_vector;  // per load: moves with the lanes
+  double vector_cost = 0, broadcast_count = 0;
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> stride = model.Stride(load, plan.vector_axis);
+    if (!stride || *stride < 0 || *stride > kMaxLoadStride) return std::nullopt;
+    is_vector.push_back(*stride != 0);
+    if (*stride == 0) {
+      broadcast_count += 1;
+    } else {
+      vector_cost += *stride == 1 ? 1.0 : 2.5;
+    }
+  }
+  // Vector tiles: multiples of the native width (a tile that does not divide the axis leaves a
+  // masked tail, costed by the lanes it wastes and a little for the masks), the whole axis in
+  // power-of-two pieces when it is short, and a single vector of the next power of two for an
+  // axis shorter than the native width.
+  struct VectorTile {
+    int64_t lanes;
+    int64_t registers;
+    double efficiency;  // useful lanes / computed lanes
+  };
+  std::vector<VectorTile> vector_tiles;
+  for (int64_t t = native; t <= kMaxVectorTile && t < 2 * extent; t *= 2) {
+    int64_t computed = (extent + t - 1) / t * t;
+    double efficiency = static_cast<double>(extent) / static_cast<double>(computed);
+    vector_tiles.push_back({t, t / native, computed == extent ? 1.0 : 0.9 * efficiency});
+  }
+  if (extent % native != 0 && extent <= 2 * kMaxVectorTile) {
+    vector_tiles.push_back({extent, VectorRegisters(extent, native), 1.0});
+  }
+  if (extent < native) {
+    int64_t pow2 = 1;
+    while (pow2 < extent) pow2 *= 2;
+    vector_tiles.push_back({pow2, 1, 0.9 * static_cast<double>(extent) / pow2});
+  }
+  // Candidate tile axes: (axis, tile, varies for vector loads, varies for broadcast loads).
+  struct Candidate {
+    int axis;
+    int64_t tile;
+    bool broadcast;  // the broadcast operands move along it, the vector operands do not
+  };
+  std::vector<Candidate> candidates;
+  for (int axis : spatial) {
+    if (axis == plan.vector_axis) continue;
+    int64_t n = block->iter_vars[static_cast<size_t>(axis)].extent;
+    for (int64_t t = 2; t <= std::min<int64_t>(n, kAccumulatorRegisters); ++t) {
+      if (n % t != 0) continue;
+      bool vector_moves = false, broadcast_moves = false;
+      for (size_t l = 0; l < model.loads().size(); ++l) {
+        bool moves = model.VariesInTile(model.loads()[l], axis, t);
+        (is_vector[l] ? vector_moves : broadcast_moves) |= moves;
+      }
+      if (vector_moves != broadcast_moves) candidates.push_back({axis, t, broadcast_moves});
+    }
+  }
+  double best = -1;
+  int64_t best_accumulators = 0;
+  double best_loads = 0;
+  auto consider = [&](const VectorTile& vt, const Candidate* b, const Candidate* v) {
+    int64_t vector_tile = vt.lanes, registers = vt.registers;
+    int64_t tb = b ? b->tile : 1, tv = v ? v->tile : 1;
+    int64_t accumulators = registers * tb * tv;
+    if (accumulators > kAccumulatorRegisters) return;
+    if (SpatialWork(block) / (vector_tile * tb * tv) < min_tiles) return;
+    double loads = broadcast_count * static_cast<double>(tb) +
+                   vector_cost * static_cast<double>(registers * tv);
+    double cycles = std::max(static_cast<double>(accumulators), loads) / 2;
+    double lanes = static_cast<double>(vector_tile * tb * tv) * vt.efficiency / cycles;
+    bool tie = lanes > best * 0.9999 && lanes < best * 1.0001;
+    bool better = lanes > best * 1.0001 ||
+                  (tie && (accumulators > best_accumulators ||
+                           (accumulators == best_accumulators && loads < best_loads)));
+    if (!better) return;
+    best = lanes;
+    best_accumulators = accumulators;
+    best_loads = loads;
+    plan.vector_tile = vector_tile;
+    plan.broadcast_axis = b ? b->axis : -1;
+    plan.broadcast_tile = tb;
+    plan.second_axis = v ? v->axis : -1;
+    plan.second_tile = tv;
+  };
+  for (const VectorTile& vector_tile : vector_tiles) {
+    consider(vector_tile, nullptr, nullptr);
+    for (const Candidate& b : candidates) {
+      if (!b.broadcast) continue;
+      consider(vector_tile, &b, nullptr);
+      for (const Candidate& v : candidates) {
+        if (!v.broadcast && v.axis != b.axis) consider(vector_tile, &b, &v);
+      }
+    }
+    for (const Candidate& v : candidates) {
+      if (!v.broadcast) consider(vector_tile, nullptr, &v);
+    }
+  }
+  if (best < 0) return std::nullopt;
+  return plan;
+}
+
 class DefaultScheduler {
  public:
   DefaultScheduler(const ir::KernelFunction& kernel, const DefaultScheduleOptions& options)
       : s_(kernel), options_(options) {
-    threads_ = options.num_threads > 0 ? options.num_threads
-                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads_ = options.num_threads > 0
+                   ? options.num_threads
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
   Schedule Run() {
     InlinePointwiseProducers();
+    // Blocks may disappear on the way (an epilogue inlined into a write-back).
     for (const std::string& name : s_.BlockNames()) {
-      if (done_.count(name)) continue;
+      if (done_.count(name) || !Exists(name)) continue;
       const ir::Block& b = BlockOf(s_, name);
-      if (IsReduction(b)) {
+      if (IsReduction(b) && !ScheduleRegisterTiled(name) && !ScheduleRowReduction(name)) {
         ScheduleReduction(name);
       }
     }
     for (const std::string& name : s_.BlockNames()) {
-      if (done_.count(name)) continue;
+      if (done_.count(name) || !Exists(name)) continue;
       const ir::Block& b = BlockOf(s_, name);
       if (!IsReduction(b) && b->init == nullptr) ScheduleSpatial(name);
     }
@@ -77,10 +316,32 @@ class DefaultScheduler {
   }
 
  private:
+  bool Exists(const std::string& name) const { return FindBlock(s_.function(), name).has_value(); }
+
+  // Inlines pointwise producers into their consumers, except into reductions that read an
+  // element more than once: those would recompute the producer once per reduction step and per
+  // register tile (and a pad or transpose inlined there turns contiguous vector loads into
+  // masked or gathered ones), so such producers stay separate stages.
   void InlinePointwiseProducers() {
     for (const std::string& name : s_.BlockNames()) {
+      if (!Exists(name)) continue;
       const ir::Block& b = BlockOf(s_, name);
       if (IsReduction(b)) continue;
+      bool feeds_reduction = false;
+      for (const std::string& other : s_.BlockNames()) {
+        if (other == name || !Exists(other)) continue;
+        const ir::Block& c = BlockOf(s_, other);
+        if (!IsReduction(c) || !ReadsAnyOf(c, b)) continue;
+        // A reduction that reads each element once (sum of squares) or a few times (a
+        // depthwise convolution's padding) takes the producer: a separate pass over the data
+        // would cost more than recomputing it.
+        int64_t iterations = 1;
+        for (const ir::IterVar& iv : c->iter_vars) iterations *= iv.extent;
+        int64_t elements = 1;
+        for (const ir::BufferRegion& w : b->writes) elements = ir::NumElements(w.buffer->shape);
+        if (iterations > kMaxInlineReuse * elements) feeds_reduction = true;
+      }
+      if (feeds_reduction) continue;
       // Trial on the bare function first so the trace holds only steps that were applied.
       try {
         primitive::ComputeInline(s_.function(), name);
@@ -89,6 +350,247 @@ class DefaultScheduler {
       }
       Try(s_, [&] { s_.ComputeInline(s_.GetBlock(name)); });
     }
+  }
+
+  // The register-tiled schedule of a reduction block (see PlanRegisterTile): spatial loops
+  // split into an outer part and the tile, order [outer spatial] [reduction] [tile], the
+  // accumulators in a "local" cache_write block computed per outer iteration (the code
+  // generator keeps them in registers), init decomposed, outer loops fused and parallel, and a
+  // pointwise epilogue inlined into the write-back. False (schedule unchanged) when the block
+  // does not fit that structure.
+  bool ScheduleRegisterTiled(const std::string& name) {
+    const ir::Block block = BlockOf(s_, name);
+    bool parallel = SpatialWork(block) >= options_.parallel_min_work && threads_ > 1;
+    std::optional<RegisterTile> plan =
+        PlanRegisterTile(block, options_.vector_lanes, parallel ? threads_ : 1);
+    if (!plan) return false;
+    bool ok = Try(s_, [&] {
+      BlockRV b = s_.GetBlock(name);
+      std::vector<LoopRV> loops = s_.GetLoops(b);
+      if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+      AccessModel model(block);
+      std::vector<LoopRV> outer, reduction, tile;
+      std::vector<LoopRV> vector_loads_depend, vector_loads_free;
+      LoopRV vector_loop = loops[static_cast<size_t>(plan->vector_axis)];
+      std::optional<LoopRV> broadcast_loop, second_loop;
+      for (size_t k = 0; k < loops.size(); ++k) {
+        if (block->iter_vars[k].kind == ir::IterKind::kReduction) {
+          reduction.push_back(loops[k]);
+          continue;
+        }
+        int axis = static_cast<int>(k);
+        int64_t t = axis == plan->vector_axis      ? plan->vector_tile
+                    : axis == plan->broadcast_axis ? plan->broadcast_tile
+                    : axis == plan->second_axis    ? plan->second_tile
+                                                   : 1;
+        LoopRV outer_loop = loops[k];
+        if (t > 1) {
+          std::vector<LoopRV> parts = s_.Split(loops[k], {-1, t});
+          outer_loop = parts[0];
+          if (axis == plan->vector_axis) vector_loop = parts[1];
+          if (axis == plan->broadcast_axis) broadcast_loop = parts[1];
+          if (axis == plan->second_axis) second_loop = parts[1];
+        }
+        // Outer loops along which the vector operands stay the same go innermost, so that
+        // consecutive iterations (and each thread's chunk) reuse them from cache.
+        bool vector_depends = false;
+        for (const ir::Expr& load : model.loads()) {
+          std::optional<int64_t> stride = model.Stride(load, plan->vector_axis);
+          if (stride && *stride != 0 &&
+              model.VariesInTile(load, axis, block->iter_vars[k].extent)) {
+            vector_depends = true;
+          }
+        }
+        (vector_depends ? vector_loads_depend : vector_loads_free).push_back(outer_loop);
+      }
+      outer = vector_loads_depend;
+      outer.insert(outer.end(), vector_loads_free.begin(), vector_loads_free.end());
+      if (broadcast_loop) tile.push_back(*broadcast_loop);
+      if (second_loop) tile.push_back(*second_loop);
+      // Reduction loops: the one whose loads move least (a channel block walked contiguously)
+      // innermost, larger steps outside.
+      std::vector<std::pair<int64_t, LoopRV>> steps;
+      for (size_t k = 0, r = 0; k < loops.size(); ++k) {
+        if (block->iter_vars[k].kind != ir::IterKind::kReduction) continue;
+        int64_t step = std::numeric_limits<int64_t>::max();
+        for (const ir::Expr& load : model.loads()) {
+          std::optional<int64_t> stride = model.Stride(load, static_cast<int>(k));
+          if (stride && *stride != 0) step = std::min(step, *stride < 0 ? -*stride : *stride);
+        }
+        steps.emplace_back(step, reduction[r++]);
+      }
+      std::stable_sort(steps.begin(), steps.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      for (size_t r = 0; r < steps.size(); ++r) reduction[r] = steps[r].second;
+      std::vector<LoopRV> order = outer;
+      order.insert(order.end(), reduction.begin(), reduction.end());
+      order.insert(order.end(), tile.begin(), tile.end());
+      order.push_back(vector_loop);
+      s_.Reorder(order);
+      PackVectorOperands(b, block, model, *plan);
+      BlockRV writeback = s_.CacheWrite(b, 0, "local");
+      InlineEpilogues(name, s_.BlockName(writeback));
+      LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+      s_.ReverseComputeAt(writeback, fused);
+      for (const LoopRV& loop : tile) s_.Unroll(loop);
+      s_.Vectorize(vector_loop);
+      BlockRV init = s_.DecomposeReduction(b, reduction.front());
+      UnrollTileAndVectorize(init, tile.size() + 1);
+      std::vector<LoopRV> write_loops = s_.GetLoops(writeback);
+      UnrollTileAndVectorize(writeback, write_loops.size() - 1);
+      if (parallel) s_.Parallel(fused);
+      done_.insert(name);
+      done_.insert(s_.BlockName(writeback));
+      done_.insert(s_.BlockName(init));
+    });
+    return ok;
+  }
+
+  // Packs a matrix operand read as X[..., k, j] (j the vector axis, k a reduction iterator) whose
+  // rows are long and a multiple of 4 KiB apart into panels X'[..., j / tile, k, j % tile]: a
+  // register tile then streams one contiguous panel instead of rows that all fall into the same
+  // few cache sets. The copy runs once per call, vectorized and parallel.
+  void PackVectorOperands(const BlockRV& b, const ir::Block& block, const AccessModel& model,
+                          const RegisterTile& plan) {
+    const ir::Var& lane_var = block->iter_vars[static_cast<size_t>(plan.vector_axis)].var;
+    for (const ir::Expr& load : model.load_exprs()) {
+      const ir::Buffer& buffer = load->buffer;
+      size_t rank = buffer->shape.size();
+      if (rank < 2 || rank > 6 || !IsParam(s_.function(), buffer)) continue;
+      int64_t row = buffer->shape.back();
+      int64_t bytes = row * ir::SizeOf(buffer->dtype);
+      if (row < kPackMinRow || bytes % 4096 != 0 || row % plan.vector_tile != 0) continue;
+      if (!load->operands.back().same_as(lane_var)) continue;
+      const ir::Expr& k = load->operands[rank - 2];
+      bool reduction = false;
+      for (const ir::IterVar& iv : block->iter_vars) {
+        reduction = reduction || (iv.kind == ir::IterKind::kReduction && k.same_as(iv.var));
+      }
+      if (!reduction) continue;
+      int read_index = -1;
+      for (size_t r = 0; r < block->reads.size(); ++r) {
+        if (block->reads[r].buffer == buffer) read_index = static_cast<int>(r);
+      }
+      if (read_index < 0) continue;
+      std::string source, target;
+      for (size_t d = 0; d < rank; ++d) source += static_cast<char>('A' + d);
+      target = source.substr(0, rank - 2) + source[rank - 1] + source[rank - 2] +
+               std::to_string(plan.vector_tile) + static_cast<char>('a' + rank - 1);
+      Try(s_, [&] {
+        BlockRV copy = s_.CacheRead(b, read_index, "global");
+        s_.TransformLayout(copy, 0, true, source, target);
+        std::vector<LoopRV> loops = s_.GetLoops(copy);
+        std::vector<LoopRV> parts = s_.Split(loops.back(), {-1, plan.vector_tile});
+        s_.Vectorize(parts[1]);
+        std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
+        outer.push_back(parts[0]);
+        LoopRV fused = s_.Fuse(outer);
+        if (threads_ > 1) s_.Parallel(fused);
+        done_.insert(s_.BlockName(copy));
+      });
+    }
+  }
+
+  // Inlines pointwise consumers of the reduction's output into its write-back block, so that
+  // an epilogue (bias, batch norm, activation) runs on the accumulators before they are stored.
+  void InlineEpilogues(const std::string& reduction, const std::string& writeback) {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      const ir::Block& producer = BlockOf(s_, writeback);
+      for (const std::string& consumer : s_.BlockNames()) {
+        if (consumer == reduction || consumer == writeback || done_.count(consumer)) continue;
+        const ir::Block& c = BlockOf(s_, consumer);
+        if (IsReduction(c) || c->init || !ReadsAnyOf(c, producer)) continue;
+        try {
+          primitive::ReverseComputeInline(s_.function(), consumer);
+        } catch (const ir::Error&) {
+          continue;
+        }
+        if (Try(s_, [&] { s_.ReverseComputeInline(s_.GetBlock(consumer)); })) {
+          progress = true;
+          break;
+        }
+      }
+    }
+  }
+
+  // Unrolls the innermost `count` loops of a block but the last, which is vectorized.
+  void UnrollTileAndVectorize(const BlockRV& block, size_t count) {
+    std::vector<LoopRV> loops = s_.GetLoops(block);
+    if (loops.size() < count || count == 0) throw ir::Error("unexpected tile loops");
+    for (size_t k = loops.size() - count; k + 1 < loops.size(); ++k) s_.Unroll(loops[k]);
+    s_.Vectorize(loops.back());
+  }
+
+  // A reduction whose innermost reduction iterator walks its input contiguously (a row sum, a
+  // softmax's max and sum, a norm) while the spatial axes would need gathers: the innermost
+  // reduction loop is split by a vector tile and factored out (rfactor) into partial results,
+  // one per lane, computed with contiguous vector loads (several vectors for independent
+  // accumulation chains); a small loop then combines the partials. This reassociates the
+  // reduction (results differ in rounding, as with any vectorized sum).
+  bool ScheduleRowReduction(const std::string& name) {
+    const ir::Block block = BlockOf(s_, name);
+    AccessModel model(block);
+    if (!model.valid() || block->iter_vars.back().kind != ir::IterKind::kReduction) return false;
+    int axis = static_cast<int>(block->iter_vars.size()) - 1;
+    int64_t extent = block->iter_vars.back().extent;
+    for (const ir::Expr& load : model.loads()) {
+      std::optional<int64_t> stride = model.Stride(load, axis);
+      if (!stride || (*stride != 0 && *stride != 1)) return false;
+    }
+    int64_t lanes = 0;
+    // One reduction (a norm): several vectors of partials for independent chains; many rows
+    // (softmax): one vector per row, so that combining the partials stays cheap.
+    int64_t native = options_.vector_lanes;
+    std::vector<int64_t> widths{native};
+    if (SpatialWork(block) == 1) widths = {4 * native, 2 * native, native};
+    for (int64_t t : widths) {
+      if (lanes == 0 && extent % t == 0 && extent / t >= 2) lanes = t;
+    }
+    if (lanes == 0) return false;
+    int64_t work = SpatialWork(block);
+    for (const ir::IterVar& iv : block->iter_vars) {
+      if (iv.kind == ir::IterKind::kReduction) work *= iv.extent;
+    }
+    return Try(s_, [&] {
+      BlockRV b = s_.GetBlock(name);
+      std::vector<LoopRV> loops = s_.GetLoops(b);
+      if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+      std::vector<LoopRV> parts = s_.Split(loops.back(), {-1, lanes});
+      size_t rank = 0;
+      for (const ir::BufferRegion& w : block->writes) rank = w.buffer->shape.size();
+      BlockRV rf = s_.RFactor(parts[1], static_cast<int>(rank));
+      std::vector<LoopRV> rf_loops = s_.GetLoops(rf);
+      // The partial loop (now spatial) is innermost: vectorize it; spatial loops outside.
+      s_.Vectorize(rf_loops.back());
+      size_t first_reduction = 0;
+      while (first_reduction < block->iter_vars.size() &&
+             block->iter_vars[first_reduction].kind == ir::IterKind::kSpatial) {
+        ++first_reduction;
+      }
+      BlockRV init = s_.DecomposeReduction(rf, rf_loops[first_reduction]);
+      std::vector<LoopRV> init_loops = s_.GetLoops(init);
+      s_.Vectorize(init_loops.back());
+      if (first_reduction > 0 && work >= options_.parallel_min_work && threads_ > 1) {
+        std::vector<LoopRV> spatial(
+            rf_loops.begin(), rf_loops.begin() + static_cast<std::ptrdiff_t>(first_reduction));
+        LoopRV fused = spatial.size() > 1 ? s_.Fuse(spatial) : spatial[0];
+        if (s_.LoopExtent(fused) >= threads_) {
+          s_.Parallel(fused);
+          // The combination of the partials: its spatial loops parallel too.
+          Try(s_, [&] {
+            std::vector<LoopRV> combine = s_.GetLoops(s_.GetBlock(name));
+            std::vector<LoopRV> outer(
+                combine.begin(), combine.begin() + static_cast<std::ptrdiff_t>(first_reduction));
+            s_.Parallel(outer.size() > 1 ? s_.Fuse(outer) : outer[0]);
+          });
+        }
+      }
+      done_.insert(name);
+      done_.insert(s_.BlockName(rf));
+      done_.insert(s_.BlockName(init));
+    });
   }
 
   void ScheduleReduction(const std::string& name) {
@@ -100,13 +602,14 @@ class DefaultScheduler {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
-      std::vector<LoopRV> spatial(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(num_spatial));
-      std::vector<LoopRV> reduction(loops.begin() + static_cast<std::ptrdiff_t>(num_spatial), loops.end());
+      std::vector<LoopRV> spatial(loops.begin(),
+                                  loops.begin() + static_cast<std::ptrdiff_t>(num_spatial));
+      std::vector<LoopRV> reduction(loops.begin() + static_cast<std::ptrdiff_t>(num_spatial),
+                                    loops.end());
       // Vectorize the innermost spatial axis, register-tile the one before it.
       LoopRV last = spatial.back();
       int64_t lanes = LargestDivisor(s_.LoopExtent(last), options_.vector_lanes);
       std::vector<LoopRV> outer_spatial(spatial.begin(), spatial.end() - 1);
-      std::vector<LoopRV> inner;
       LoopRV vec_outer = last;
       std::optional<LoopRV> vec;
       if (lanes >= 4) {
@@ -150,12 +653,7 @@ class DefaultScheduler {
       for (const std::string& consumer : s_.BlockNames()) {
         if (consumer == name || done_.count(consumer)) continue;
         const ir::Block& c = BlockOf(s_, consumer);
-        if (IsReduction(c) || c->init) continue;
-        bool reads = false;
-        for (const ir::BufferRegion& r : c->reads) {
-          for (const ir::BufferRegion& w : block->writes) reads = reads || r.buffer == w.buffer;
-        }
-        if (!reads) continue;
+        if (IsReduction(c) || c->init || !ReadsAnyOf(c, block)) continue;
         if (Try(s_, [&] { s_.ReverseComputeAt(s_.GetBlock(consumer), parallel); })) {
           done_.insert(consumer);
           ScheduleSpatialInner(consumer);
@@ -177,8 +675,40 @@ class DefaultScheduler {
     });
   }
 
+  // A spatial block: its innermost loop vectorized (index arithmetic of the other loops stays
+  // scalar) and the others fused and parallel; when the innermost loop is too short, all loops
+  // fused, split by the vector width and vectorized.
   void ScheduleSpatial(const std::string& name) {
-    const ir::Block block = BlockOf(s_, name);
+    bool done = Try(s_, [&] {
+      BlockRV b = s_.GetBlock(name);
+      std::vector<LoopRV> loops = s_.GetLoops(b);
+      if (loops.empty()) return;
+      LoopRV last = loops.back();
+      int64_t extent = s_.LoopExtent(last);
+      // The whole loop when it is short (power-of-two pieces), else the widest tile dividing it.
+      int64_t lanes =
+          extent <= 2 * kMaxVectorTile ? extent : LargestDivisor(extent, kMaxVectorTile);
+      if (lanes < options_.vector_lanes) throw ir::Error("short innermost loop");
+      std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
+      if (lanes < extent) {
+        auto parts = s_.Split(last, {-1, lanes});
+        outer.push_back(parts[0]);
+        last = parts[1];
+      }
+      s_.Vectorize(last);
+      bool parallel = SpatialWork(BlockOf(s_, name)) >= options_.parallel_min_work && threads_ > 1;
+      int64_t tasks = 1;
+      for (const LoopRV& loop : outer) tasks *= s_.LoopExtent(loop);
+      if (parallel && tasks < threads_) throw ir::Error("too few outer iterations");
+      if (outer.empty()) return;
+      LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+      if (parallel) s_.Parallel(fused);
+    });
+    if (!done) ScheduleSpatialFused(name);
+    done_.insert(name);
+  }
+
+  void ScheduleSpatialFused(const std::string& name) {
     Try(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
@@ -194,7 +724,6 @@ class DefaultScheduler {
       }
       if (extent >= options_.parallel_min_work && threads_ > 1) s_.Parallel(outer);
     });
-    done_.insert(name);
   }
 
   Schedule s_;

@@ -3,14 +3,27 @@
 //
 // The rules, applied through the Schedule (so the result carries a trace like a tuned one):
 //   1. inline pointwise producers that are not kernel outputs (padding, the middle of an
-//      elementwise epilogue chain);
-//   2. a reduction block (conv, matmul, pooling) gets its innermost spatial axis split by a
-//      vector width and vectorized, a second spatial axis register-tiled and unrolled, the
-//      reduction loops moved between the outer and the register tile, its init decomposed, its
-//      outer spatial loops fused and parallelized; a pointwise epilogue that reads it is moved
-//      under its outer loop;
-//   3. a spatial block (elementwise, injective) gets its loops fused, split by a vector width,
-//      vectorized and parallelized when large enough.
+//      elementwise epilogue chain), except into a reduction that reads each element more than
+//      16 times (a convolution's padding, a matmul operand): those stay separate stages;
+//   2. a reduction block whose innermost spatial axis can be vectorized with contiguous,
+//      broadcast or small-stride loads gets a MetaSchedule-style register tile: the vector axis
+//      tiled by 16-lane multiples (a masked tail when they do not divide it), a "broadcast" axis
+//      (along which the vector operands are reused from registers) and a second axis (along
+//      which the broadcast operands are reused) tiled so that the tile fits 16 vector
+//      accumulators, sizes chosen by a model of loads and fmas per reduction step; loop order
+//      [outer spatial] [reduction, smallest load step innermost] [tile] [vector], the
+//      accumulators in a "local" cache_write block computed per outer iteration (the code
+//      generator keeps them in registers), init decomposed, tile loops unrolled, outer loops
+//      fused and parallel (ordered so that consecutive iterations reuse the vector operands),
+//      a pointwise epilogue inlined into the write-back, and a matrix operand with long 4 KiB-
+//      multiple rows packed into contiguous panels;
+//   3. a reduction along a contiguous innermost axis that cannot be tiled that way (row sums,
+//      softmax, norms) is split by vector lanes and factored (rfactor) into per-lane partials;
+//   4. other reductions get the simple rule: innermost spatial axis vectorized, the one before
+//      it tiled by up to 4 and unrolled, init decomposed, outer loops fused and parallel;
+//   5. a spatial block (elementwise, injective) gets its innermost loop vectorized (whole when
+//      short) and its other loops fused and parallelized when large enough (or, for a short
+//      innermost loop, all loops fused and split by the vector width).
 // Each step that turns out illegal for a particular kernel is skipped: the rules never produce
 // an invalid program, at worst a slower one.
 #pragma once
@@ -21,9 +34,9 @@
 namespace tandem::kernels {
 
 struct DefaultScheduleOptions {
-  int vector_lanes = 16;          // f32 lanes of the widest vector (16 on AVX-512)
+  int vector_lanes = 16;              // f32 lanes of the widest vector (16 on AVX-512)
   int64_t parallel_min_work = 16384;  // elements below which a kernel runs on one thread
-  int num_threads = 0;            // 0: hardware concurrency
+  int num_threads = 0;                // 0: hardware concurrency
 };
 
 // The kernel with its default schedule applied (the returned Schedule holds its trace).

@@ -18,6 +18,7 @@ void RegisterTuneLayout(PassRegistry& registry);
 void RegisterTuneCombineParallel(PassRegistry& registry);
 void RegisterTuneFusion(PassRegistry& registry);
 void RegisterTuneCodegenFlags(PassRegistry& registry);
+void RegisterTuneKernels(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
@@ -34,6 +35,7 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterTuneCombineParallel(registry);
   RegisterTuneFusion(registry);
   RegisterTuneCodegenFlags(registry);
+  RegisterTuneKernels(registry);
 }
 
 }  // namespace tandem::passes

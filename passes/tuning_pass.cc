@@ -149,15 +149,14 @@ ir::IRModule TuningPass::Run(const ir::IRModule& module, PassContext& context) c
   tuning::TuningSession& session = context.Tuning();
   session.EnsureReference(module);
   Candidate best = Tune(Candidate::Start(module), context);
-  if (!best.result) {
-    // No candidate was evaluated (no applicable choice, or every one failed before measuring).
-    return module;
-  }
+  // No decision: no applicable choice, or every candidate failed.
+  if (best.trace.empty()) return module;
   tuning::TuningDecision decision;
   decision.pass = PrintPipeline(*this);
   decision.input = module;
   decision.trace = best.trace;
-  decision.result = *best.result;
+  decision.result = best.result ? *best.result
+                                : tuning::MeasureResult::Failure("not measured end to end");
   session.RecordDecision(std::move(decision));
   return best.output;
 }

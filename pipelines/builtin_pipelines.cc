@@ -25,6 +25,13 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "TuneCombineParallel(eval=[TuneFusion(eval=[TuneCodegenFlags])])]), "
                      "DeadCodeElimination, Legalize",
                      ""});
+  registry.Register({"default_tuning",
+                     "The heuristic graph passes, then kernel schedule search for every kernel "
+                     "(TuneKernels: evolutionary search, XGBoost cost model, gradient task "
+                     "scheduler) under the run's trial budget.",
+                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, FuseOps, "
+                     "DeadCodeElimination, TuneKernels",
+                     ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "
                      "(a baseline for measuring what schedules buy).",

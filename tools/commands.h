@@ -39,6 +39,7 @@ struct PipelineOptions {
   bool time_passes = false;
   std::string reproducer_dir;
   uint64_t seed = 0;
+  std::string database;  // tuning database: best recorded kernel schedules are applied
 };
 void AddPipelineOptions(CLI::App* command, PipelineOptions& options);
 // Configures `context` from the options (target, seed, verification, reproducers, timing and IR

@@ -12,6 +12,7 @@
 #include "passes/instruments.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
+#include "tuning/tuning_session.h"
 #include "tools/commands.h"
 
 namespace tandem::tools {
@@ -83,6 +84,9 @@ void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {
   command->add_option("--reproducer-dir", options.reproducer_dir,
                       "write a crash reproducer (input IR + pipeline) here when a pass fails");
   command->add_option("--pipeline-seed", options.seed, "random seed of the pipeline (tuning decisions)");
+  command->add_option("--db", options.database,
+                      "tuning database (SQLite file): kernels get their best recorded schedules; "
+                      "tuning passes record their measurements there");
 }
 
 passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
@@ -93,6 +97,12 @@ passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassCont
   context.seed = options.seed;
   context.verify_each = options.verify_each;
   context.reproducer_dir = options.reproducer_dir;
+  if (!options.database.empty()) {
+    context.tuning = std::make_shared<tuning::TuningSession>(
+        context.target, tuning::OpenSqliteDatabase(options.database),
+        std::make_shared<tuning::LocalBuilder>(), std::make_shared<tuning::ProcessRunner>(),
+        tuning::TuningSession::Options{.seed = options.seed});
+  }
   if (options.time_passes) {
     timing = std::make_shared<passes::TimingInstrument>();
     context.instruments.push_back(timing);

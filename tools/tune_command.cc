@@ -4,7 +4,10 @@
 // latency before (default_heuristic) and after.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 
 #include "ir/error.h"
@@ -22,7 +25,6 @@ namespace {
 struct TuneOptions {
   ModelOptions model;
   PipelineOptions pipeline;
-  std::string database;
   int64_t trials = 0;
   int repeats = 5;
   int warmup = 1;
@@ -45,6 +47,14 @@ std::string DecisionSummary(const ir::Trace& trace) {
     std::string decision = instruction.decision && std::holds_alternative<std::string>(*instruction.decision)
                                ? std::get<std::string>(*instruction.decision)
                                : "";
+    if (!decision.empty() && decision.front() == '{') {
+      // TuneKernels: a map from workload to schedule trace.
+      size_t schedules = std::count(decision.begin(), decision.end(), ':') > 0
+                             ? nlohmann::json::parse(decision, nullptr, false).size()
+                             : 0;
+      parts.push_back(fmt::format("{}: {} tuned kernel schedule(s)", instruction.kind, schedules));
+      continue;
+    }
     parts.push_back(decision == "apply" || decision.empty() ? instruction.kind
                                                             : instruction.kind + "=" + decision);
   }
@@ -53,7 +63,7 @@ std::string DecisionSummary(const ir::Trace& trace) {
 
 tuning::MeasureResult MeasureOne(tuning::TuningSession& session, const ir::IRModule& module,
                                  const std::string& label) {
-  return session.EvaluateModules({{module, ir::Trace()}}, label).front();
+  return session.EvaluateModules({{module, ir::Trace()}}, label, /*charge_budget=*/false).front();
 }
 
 int RunTune(TuneOptions& options) {
@@ -63,11 +73,11 @@ int RunTune(TuneOptions& options) {
   passes::PassPtr pipeline = PreparePipeline(options.pipeline, context, timing);
 
   std::shared_ptr<tuning::Database> database;
-  if (options.database.empty()) {
+  if (context.tuning) {
+    database = context.tuning->shared_database();
+  } else {
     std::cerr << "warning: no --db: measurements are kept in memory and lost at exit\n";
     database = tuning::MakeInMemoryDatabase();
-  } else {
-    database = tuning::OpenSqliteDatabase(options.database);
   }
   tuning::TuningSession::Options session_options;
   session_options.seed = context.seed;
@@ -90,10 +100,12 @@ int RunTune(TuneOptions& options) {
   tuning::TuningSession& session = *context.tuning;
   session.on_progress = [&session](const tuning::ProgressEvent& event) {
     tuning::EvaluationCounts total = session.TotalCounts();
-    std::cerr << fmt::format(
-        "[{}] {} candidate(s) | best {} | measured {}, from database {}, failed {}\n", event.pass,
-        event.total, event.best_seconds > 0 ? Milliseconds(event.best_seconds) : "-",
-        total.measured, total.reused, total.failed);
+    std::cerr << fmt::format("[{}] {}/{} | best {} | measured {}, from database {}, failed {}\n",
+                             event.pass, event.done, event.total,
+                             event.best_seconds > 0 && std::isfinite(event.best_seconds)
+                                 ? Milliseconds(event.best_seconds)
+                                 : "-",
+                             total.measured, total.reused, total.failed);
   };
 
   std::cerr << "pipeline: " << passes::PrintPipeline(*pipeline) << "\n";
@@ -114,7 +126,8 @@ int RunTune(TuneOptions& options) {
                "| --- | --- | ---: |\n";
   for (const tuning::TuningDecision& decision : session.decisions()) {
     std::cout << fmt::format("| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
-                             Milliseconds(decision.result.median_seconds));
+                             decision.result.ok() ? Milliseconds(decision.result.median_seconds)
+                                                  : "-");
   }
   std::cout << "\nevaluations:\n\n| pass | requested | from database | measured | failed | "
                "over budget | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -137,8 +150,8 @@ int RunTune(TuneOptions& options) {
   if (before.ok() && after.ok() && after.median_seconds > 0) {
     std::cout << fmt::format("speedup: {:.2f}x\n", before.median_seconds / after.median_seconds);
   }
-  if (!options.database.empty()) {
-    std::cout << fmt::format("database: {} ({} records)\n", options.database,
+  if (!options.pipeline.database.empty()) {
+    std::cout << fmt::format("database: {} ({} records)\n", options.pipeline.database,
                              database->NumRecords());
   }
   if (!options.output.empty()) {
@@ -165,8 +178,6 @@ Command AddTuneCommand(CLI::App& app) {
       "tune", "tune a model with a pipeline of tuning passes, recording measurements in a database");
   AddModelOptions(cmd, options->model);
   AddPipelineOptions(cmd, options->pipeline);
-  cmd->add_option("--db", options->database,
-                  "tuning database file (SQLite; created when missing; resumes what it holds)");
   cmd->add_option("--trials", options->trials, "most real measurements in this run (0: no limit)")
       ->capture_default_str();
   cmd->add_option("--repeats", options->repeats, "timed repeats per candidate")->capture_default_str();

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -27,98 +28,67 @@ constexpr int kTopStores = 3;
 constexpr int kBufferSlots = 4;
 constexpr double kCacheLineBytes = 64;
 
+// clang-format off
 enum KernelField {
-  kNumStores,
-  kNumBlocks,
-  kNumLoops,
-  kNumParallelLoops,
-  kNumVectorizedLoops,
-  kNumUnrolledLoops,
-  kNumAllocations,
-  kLocalAllocationBytes,
-  kGlobalAllocationBytes,
-  kParameterBytes,
-  kTotalFloatOps,
-  kTotalBytes,
-  kNumKernelFields
+  kNumStores, kNumBlocks, kNumLoops, kNumParallelLoops, kNumVectorizedLoops, kNumUnrolledLoops,
+  kNumAllocations, kLocalAllocationBytes, kGlobalAllocationBytes, kParameterBytes, kTotalFloatOps,
+  kTotalBytes, kNumKernelFields
 };
-const char* const kKernelFieldNames[kNumKernelFields] = {
-    "num_stores",        "num_blocks",          "num_loops",
-    "num_parallel_loops", "num_vectorized_loops", "num_unrolled_loops",
-    "num_allocations",   "local_allocation_bytes", "global_allocation_bytes",
-    "parameter_bytes",   "total_float_ops",     "total_bytes"};
+const char* const kKernelFieldNames[] = {
+    "num_stores", "num_blocks", "num_loops", "num_parallel_loops", "num_vectorized_loops",
+    "num_unrolled_loops", "num_allocations", "local_allocation_bytes", "global_allocation_bytes",
+    "parameter_bytes", "total_float_ops", "total_bytes"};
+// clang-format on
 
+// clang-format off
 enum StoreField {
   // Arithmetic, each times the iteration count of the store.
-  kFloatAddSub,
-  kFloatMul,
-  kFloatFma,
-  kFloatDiv,
-  kFloatSpecial,
-  kFloatCompareSelect,
-  kFloatOps,
-  kIntArith,
-  kCast,
+  kFloatAddSub, kFloatMul, kFloatFma, kFloatDiv, kFloatSpecial, kFloatCompareSelect, kFloatOps,
+  kIntArith, kCast,
   // Loop structure.
-  kLoops,
-  kIterations,
-  kSerialProduct,
-  kParallelProduct,
-  kVectorizedProduct,
-  kUnrolledProduct,
-  kInnermostExtent,
-  kVectorWidth,
-  kInnermostIsVectorized,
-  kOuterParallelExtent,
-  kLoopsOutsideParallel,
-  kAutoUnrollMaxStep,
+  kLoops, kIterations, kSerialProduct, kParallelProduct, kVectorizedProduct, kUnrolledProduct,
+  kInnermostExtent, kVectorWidth, kInnermostIsVectorized, kOuterParallelExtent,
+  kLoopsOutsideParallel, kAutoUnrollMaxStep, kReplicatedBody,
+  // The innermost three loops (0: innermost): extent and kind.
+  kLoop0Extent, kLoop0Vectorized, kLoop0Unrolled, kLoop0Parallel, kLoop1Extent, kLoop1Vectorized,
+  kLoop1Unrolled, kLoop1Parallel, kLoop2Extent, kLoop2Vectorized, kLoop2Unrolled, kLoop2Parallel,
   // Kind of statement.
-  kIsInit,
-  kIsGuarded,
-  kStoresToLocal,
+  kIsInit, kIsGuarded, kStoresToLocal,
   // Memory.
-  kBytesTouched,
-  kUniqueBytes,
-  kLocalBytesTouched,
-  kArithmeticIntensity,
-  kUniqueIntensity,
-  kNumBuffers,
-  kNumStoreFields
+  kBytesTouched, kUniqueBytes, kLocalBytesTouched, kArithmeticIntensity, kUniqueIntensity,
+  kNumBuffers, kContiguousBuffers, kBroadcastBuffers, kStridedBuffers, kCarriedInnermost,
+  kTargetBodyElements, kNumStoreFields
 };
-const char* const kStoreFieldNames[kNumStoreFields] = {
-    "float_add_sub",   "float_mul",         "float_fma",
-    "float_div",       "float_special",     "float_compare_select",
-    "float_ops",       "int_arith",         "cast",
-    "loops",           "iterations",        "serial_product",
-    "parallel_product", "vectorized_product", "unrolled_product",
-    "innermost_extent", "vector_width",      "innermost_is_vectorized",
-    "outer_parallel_extent", "loops_outside_parallel", "auto_unroll_max_step",
-    "is_init",         "is_guarded",        "stores_to_local",
-    "bytes_touched",   "unique_bytes",      "local_bytes_touched",
-    "arithmetic_intensity", "unique_intensity", "num_buffers"};
+const char* const kStoreFieldNames[] = {
+    "float_add_sub", "float_mul", "float_fma", "float_div", "float_special",
+    "float_compare_select", "float_ops", "int_arith", "cast", "loops", "iterations",
+    "serial_product", "parallel_product", "vectorized_product", "unrolled_product",
+    "innermost_extent", "vector_width", "innermost_is_vectorized", "outer_parallel_extent",
+    "loops_outside_parallel", "auto_unroll_max_step", "replicated_body", "loop0_extent",
+    "loop0_vectorized", "loop0_unrolled", "loop0_parallel", "loop1_extent", "loop1_vectorized",
+    "loop1_unrolled", "loop1_parallel", "loop2_extent", "loop2_vectorized", "loop2_unrolled",
+    "loop2_parallel", "is_init", "is_guarded", "stores_to_local", "bytes_touched", "unique_bytes",
+    "local_bytes_touched", "arithmetic_intensity", "unique_intensity", "num_buffers",
+    "contiguous_buffers", "broadcast_buffers", "strided_buffers", "carried_innermost",
+    "target_body_elements"};
+// clang-format on
 
+// clang-format off
 enum BufferField {
-  kRead,
-  kWrite,
-  kReadWrite,
-  kBytes,
-  kUnique,
-  kUniqueLines,
-  kStrideZero,
-  kStrideOne,
-  kStrideOther,
-  kStride,
-  kReuseCount,
-  kReuseIterations,
-  kReuseBytes,
-  kLocal,
-  kAllocationBytes,
-  kNumBufferFields
+  kRead, kWrite, kReadWrite, kBytes, kUnique, kUniqueLines, kStrideZero, kStrideOne, kStrideOther,
+  kStride, kSecondStride, kVaryingStride, kLoopsInsideVarying, kBodyFootprint, kReuseCount,
+  kReuseIterations, kReuseBytes, kLocal, kAllocationBytes, kNumBufferFields
 };
-const char* const kBufferFieldNames[kNumBufferFields] = {
-    "read",       "write",       "read_write",    "bytes",       "unique_bytes",
-    "unique_lines", "stride_zero", "stride_one",    "stride_other", "stride",
-    "reuse_count", "reuse_iterations", "reuse_bytes", "local",     "allocation_bytes"};
+const char* const kBufferFieldNames[] = {
+    "read", "write", "read_write", "bytes", "unique_bytes", "unique_lines", "stride_zero",
+    "stride_one", "stride_other", "stride", "second_stride", "varying_stride",
+    "loops_inside_varying", "body_footprint", "reuse_count", "reuse_iterations", "reuse_bytes",
+    "local", "allocation_bytes"};
+// clang-format on
+
+static_assert(std::size(kKernelFieldNames) == kNumKernelFields);
+static_assert(std::size(kStoreFieldNames) == kNumStoreFields);
+static_assert(std::size(kBufferFieldNames) == kNumBufferFields);
 
 constexpr int kRowSize = kNumStoreFields + (kBufferSlots + 1) * kNumBufferFields;
 constexpr int kNumFeatures = kNumKernelFields + (kTopStores + 1) * kRowSize;
@@ -208,8 +178,7 @@ struct BufferUse {
   bool read = false;
   bool write = false;
   std::vector<std::vector<ir::Expr>> sites;
-  int order = 0;  // first appearance in the statement
-  Row cells;      // kNumBufferFields raw values
+  Row cells;  // kNumBufferFields raw values
 };
 
 // A loop around the statement being visited, and whether it multiplies the statement's
@@ -356,8 +325,8 @@ class Extractor {
     ir::VarRanges ranges;
     for (size_t i = 0; i < loops_.size(); ++i) {
       const LoopFrame& frame = loops_[i];
-      int64_t max = frame.counted && i >= first_full ? std::max<int64_t>(frame.loop->extent, 1) - 1
-                                                      : 0;
+      int64_t max =
+          frame.counted && i >= first_full ? std::max<int64_t>(frame.loop->extent, 1) - 1 : 0;
       ranges[frame.loop->loop_var.get()] = ir::IntInterval{0, max};
     }
     return ranges;
@@ -383,8 +352,8 @@ class Extractor {
     for (double span : spans) elements *= span;
     double lines = 1;
     for (size_t d = 0; d < spans.size(); ++d) {
-      lines *= d + 1 == spans.size() ? std::ceil(spans[d] * element_bytes / kCacheLineBytes)
-                                     : spans[d];
+      lines *=
+          d + 1 == spans.size() ? std::ceil(spans[d] * element_bytes / kCacheLineBytes) : spans[d];
     }
     return {elements * element_bytes, lines};
   }
@@ -406,6 +375,43 @@ class Extractor {
     return true;
   }
 
+  // Indices into loops_ of the counted loops with more than one iteration, innermost first.
+  std::vector<size_t> InnerLoops() const {
+    std::vector<size_t> inner;
+    for (size_t i = loops_.size(); i > 0; --i) {
+      if (loops_[i - 1].counted && loops_[i - 1].loop->extent > 1) inner.push_back(i - 1);
+    }
+    return inner;
+  }
+
+  // The index into loops_ of the outermost loop of the replicated body: the innermost run of
+  // vectorized and unrolled loops (or the innermost loop alone when it is neither).
+  size_t BodyStart() const {
+    std::vector<size_t> inner = InnerLoops();
+    if (inner.empty()) return loops_.size();
+    size_t start = inner[0];
+    for (size_t i : inner) {
+      ir::ForKind kind = loops_[i].loop->for_kind;
+      if (kind != ir::ForKind::kVectorized && kind != ir::ForKind::kUnrolled) break;
+      start = i;
+    }
+    return start;
+  }
+
+  // The largest distance in elements between the flat offsets of an access for consecutive
+  // values of `var`; false when an offset is not a known constant (e.g. a loaded index).
+  bool StrideAlong(const BufferUse& use, const ir::Var& var, int64_t* stride) const {
+    *stride = 0;
+    for (const std::vector<ir::Expr>& site : use.sites) {
+      int64_t at_zero = 0, at_one = 0;
+      if (!FlatOffset(use, site, var, 0, &at_zero) || !FlatOffset(use, site, var, 1, &at_one)) {
+        return false;
+      }
+      *stride = std::max(*stride, at_one > at_zero ? at_one - at_zero : at_zero - at_one);
+    }
+    return true;
+  }
+
   void DescribeUse(BufferUse& use, double iterations) const {
     Row& cells = use.cells;
     cells.assign(kNumBufferFields, 0);
@@ -418,33 +424,32 @@ class Extractor {
     cells[kLocal] = use.buffer->scope == "local" ? 1 : 0;
     cells[kAllocationBytes] = BufferBytes(use.buffer);
 
-    // Stride along the innermost counted loop with more than one iteration.
-    int innermost = -1;
-    for (int i = static_cast<int>(loops_.size()) - 1; i >= 0; --i) {
-      if (loops_[i].counted && loops_[i].loop->extent > 1) {
-        innermost = i;
-        break;
-      }
-    }
-    if (innermost >= 0) {
-      const ir::Var& var = loops_[innermost].loop->loop_var;
-      bool known = true;
+    // Strides along the two innermost counted loops with more than one iteration, and along
+    // the innermost one the buffer's indices use.
+    std::vector<size_t> inner = InnerLoops();
+    if (!inner.empty()) {
       int64_t stride = 0;
-      for (const std::vector<ir::Expr>& site : use.sites) {
-        int64_t at_zero = 0, at_one = 0;
-        if (!FlatOffset(use, site, var, 0, &at_zero) || !FlatOffset(use, site, var, 1, &at_one)) {
-          known = false;
-          break;
-        }
-        stride = std::max(stride, at_one > at_zero ? at_one - at_zero : at_zero - at_one);
-      }
-      if (!known) {
+      if (!StrideAlong(use, loops_[inner[0]].loop->loop_var, &stride)) {
         cells[kStrideOther] = 1;
       } else {
         cells[stride == 0 ? kStrideZero : stride == 1 ? kStrideOne : kStrideOther] = 1;
         cells[kStride] = static_cast<double>(stride);
       }
     }
+    if (inner.size() > 1) {
+      int64_t stride = 0;
+      if (StrideAlong(use, loops_[inner[1]].loop->loop_var, &stride)) {
+        cells[kSecondStride] = static_cast<double>(stride);
+      }
+    }
+    for (size_t i = 0; i < inner.size(); ++i) {
+      int64_t stride = 0;
+      if (StrideAlong(use, loops_[inner[i]].loop->loop_var, &stride) && stride == 0) continue;
+      cells[kVaryingStride] = static_cast<double>(stride);
+      cells[kLoopsInsideVarying] = static_cast<double>(i);
+      break;
+    }
+    cells[kBodyFootprint] = Footprint(use, Ranges(BodyStart())).first;
 
     // Reuse: the innermost counted loop whose variable no access of the buffer uses.
     for (int i = static_cast<int>(loops_.size()) - 1; i >= 0; --i) {
@@ -481,7 +486,7 @@ class Extractor {
       double extent = static_cast<double>(loop->extent);
       row[kLoops] += 1;
       iterations *= extent;
-      int kind = static_cast<int>(loop->for_kind);
+      int kind = static_cast<int>(loop->for_kind);  // serial, parallel, vectorized, unrolled
       products[kind] *= extent;
       present[kind] = true;
       if (loop->for_kind == ir::ForKind::kParallel && outer_parallel < 0) {
@@ -509,6 +514,20 @@ class Extractor {
       row[kInnermostExtent] = static_cast<double>(innermost->loop->extent);
       row[kInnermostIsVectorized] = innermost->loop->for_kind == ir::ForKind::kVectorized;
     }
+    std::vector<size_t> inner = InnerLoops();
+    for (size_t i = 0; i < inner.size() && i < 3; ++i) {
+      const ir::ForNode* loop = loops_[inner[i]].loop;
+      int base = kLoop0Extent + 4 * static_cast<int>(i);
+      row[base] = static_cast<double>(loop->extent);
+      row[base + 1] = loop->for_kind == ir::ForKind::kVectorized;
+      row[base + 2] = loop->for_kind == ir::ForKind::kUnrolled;
+      row[base + 3] = loop->for_kind == ir::ForKind::kParallel;
+    }
+    double body = inner.empty() ? 0 : 1;
+    for (size_t i = BodyStart(); i < loops_.size(); ++i) {
+      if (loops_[i].counted) body *= static_cast<double>(loops_[i].loop->extent);
+    }
+    row[kReplicatedBody] = body;
   }
 
   void VisitStore(const ir::StoreNode* store) {
@@ -542,7 +561,6 @@ class Extractor {
         if (use.buffer == buffer) return use;
       }
       uses.push_back(BufferUse{buffer});
-      uses.back().order = static_cast<int>(uses.size()) - 1;
       return uses.back();
     };
     std::vector<ir::Expr> store_indices;
@@ -560,6 +578,7 @@ class Extractor {
       use.sites.push_back(e->operands);
     });
     for (BufferUse& use : uses) DescribeUse(use, iterations);
+    // Heaviest first; stable, so equal buffers keep their order of first appearance.
     std::stable_sort(uses.begin(), uses.end(), [](const BufferUse& a, const BufferUse& b) {
       if (a.cells[kBytes] != b.cells[kBytes]) return a.cells[kBytes] > b.cells[kBytes];
       return a.cells[kUnique] > b.cells[kUnique];
@@ -574,6 +593,16 @@ class Extractor {
       if (uses[i].cells[kLocal] > 0) row[kLocalBytesTouched] += uses[i].cells[kBytes];
     }
     row[kNumBuffers] = static_cast<double>(uses.size());
+    for (const BufferUse& use : uses) {
+      row[kContiguousBuffers] += use.cells[kStrideOne];
+      row[kBroadcastBuffers] += use.cells[kStrideZero];
+      row[kStridedBuffers] += use.cells[kStrideOther];
+      if (!use.write) continue;
+      // The innermost loop accumulates into one element: a loop-carried dependence.
+      row[kCarriedInnermost] = use.read && use.cells[kStrideZero] > 0 ? 1 : 0;
+      row[kTargetBodyElements] =
+          use.cells[kBodyFootprint] / static_cast<double>(ir::SizeOf(use.buffer->dtype));
+    }
     if (row[kBytesTouched] > 0) row[kArithmeticIntensity] = row[kFloatOps] / row[kBytesTouched];
     if (row[kUniqueBytes] > 0) row[kUniqueIntensity] = row[kFloatOps] / row[kUniqueBytes];
     rows_.push_back(std::move(row));
@@ -596,7 +625,8 @@ std::vector<std::string> MakeNames() {
     for (int slot = 0; slot <= kBufferSlots; ++slot) {
       std::string buffer =
           slot < kBufferSlots ? "buffer" + std::to_string(slot) : std::string("other_buffers");
-      for (const char* name : kBufferFieldNames) names.push_back(prefix + "." + buffer + "." + name);
+      for (const char* name : kBufferFieldNames)
+        names.push_back(prefix + "." + buffer + "." + name);
     }
   };
   for (int i = 0; i < kTopStores; ++i) add_row("store" + std::to_string(i));
@@ -615,6 +645,8 @@ const std::vector<std::string>& FeatureNames() {
   return names;
 }
 
-size_t NumFeatures() { return kNumFeatures; }
+size_t NumFeatures() {
+  return kNumFeatures;
+}
 
 }  // namespace tandem::tuning

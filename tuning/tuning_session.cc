@@ -82,9 +82,7 @@ EvaluationCounts TuningSession::TotalCounts() const {
   return total;
 }
 
-bool TuningSession::BudgetSpent() const {
-  return options_.max_measurements > 0 && TotalCounts().measured >= options_.max_measurements;
-}
+bool TuningSession::BudgetSpent() const { return RemainingBudget() == 0; }
 
 void TuningSession::EnsureReference(const ir::IRModule& module) { ReferenceFor(module); }
 
@@ -110,8 +108,14 @@ std::string TuningSession::MeasuredBy() const {
   return json.dump();
 }
 
+int64_t TuningSession::RemainingBudget() const {
+  if (options_.max_measurements <= 0) return std::numeric_limits<int64_t>::max();
+  return std::max<int64_t>(
+      0, options_.max_measurements - (TotalCounts().measured - uncharged_measurements_));
+}
+
 std::vector<MeasureResult> TuningSession::EvaluateModules(
-    const std::vector<EvaluationRequest>& requests, const std::string& pass) {
+    const std::vector<EvaluationRequest>& requests, const std::string& pass, bool charge_budget) {
   EvaluationCounts& counts = counts_[pass];
   std::vector<MeasureResult> results(requests.size());
   std::vector<std::string> hashes(requests.size());
@@ -131,9 +135,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
       if (hashes[j] == hashes[i]) same_as[i] = static_cast<int64_t>(j);
     }
     if (same_as[i] >= 0) continue;
-    if (options_.max_measurements > 0 &&
-        TotalCounts().measured + static_cast<int64_t>(to_measure.size()) >=
-            options_.max_measurements) {
+    if (charge_budget && RemainingBudget() <= static_cast<int64_t>(to_measure.size())) {
       ++counts.over_budget;
       results[i] = MeasureResult::Failure("trial budget spent");
       continue;
@@ -162,6 +164,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
 
     std::string measured_by = MeasuredBy();
+    if (!charge_budget) uncharged_measurements_ += static_cast<int64_t>(to_measure.size());
     for (size_t i : to_measure) {
       ++counts.measured;
       if (!results[i].ok()) ++counts.failed;
@@ -194,6 +197,31 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
                  static_cast<int64_t>(requests.size()), best});
   }
   return results;
+}
+
+CostModel& TuningSession::KernelCostModel(const std::string& kind) {
+  auto it = cost_models_.find(kind);
+  if (it != cost_models_.end()) return *it->second;
+  std::unique_ptr<CostModel> model;
+  if (kind == "xgboost") {
+    model = MakeXGBoostModel(options_.seed);
+  } else if (kind == "random") {
+    model = MakeRandomModel(options_.seed);
+  } else {
+    throw ir::Error(fmt::format("unknown cost model '{}' (expected xgboost or random)", kind));
+  }
+  if (std::optional<std::string> saved = database_->GetBlob("cost_model." + kind)) {
+    try {
+      model->Load(*saved);
+    } catch (const ir::Error&) {
+      // A model saved by another version: start afresh (the measurements are still there).
+    }
+  }
+  return *cost_models_.emplace(kind, std::move(model)).first->second;
+}
+
+void TuningSession::SaveCostModels() {
+  for (const auto& [kind, model] : cost_models_) database_->PutBlob("cost_model." + kind, model->Save());
 }
 
 }  // namespace tandem::tuning

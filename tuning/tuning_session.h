@@ -23,9 +23,11 @@
 #include "ir/trace.h"
 #include "kernels/schedule/schedule.h"
 #include "tuning/builder.h"
+#include "tuning/cost_model.h"
 #include "tuning/database.h"
 #include "tuning/measure.h"
 #include "tuning/runner.h"
+#include "tuning/task.h"
 
 namespace tandem::tuning {
 
@@ -57,6 +59,12 @@ struct EvaluationRequest {
   ir::Trace trace;
 };
 
+// One scheduled program of a kernel tuning task, and the trace that made it.
+struct KernelCandidate {
+  ir::KernelFunction scheduled;
+  ir::Trace trace;
+};
+
 // A decision a top-level tuning pass took: its trace from the pass's input, and the result.
 struct TuningDecision {
   std::string pass;      // the pass's pipeline text
@@ -85,8 +93,22 @@ class TuningSession {
 
   // Evaluates graph-level candidates for `pass` (see the file comment). One result per request,
   // in order; failures are values.
+  // `charge_budget` false measures even when the trial budget is spent (for reporting the
+  // latency before and after tuning).
   std::vector<MeasureResult> EvaluateModules(const std::vector<EvaluationRequest>& requests,
+                                             const std::string& pass, bool charge_budget = true);
+  // Measurements the trial budget still allows (a large number when there is no budget).
+  int64_t RemainingBudget() const;
+
+  // Evaluates scheduled programs of one kernel task: each is built alone (SingleKernelModule),
+  // measured, and checked against the task's default-scheduled kernel on the same random
+  // inputs. A program already measured for this workload and target (same scheduled kernel)
+  // is answered from the database. Every new result is committed with its trace.
+  std::vector<MeasureResult> EvaluateKernels(const TuningTask& task,
+                                             const std::vector<KernelCandidate>& candidates,
                                              const std::string& pass);
+  // The hash that identifies a scheduled program within its workload.
+  static std::string CandidateHash(const ir::KernelFunction& scheduled);
 
   // Fixes the inputs and expected outputs used to check every candidate with the same function
   // signature as `module` (computed once, by the reference interpreter on `module`). Called by
@@ -111,6 +133,12 @@ class TuningSession {
   const Options& options() const { return options_; }
   backends::BuildOptions build_options() const;
 
+  // The kernel cost model every kernel tuning pass of this run shares ("xgboost" or "random"),
+  // restored from the database's blob "cost_model.<kind>" when present. SaveCostModel writes it
+  // back.
+  CostModel& KernelCostModel(const std::string& kind);
+  void SaveCostModels();
+
   std::function<void(const ProgressEvent&)> on_progress;
 
  private:
@@ -119,6 +147,7 @@ class TuningSession {
     std::vector<ir::Tensor> expected;
   };
   const Reference& ReferenceFor(const ir::IRModule& module);
+  const Reference& KernelReferenceFor(const TuningTask& task);
   std::string MeasuredBy() const;
 
   ir::Target target_;
@@ -131,7 +160,10 @@ class TuningSession {
   std::map<std::string, EvaluationCounts> counts_;
   std::map<std::string, double> best_seconds_;  // per pass
   std::map<std::string, Reference> references_;  // by function signature
+  std::map<std::string, Reference> kernel_references_;  // by workload hash
   std::vector<TuningDecision> decisions_;
+  std::map<std::string, std::unique_ptr<CostModel>> cost_models_;
+  int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
 };
 
 }  // namespace tandem::tuning

@@ -92,6 +92,7 @@ void KernelCodegen::Generate() {
   }
   Emit(kernel_.body);
   builder_.CreateRetVoid();
+  SetVectorWidthAttributes();
 }
 
 }  // namespace codegen
@@ -136,7 +137,8 @@ BuiltModule BuildModule(const std::vector<ir::KernelFunction>& kernels,
       throw Error(fmt::format("codegen: two kernel functions are named '{}'", kernel.name));
     }
     try {
-      codegen::KernelCodegen(*built.module, kernel, options, attributes).Generate();
+      ir::KernelFunction compacted = codegen::CompactLocalBuffers(kernel);
+      codegen::KernelCodegen(*built.module, compacted, options, attributes).Generate();
     } catch (const Error& e) {
       throw Error(fmt::format("kernel '{}': {}", kernel.name, e.message()), e.where());
     }

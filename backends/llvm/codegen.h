@@ -24,15 +24,23 @@
 //     within 64 and the replicated code small (beyond that they are plain loops, left to LLVM's
 //     unroller: compile time grows quickly with code size);
 //   - vectorized loops are emitted as vector IR of width = extent (loops longer than 64 run in
-//     chunks of 64 lanes plus a remainder). Loads and stores whose flat index is affine in the
-//     loop variable become vector loads/stores (stride 1), a scalar load and splat (stride 0)
-//     or gathers/scatters; conditions that differ per lane become masks (masked loads, stores and
-//     scatters; a gather reads element 0 of its buffer in inactive lanes), so a lane never
-//     touches memory outside its buffer, nor writes memory it would not write in serial order.
+//     chunks of 64 lanes plus a remainder), in power-of-two pieces (56 lanes: 32 + 16 + 8).
+//     Loads and stores whose flat index is affine in the loop variable become vector
+//     loads/stores (stride 1), a scalar load and splat (stride 0), a masked load of the span
+//     the lanes cover and a shuffle (strides 2 to 4) or gathers/scatters; index arithmetic
+//     tracks known multiples, so floordiv/floormod of a tile-aligned vectorized index by the
+//     tile size stays uniform/affine (packed layouts). Conditions that differ per lane become
+//     masks (masked loads, stores and scatters; a gather reads element 0 of its buffer in
+//     inactive lanes; a uniform load reads element 0 when no lane is active), so a lane never
+//     touches memory outside its buffer, nor writes memory it would not write in serial order
+//     (exception: inactive lanes of a stack array whose whole span is in bounds are read and
+//     written back unchanged, which keeps register tiles in registers).
 //     Inner loops and blocks are emitted inside the vector code. When the lanes are not provably
 //     independent (a store whose address does not move with the lane, a load of a written
 //     buffer at another address than its store, a buffer allocated inside the loop) the loop is
-//     emitted as a serial loop instead: always correct, slower;
+//     emitted as a serial loop instead: always correct, slower. The vectors a schedule asks for
+//     keep their width (up to 512 bits, or prefer_vector_width when set) even where the target
+//     prefers narrower vectors for LLVM's own vectorizers;
 //   - parallel loops are outlined into `void body(int64_t begin, int64_t end, void* closure)`
 //     and run with tandem_parallel_for (backends/runtime/thread_pool.h); parallel loops nested
 //     inside a parallel (or vectorized) loop run serially;
@@ -40,7 +48,12 @@
 //     iterator is 0, then the body. Allocated buffers are zero-filled when the block starts (as
 //     in the interpreter): "local" buffers up to 64 KiB live on the stack of the enclosing
 //     function (or outlined parallel body), other allocations are 64-byte aligned heap blocks
-//     freed when the block ends.
+//     freed when the block ends;
+//   - before all that, a "local" buffer whose accesses all lie under one statement and touch,
+//     per iteration of the loops around it, a tile that never overlaps another iteration's
+//     tile (a register tile staged by cache_write) is shrunk to the tile and allocated (and
+//     zero-filled) at that statement, indexed relative to the tile; with unrolled tile loops its
+//     indices are constants and LLVM keeps the tile in registers across the reduction loops.
 #pragma once
 
 #include <map>

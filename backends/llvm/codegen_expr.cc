@@ -6,6 +6,11 @@
 #include "backends/llvm/codegen_internal.h"
 #include "ir/error.h"
 
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <optional>
+
 namespace tandem::backends::codegen {
 
 using ir::DataType;
@@ -209,28 +214,10 @@ CgValue KernelCodegen::Binary(ExprKind kind, const CgValue& a, const CgValue& b)
                             ir::ToString(a.dtype), ir::ToString(b.dtype)));
   }
   DataType dtype = a.dtype;
-  // Index arithmetic that stays affine in the lane index (i64 only).
-  if (dtype == DataType::kInt64 && (!a.uniform() || !b.uniform()) && a.form != Form::kVector &&
-      b.form != Form::kVector) {
-    auto affine = [&](llvm::Value* base, int64_t stride) {
-      return stride == 0 ? Uniform(base, dtype) : CgValue{Form::kAffine, base, stride, dtype};
-    };
-    if (kind == ExprKind::kAdd) {
-      return affine(builder_.CreateAdd(a.value, b.value), a.stride + b.stride);
-    }
-    if (kind == ExprKind::kSub) {
-      return affine(builder_.CreateSub(a.value, b.value), a.stride - b.stride);
-    }
-    if (kind == ExprKind::kMul) {
-      const CgValue& factor = a.uniform() ? a : b;
-      const CgValue& varying = a.uniform() ? b : a;
-      if (factor.uniform()) {
-        if (const llvm::ConstantInt* c = ConstantIntOf(factor.value)) {
-          return affine(builder_.CreateMul(varying.value, factor.value),
-                        varying.stride * c->getSExtValue());
-        }
-      }
-    }
+  // Index arithmetic (i64): what stays affine in the lane index, and known divisibility.
+  if (dtype == DataType::kInt64 && a.form != Form::kVector && b.form != Form::kVector) {
+    std::optional<CgValue> index = IndexArithmetic(kind, a, b);
+    if (index) return *index;
   }
   if (kind == ExprKind::kAnd || kind == ExprKind::kOr) {
     return Apply({ToBool(a), ToBool(b)}, DataType::kBool, [&](const std::vector<llvm::Value*>& v) {
@@ -242,6 +229,67 @@ CgValue KernelCodegen::Binary(ExprKind kind, const CgValue& a, const CgValue& b)
   return Apply({a, b}, result, [&](const std::vector<llvm::Value*>& v) {
     return BinaryOp(kind, dtype, v[0], v[1]);
   });
+}
+
+namespace {
+
+// A number `v`'s lane-0 value is known to be a multiple of; 0 when it is known to be 0.
+int64_t KnownMultiple(const CgValue& v) {
+  if (const llvm::ConstantInt* c = ConstantIntOf(v.value)) {
+    int64_t value = c->getSExtValue();
+    if (value == std::numeric_limits<int64_t>::min()) return 1;
+    return std::abs(value);
+  }
+  return v.multiple;
+}
+
+// A multiple of x * y given multiples of x and y (1 when the product is out of range).
+int64_t ProductMultiple(int64_t a, int64_t b) {
+  __int128 product = static_cast<__int128>(a) * b;
+  return product <= (int64_t{1} << 40) ? static_cast<int64_t>(product) : 1;
+}
+
+}  // namespace
+
+std::optional<CgValue> KernelCodegen::IndexArithmetic(ExprKind kind, const CgValue& a,
+                                                      const CgValue& b) {
+  const DataType dtype = DataType::kInt64;
+  int64_t ma = KnownMultiple(a), mb = KnownMultiple(b);
+  auto make = [&](llvm::Value* base, int64_t stride, int64_t multiple) {
+    CgValue v = stride == 0 ? Uniform(base, dtype) : CgValue{Form::kAffine, base, stride, dtype};
+    v.multiple = multiple;
+    return v;
+  };
+  bool uniform = a.uniform() && b.uniform();
+  if (kind == ExprKind::kAdd || kind == ExprKind::kSub) {
+    llvm::Value* base = kind == ExprKind::kAdd ? builder_.CreateAdd(a.value, b.value)
+                                               : builder_.CreateSub(a.value, b.value);
+    int64_t stride = kind == ExprKind::kAdd ? a.stride + b.stride : a.stride - b.stride;
+    return make(base, stride, std::gcd(ma, mb));
+  }
+  if (kind == ExprKind::kMul) {
+    const CgValue& factor = b.uniform() ? b : a;
+    const CgValue& other = b.uniform() ? a : b;
+    const llvm::ConstantInt* c = factor.uniform() ? ConstantIntOf(factor.value) : nullptr;
+    if (uniform || c) {
+      int64_t scale = c ? c->getSExtValue() : 0;
+      return make(builder_.CreateMul(other.value, factor.value), other.stride * scale,
+                  ProductMultiple(ma, mb));
+    }
+    return std::nullopt;
+  }
+  if (kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod) {
+    // x = base + stride * lane with base a multiple of c and every lane within [base, base + c):
+    // floordiv(x, c) = base / c for all lanes, floormod(x, c) = stride * lane.
+    const llvm::ConstantInt* divisor = b.uniform() ? ConstantIntOf(b.value) : nullptr;
+    if (!divisor || divisor->getSExtValue() <= 0) return std::nullopt;
+    int64_t c = divisor->getSExtValue();
+    int64_t span = a.stride * std::max(0, width_ - 1);
+    if (ma % c != 0 || a.stride < 0 || span >= c) return std::nullopt;
+    if (kind == ExprKind::kFloorMod) return make(builder_.getInt64(0), a.stride, 0);
+    return make(builder_.CreateSDiv(a.value, b.value, "", /*isExact=*/true), 0, ma / c);
+  }
+  return std::nullopt;
 }
 
 llvm::Value* KernelCodegen::BinaryOp(ExprKind kind, DataType dtype, llvm::Value* a,
@@ -527,6 +575,14 @@ CgValue KernelCodegen::EvalLoad(const Expr& e) {
   return LoadElements(e->buffer, FlatOffset(e->buffer, e->operands));
 }
 
+bool KernelCodegen::InStackArray(const ir::Buffer& buffer, const CgValue& offset) {
+  if (!llvm::isa<llvm::AllocaInst>(BufferPointer(buffer))) return false;
+  const llvm::ConstantInt* first = ConstantIntOf(offset.value);
+  if (!first || offset.form != Form::kAffine || offset.stride != 1) return false;
+  int64_t begin = first->getSExtValue();
+  return begin >= 0 && begin + width_ <= ir::NumElements(buffer->shape);
+}
+
 CgValue KernelCodegen::LoadElements(const ir::Buffer& buffer, const CgValue& offset) {
   DataType dtype = buffer->dtype;
   llvm::Type* memory = MemoryType(dtype);
@@ -540,16 +596,48 @@ CgValue KernelCodegen::LoadElements(const ir::Buffer& buffer, const CgValue& off
     llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
     return Uniform(to_value(builder_.CreateAlignedLoad(memory, pointer, align)), dtype);
   }
+  if (offset.uniform() && ir::NumElements(buffer->shape) > 0) {
+    // The same element for every active lane: one scalar load, of element 0 (always valid)
+    // when no lane is active.
+    llvm::Value* any = builder_.CreateOrReduce(mask_);
+    llvm::Value* index = builder_.CreateSelect(any, offset.value, builder_.getInt64(0));
+    llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, index);
+    return Uniform(to_value(builder_.CreateAlignedLoad(memory, pointer, align)), dtype);
+  }
   auto* vector_type = llvm::FixedVectorType::get(memory, static_cast<unsigned>(width_));
   llvm::Constant* zeros = llvm::Constant::getNullValue(vector_type);
+  max_vector_bits_ = std::max<int64_t>(max_vector_bits_, width_ * ir::SizeOf(dtype) * 8);
   if (offset.form == Form::kAffine && offset.stride == 1) {
     llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
-    llvm::Value* loaded = mask_ ? static_cast<llvm::Value*>(builder_.CreateMaskedLoad(
-                                      vector_type, pointer, align, mask_, zeros))
-                                : builder_.CreateAlignedLoad(vector_type, pointer, align);
+    // Inactive lanes of a stack array may be read (its whole span is in bounds): a plain load
+    // keeps a register tile promotable to registers where a masked one would not.
+    llvm::Value* loaded = mask_ && !InStackArray(buffer, offset)
+                              ? static_cast<llvm::Value*>(builder_.CreateMaskedLoad(
+                                    vector_type, pointer, align, mask_, zeros))
+                              : builder_.CreateAlignedLoad(vector_type, pointer, align);
     return Vector(to_value(loaded), dtype);
   }
   if (ir::NumElements(buffer->shape) == 0) return Vector(to_value(zeros), dtype);  // never read
+  if (offset.form == Form::kAffine && offset.stride >= 2 && offset.stride <= kMaxStridedLoad &&
+      width_ * offset.stride <= 2 * kMaxVectorWidth) {
+    // A small constant stride (strided convolutions, pooling): one contiguous masked load of
+    // the span the lanes cover, then a shuffle picking every stride-th element. Only the
+    // elements the lanes read are loaded (the mask), so nothing outside the buffer is touched.
+    auto stride = static_cast<int>(offset.stride);
+    int span = width_ * stride;
+    auto* span_type = llvm::FixedVectorType::get(memory, static_cast<unsigned>(span));
+    std::vector<int> spread(static_cast<size_t>(span)), pick(static_cast<size_t>(width_));
+    for (int j = 0; j < span; ++j)
+      spread[static_cast<size_t>(j)] = j % stride == 0 ? j / stride : width_;
+    for (int l = 0; l < width_; ++l) pick[static_cast<size_t>(l)] = l * stride;
+    llvm::Value* lanes = mask_ ? mask_ : AllLanesMask();
+    llvm::Value* span_mask =
+        builder_.CreateShuffleVector(lanes, llvm::Constant::getNullValue(lanes->getType()), spread);
+    llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
+    llvm::Value* loaded = builder_.CreateMaskedLoad(span_type, pointer, align, span_mask,
+                                                    llvm::Constant::getNullValue(span_type));
+    return Vector(to_value(builder_.CreateShuffleVector(loaded, pick)), dtype);
+  }
   // Gathers are never masked: inactive lanes read element 0 (always valid) and their values are
   // ignored. LLVM 16 can miscompile masked gathers whose width is not a power of two (an index
   // register reused as the destination, #UD at run time; tests/backends/codegen_gather_test.cc).
@@ -585,9 +673,14 @@ void KernelCodegen::StoreElements(const ir::Buffer& buffer, const CgValue& offse
     return;
   }
   llvm::Value* lanes = to_memory(Materialize(value));
+  max_vector_bits_ = std::max<int64_t>(max_vector_bits_, width_ * ir::SizeOf(dtype) * 8);
   if (offset.form == Form::kAffine && offset.stride == 1) {
     llvm::Value* pointer = builder_.CreateInBoundsGEP(memory, base, offset.value);
-    if (mask_) {
+    if (mask_ && InStackArray(buffer, offset)) {
+      // A private stack array: inactive lanes keep their values through a blend.
+      llvm::Value* old = builder_.CreateAlignedLoad(lanes->getType(), pointer, align);
+      builder_.CreateAlignedStore(builder_.CreateSelect(mask_, lanes, old), pointer, align);
+    } else if (mask_) {
       builder_.CreateMaskedStore(lanes, pointer, align, mask_);
     } else {
       builder_.CreateAlignedStore(lanes, pointer, align);

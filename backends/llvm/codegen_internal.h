@@ -13,7 +13,9 @@
 #include <llvm/IR/Module.h>
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,6 +33,10 @@ struct CgValue {
   llvm::Value* value = nullptr;  // scalar (uniform), lane-0 scalar (affine) or vector
   int64_t stride = 0;            // affine only: lane l holds value + stride * l
   ir::DataType dtype = ir::DataType::kInt64;
+  // i64 uniform and affine values: `value` (lane 0) is known to be a multiple of this, 0 when
+  // it is known to be 0 (what lets floordiv/floormod of a vectorized index by a tile size stay
+  // uniform/affine).
+  int64_t multiple = 1;
 
   bool uniform() const { return form == Form::kUniform; }
 };
@@ -74,6 +80,9 @@ struct FunctionAttributes {
 
 // Lanes of the vector code emitted for one chunk of a vectorized loop.
 constexpr int kMaxVectorWidth = 64;
+// Vector loads whose elements lie this many elements apart (or fewer) load the span they cover
+// and shuffle; larger strides gather.
+constexpr int64_t kMaxStridedLoad = 4;
 // Local buffers up to this size live on the stack; larger ones on the heap.
 constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
 // Unrolled loops are replicated while the product of the extents of the enclosing replicated
@@ -112,6 +121,9 @@ class KernelCodegen {
   CgValue EvalLoad(const ir::Expr& e);
   CgValue EvalSelect(const ir::Expr& e);
   CgValue Binary(ir::ExprKind kind, const CgValue& a, const CgValue& b);
+  // i64 +, -, * and floordiv/floormod by a constant on uniform or affine operands, keeping
+  // affine forms and known multiples; nullopt when the general path must compute it.
+  std::optional<CgValue> IndexArithmetic(ir::ExprKind kind, const CgValue& a, const CgValue& b);
   llvm::Value* BinaryOp(ir::ExprKind kind, ir::DataType dtype, llvm::Value* a, llvm::Value* b);
   llvm::Value* IntegerDivision(ir::ExprKind kind, bool is_signed, llvm::Value* a, llvm::Value* b);
   CgValue Cast(const CgValue& v, ir::DataType to);
@@ -123,6 +135,9 @@ class KernelCodegen {
   llvm::Value* BufferPointer(const ir::Buffer& buffer);
   CgValue LoadElements(const ir::Buffer& buffer, const CgValue& offset);
   void StoreElements(const ir::Buffer& buffer, const CgValue& offset, const CgValue& value);
+  // True when `buffer` is a stack array (a "local" buffer) and the lanes of `offset` (stride 1,
+  // constant first lane) all lie inside it.
+  bool InStackArray(const ir::Buffer& buffer, const CgValue& offset);
   llvm::Value* AllLanesMask();
   // `lanes` restricted to the active lanes.
   llvm::Value* MaskAnd(llvm::Value* lanes);
@@ -159,6 +174,8 @@ class KernelCodegen {
   // The value a loop variable of `var`'s dtype takes for the i64 counter value `counter`.
   CgValue LoopVarValue(const ir::Var& var, const CgValue& counter);
   llvm::Function* CreateFunction(const std::string& name, llvm::FunctionType* type, bool internal);
+  // Sets "min-legal-vector-width" on every function created so far from max_vector_bits_.
+  void SetVectorWidthAttributes();
 
   // ---- vectorized loops (codegen_vector.cc)
   // True when the lanes of `loop` are provably independent (see codegen.h).
@@ -181,6 +198,9 @@ class KernelCodegen {
   bool in_parallel_ = false;     // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
+  // Widest vector of buffer elements loaded or stored (bits); functions created so far.
+  int64_t max_vector_bits_ = 0;
+  std::vector<llvm::Function*> functions_;
   // Number of loads and stores of each buffer in the whole kernel.
   std::unordered_map<const ir::BufferNode*, int> access_counts_;
 };
@@ -194,5 +214,27 @@ std::unordered_map<const ir::BufferNode*, int> CountAccesses(const ir::Stmt& s);
 
 // True when the two expressions have the same structure (variables and buffers by identity).
 bool ExprEqual(const ir::Expr& a, const ir::Expr& b);
+
+// An i64 expression as sum(coefficient * variable) + sum(coefficient * opaque term) + constant
+// (codegen_vector.cc). Linearize looks through +, - and multiplication by a constant; anything
+// else (and any non-i64 expression) is one opaque term.
+struct LinearForm {
+  int64_t constant = 0;
+  std::map<const ir::ExprNode*, int64_t> coefficients;
+  std::vector<std::pair<ir::Expr, int64_t>> opaque;
+};
+LinearForm Linearize(const ir::Expr& e);
+void AddScaled(LinearForm* into, const LinearForm& form, int64_t scale);
+bool FormsEqual(const LinearForm& a, const LinearForm& b);
+
+// The kernel with its "local" buffers compacted (compact_buffers.cc): a local buffer whose
+// accesses all lie under one statement S and touch, per iteration of the loops around S, a
+// small box of the buffer that moves with those loops without ever overlapping the box of
+// another iteration, is replaced by a buffer of the box's size allocated by a new iterator-less
+// block wrapping S (zero-filled at each entry, as the box is fresh in the original program), its
+// indices shifted by the box's corner. Register tiles staged through cache_write become small
+// stack arrays indexed by constants after unrolling, which LLVM promotes to registers. Buffers
+// for which this cannot be proven stay as they are.
+ir::KernelFunction CompactLocalBuffers(const ir::KernelFunction& kernel);
 
 }  // namespace tandem::backends::codegen

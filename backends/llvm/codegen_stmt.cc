@@ -120,14 +120,25 @@ llvm::Function* KernelCodegen::CreateFunction(const std::string& name, llvm::Fun
   }
   fn->addFnAttr("target-cpu", attributes_.cpu);
   if (!attributes_.features.empty()) fn->addFnAttr("target-features", attributes_.features);
-  // As clang does: vector types wider than the preferred width are split unless they are needed.
-  fn->addFnAttr("min-legal-vector-width", "0");
+  // "min-legal-vector-width" is set once the function is emitted (SetVectorWidthAttributes).
   if (attributes_.prefer_vector_width > 0) {
     fn->addFnAttr("prefer-vector-width", std::to_string(attributes_.prefer_vector_width));
   }
   fn->addFnAttr("no-trapping-math", "true");
   fn->setDoesNotThrow();
+  functions_.push_back(fn);
   return fn;
+}
+
+void KernelCodegen::SetVectorWidthAttributes() {
+  // As clang does for explicit vector types: the vectors a schedule asked for keep their width
+  // (up to the preferred width when one is given; 512 bits at most) even where the target
+  // prefers narrower ones for the vectors LLVM makes itself (256 bits on Intel server cores).
+  int64_t cap = attributes_.prefer_vector_width > 0 ? attributes_.prefer_vector_width : 512;
+  int64_t bits = std::min(max_vector_bits_, cap);
+  for (llvm::Function* fn : functions_) {
+    fn->addFnAttr("min-legal-vector-width", std::to_string(bits));
+  }
 }
 
 llvm::AllocaInst* KernelCodegen::EntryAlloca(llvm::Type* type, const std::string& name) {

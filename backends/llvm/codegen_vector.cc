@@ -10,24 +10,17 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <numeric>
 
 #include "backends/llvm/codegen_internal.h"
 #include "ir/error.h"
+#include "ir/kernel/simplify.h"
 
 namespace tandem::backends::codegen {
 
 using ir::Expr;
 using ir::ExprKind;
 using ir::Stmt;
-
-namespace {
-
-// sum(coefficient * variable) + sum(coefficient * opaque term) + constant, over i64.
-struct LinearForm {
-  int64_t constant = 0;
-  std::map<const ir::ExprNode*, int64_t> coefficients;
-  std::vector<std::pair<Expr, int64_t>> opaque;
-};
 
 void AddScaled(LinearForm* into, const LinearForm& form, int64_t scale) {
   into->constant += form.constant * scale;
@@ -41,7 +34,7 @@ void AddScaled(LinearForm* into, const LinearForm& form, int64_t scale) {
   }
 }
 
-bool IsConstant(const LinearForm& f) {
+bool IsConstantForm(const LinearForm& f) {
   return f.coefficients.empty() && f.opaque.empty();
 }
 
@@ -67,11 +60,11 @@ LinearForm Linearize(const Expr& e) {
         if (e->operands.size() == 2) {
           LinearForm a = Linearize(e->operands[0]);
           LinearForm b = Linearize(e->operands[1]);
-          if (IsConstant(a)) {
+          if (IsConstantForm(a)) {
             AddScaled(&form, b, a.constant);
             return form;
           }
-          if (IsConstant(b)) {
+          if (IsConstantForm(b)) {
             AddScaled(&form, a, b.constant);
             return form;
           }
@@ -99,10 +92,13 @@ bool FormsEqual(const LinearForm& a, const LinearForm& b) {
   return true;
 }
 
+namespace {
+
 class LaneIndependence {
  public:
   explicit LaneIndependence(const ir::ForNode* loop) : lane_(loop->loop_var.get()) {
     varying_.push_back(loop->loop_var);
+    ranges_[loop->loop_var.get()] = {0, loop->extent - 1};
   }
 
   bool Check(const Stmt& body) {
@@ -122,6 +118,7 @@ class LaneIndependence {
       case ir::StmtKind::kFor: {
         const auto* loop = ir::As<ir::ForNode>(s);
         varying_.push_back(loop->loop_var);
+        ranges_[loop->loop_var.get()] = {0, loop->extent - 1};
         Walk(loop->body, bindings);
         return;
       }
@@ -134,7 +131,7 @@ class LaneIndependence {
         std::vector<Expr> indices;
         for (const Expr& index : store->indices) {
           RecordLoads(index, bindings);
-          indices.push_back(ir::Substitute(index, bindings));
+          indices.push_back(ir::Simplify(ir::Substitute(index, bindings), ranges_));
         }
         stores_.push_back({store->buffer.get(), FlatIndex(store->buffer, indices)});
         return;
@@ -172,7 +169,9 @@ class LaneIndependence {
     if (!e.defined()) return;
     ir::VisitExprTree(ir::Substitute(e, bindings), [&](const Expr& x) {
       if (x->kind == ExprKind::kLoad && x->buffer) {
-        loads_.push_back({x->buffer.get(), FlatIndex(x->buffer, x->operands)});
+        std::vector<Expr> indices;
+        for (const Expr& index : x->operands) indices.push_back(ir::Simplify(index, ranges_));
+        loads_.push_back({x->buffer.get(), FlatIndex(x->buffer, indices)});
       }
     });
   }
@@ -221,6 +220,9 @@ class LaneIndependence {
 
   const ir::ExprNode* lane_;
   std::vector<ir::Var> varying_;
+  // Ranges of the vectorized loop and the loops inside it (index simplification: a tile index
+  // floordiv(t * 64 + lane, 64) is t).
+  ir::VarRanges ranges_;
   std::vector<Access> stores_;
   std::vector<Access> loads_;
   bool independent_ = true;
@@ -265,12 +267,12 @@ void KernelCodegen::EmitVectorized(const ir::ForNode* loop) {
   int64_t width = std::min<int64_t>(loop->extent, kMaxVectorWidth);
   int64_t chunks = loop->extent / width;
   int64_t rest = loop->extent % width;
-  auto emit_chunk = [&](llvm::Value* first_lane, int64_t lanes) {
+  auto emit_chunk = [&](llvm::Value* first_lane, int64_t lanes, int64_t multiple) {
     int saved_width = width_;
     llvm::Value* saved_mask = mask_;
     width_ = static_cast<int>(lanes);
     mask_ = nullptr;
-    CgValue lane{CgValue::Form::kAffine, first_lane, 1, ir::DataType::kInt64};
+    CgValue lane{CgValue::Form::kAffine, first_lane, 1, ir::DataType::kInt64, multiple};
     {
       ScopedEntry<std::unordered_map<const ir::ExprNode*, CgValue>> bind(
           vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, lane));
@@ -279,16 +281,40 @@ void KernelCodegen::EmitVectorized(const ir::ForNode* loop) {
     width_ = saved_width;
     mask_ = saved_mask;
   };
+  // Lanes [first, first + lanes) as vectors of power-of-two widths (widest first): a 56-lane
+  // loop becomes 32 + 16 + 8 lanes. Odd widths would be legalized into awkward pieces, and
+  // register tiles staged in stack arrays (see CompactLocalBuffers) are promoted to registers
+  // only when every access covers whole power-of-two slices.
+  // `multiple`: a known multiple of `first`.
+  auto emit_pieces = [&](llvm::Value* first, int64_t lanes, int64_t multiple) {
+    int64_t done = 0;
+    while (done < lanes) {
+      int64_t piece = int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(lanes - done)));
+      llvm::Value* start =
+          done == 0 ? first : builder_.CreateAdd(first, builder_.getInt64(done), "", true, true);
+      if (piece == 1) {
+        // One lane is scalar code.
+        CgValue lane = Uniform(start, ir::DataType::kInt64);
+        lane.multiple = std::gcd(multiple, done);
+        ScopedEntry<std::unordered_map<const ir::ExprNode*, CgValue>> bind(
+            vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, lane));
+        Emit(loop->body);
+      } else {
+        emit_chunk(start, piece, std::gcd(multiple, done));
+      }
+      done += piece;
+    }
+  };
   if (chunks == 1) {
-    emit_chunk(builder_.getInt64(0), width);
+    emit_pieces(builder_.getInt64(0), width, 0);
   } else {
     EmitLoop(builder_.getInt64(0), builder_.getInt64(chunks), loop->loop_var->name + ".chunk",
              [&](llvm::Value* chunk) {
-               emit_chunk(builder_.CreateMul(chunk, builder_.getInt64(width), "", true, true),
-                          width);
+               emit_pieces(builder_.CreateMul(chunk, builder_.getInt64(width), "", true, true),
+                           width, width);
              });
   }
-  if (rest > 0) emit_chunk(builder_.getInt64(chunks * width), rest);
+  if (rest > 0) emit_pieces(builder_.getInt64(chunks * width), rest, chunks * width);
 }
 
 }  // namespace tandem::backends::codegen

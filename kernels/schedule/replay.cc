@@ -65,6 +65,13 @@ class Replayer {
     } else if (k == "unroll") {
       need(1);
       schedule_.Unroll(Loop(in[0]));
+    } else if (k == "annotate" && in.size() >= 2) {
+      const std::string& key = inst.attrs.GetString("key");
+      if (in[0].front() == 'b') {
+        schedule_.Annotate(Block(in[0]), key, Value(in[1]));
+      } else {
+        schedule_.Annotate(Loop(in[0]), key, Value(in[1]));
+      }
     } else if (k == "annotate") {
       need(1);
       const auto& value = inst.attrs.values().at("value");
@@ -125,6 +132,8 @@ class Replayer {
       std::optional<int64_t> decision;
       if (inst.decision) decision = std::get<int64_t>(*inst.decision);
       Bind(inst, 0, schedule_.SampleComputeLocation(Block(in[0]), decision).name);
+    } else if (k == "enter_postproc") {
+      schedule_.EnterPostprocessing();
     } else {
       throw Error(fmt::format("unknown instruction kind '{}'", k));
     }
@@ -132,8 +141,10 @@ class Replayer {
 
  private:
   std::string Lookup(const std::string& name) const {
-    if (name == "root") return name;
     auto it = names_.find(name);
+    // "root" is the sentinel location, unless a sample_compute_location that recorded it now
+    // decided on a loop (then the compute_at that follows must use that loop).
+    if (it == names_.end() && name == "root") return name;
     if (it == names_.end()) {
       throw Error(fmt::format("handle '{}' is used before an instruction defines it", name));
     }

@@ -179,6 +179,18 @@ void Schedule::Annotate(const BlockRV& block, const std::string& key, const ir::
   Record("annotate", {block.name}, ir::Attrs{{"key", key}, {"value", value}}, {});
 }
 
+void Schedule::Annotate(const LoopRV& loop, const std::string& key, const ExprRV& value) {
+  function_ = primitive::AnnotateLoop(function_, LoopVar(loop), key, Value(value));
+  Record("annotate", {loop.name, value.name}, ir::Attrs{{"key", key}}, {});
+}
+
+void Schedule::Annotate(const BlockRV& block, const std::string& key, const ExprRV& value) {
+  function_ = primitive::AnnotateBlock(function_, BlockName(block), key, Value(value));
+  Record("annotate", {block.name, value.name}, ir::Attrs{{"key", key}}, {});
+}
+
+void Schedule::EnterPostprocessing() { Record("enter_postproc", {}, {}, {}); }
+
 BlockRV Schedule::CacheRead(const BlockRV& block, int read_index, const std::string& scope) {
   std::string new_block;
   function_ = primitive::CacheRead(function_, BlockName(block), read_index, scope, &new_block);

@@ -98,6 +98,13 @@ class Schedule {
   void Unroll(const LoopRV& loop);
   void Annotate(const LoopRV& loop, const std::string& key, const ir::AttrValue& value);
   void Annotate(const BlockRV& block, const std::string& key, const ir::AttrValue& value);
+  // Annotates with the value of a sampled integer. The handle is recorded as the second input,
+  // so a replay with a changed decision annotates the new value.
+  void Annotate(const LoopRV& loop, const std::string& key, const ExprRV& value);
+  void Annotate(const BlockRV& block, const std::string& key, const ExprRV& value);
+  // Records "enter_postproc": the instructions after it were added by postprocessors (see
+  // kernels/search/search_space.h). It changes nothing; Replay skips it.
+  void EnterPostprocessing();
 
   // --- Block transformations ---
   BlockRV CacheRead(const BlockRV& block, int read_index, const std::string& scope);

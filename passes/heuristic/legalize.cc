@@ -1,7 +1,10 @@
 // Legalize: lowers every op call into a kernel function (compute definition + default schedule)
-// called through call_kernel; identical kernels are shared (kernels/legalize.h).
+// called through call_kernel; identical kernels are shared (kernels/legalize.h). When the run has
+// a tuning session, a kernel whose workload has records in its database gets the best recorded
+// schedule instead of the default one.
 #include "kernels/legalize.h"
 #include "passes/pass_registry.h"
+#include "tuning/apply_history_best.h"
 
 namespace tandem::passes {
 
@@ -21,6 +24,14 @@ void RegisterLegalize(PassRegistry& registry) {
               }
               options.schedule.num_threads = context.target.num_threads;
               if (context.target.vector_bits > 0) options.schedule.vector_lanes = context.target.vector_bits / 32;
+              if (context.tuning) {
+                // Apply-history-best: kernels with records in the run's database get their best
+                // measured schedule.
+                tuning::TuningSession& session = *context.tuning;
+                options.schedule_provider = tuning::HistoryBestProvider(
+                    session.shared_database(), session.target_descriptor(),
+                    tuning::SearchSpaceFor(session.target(), session.target_descriptor()));
+              }
               return kernels::Legalize(module, options);
             });
       }});

@@ -1,0 +1,199 @@
+// tandem_kernel_bench: one op lowered to a kernel, scheduled by hand or by the default schedule,
+// compiled and timed on its own (no graph, no oneDNN). For studying what limits generated code:
+// it can print the scheduled kernel IR, the optimized LLVM IR and the assembly.
+//
+//   tandem_kernel_bench --op gmm --shape 512 --schedule hand --threads 1 --asm /tmp/gmm.s
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backends/llvm/codegen.h"
+#include "backends/runtime/thread_pool.h"
+#include "bench/hand_schedules.h"
+#include "bench/operator_workloads.h"
+#include "ir/error.h"
+#include "ir/kernel/kernel_printer.h"
+#include "kernels/compute/lower.h"
+#include "kernels/default_schedule.h"
+#include "kernels/legalize.h"
+
+namespace tandem::bench {
+namespace {
+
+struct Options {
+  std::string op = "gmm";
+  std::string workload;
+  std::vector<int64_t> shape;
+  std::string schedule = "hand";
+  std::vector<int64_t> tiles;
+  int threads = 1;
+  int repeats = 0;
+  std::string ir_path, llvm_path, asm_path;
+  bool print = false;
+  bool check = true;
+};
+
+bool use_cpu_time = false;
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Wall time of `run`, or the calling thread's CPU time with --cpu-time (which leaves out the
+// time other processes hold the core: steadier on a busy machine, meaningful for one thread).
+double Seconds(const std::function<void()>& run) {
+  if (use_cpu_time) {
+    double start = ThreadCpuSeconds();
+    run();
+    return ThreadCpuSeconds() - start;
+  }
+  auto start = std::chrono::steady_clock::now();
+  run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  if (!file) throw ir::Error(fmt::format("cannot write '{}'", path));
+  file << text;
+}
+
+struct Timing {
+  double best = 0, median = 0, compile = 0, error = 0;
+};
+
+// Compiles `scheduled`, checks it against `unscheduled` (both compiled) and times it.
+Timing TimeKernel(const ir::KernelFunction& unscheduled, const ir::KernelFunction& scheduled,
+                  const Options& options) {
+  Timing timing;
+  std::unique_ptr<backends::CompiledModule> module;
+  timing.compile = Seconds([&] { module = backends::CompileKernels({scheduled}); });
+  std::vector<ir::Tensor> args, outputs;
+  size_t first_output = scheduled.params.size() - static_cast<size_t>(scheduled.num_outputs);
+  for (size_t p = 0; p < scheduled.params.size(); ++p) {
+    const ir::Buffer& b = scheduled.params[p];
+    ir::TensorType type{b->shape, b->dtype, ""};
+    args.push_back(p < first_output ? ir::Tensor::Random(type, 7 + p, -1, 1) : ir::Tensor(type));
+  }
+  auto run = [&] { module->Run(scheduled.name, args); };
+  if (options.check) {
+    auto reference = backends::CompileKernels({unscheduled});
+    std::vector<ir::Tensor> expected = args;
+    for (size_t p = first_output; p < args.size(); ++p) expected[p] = ir::Tensor(args[p].type());
+    reference->Run(unscheduled.name, expected);
+    run();
+    for (size_t p = first_output; p < args.size(); ++p) {
+      timing.error = std::max(timing.error, ir::RelativeError(args[p], expected[p]));
+    }
+  }
+  double estimate = Seconds(run);
+  for (int i = 0; i < 3; ++i) estimate = std::min(estimate, Seconds(run));
+  int repeats =
+      options.repeats > 0 ? options.repeats : std::max(5, static_cast<int>(1.0 / estimate));
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) times.push_back(Seconds(run));
+  std::sort(times.begin(), times.end());
+  timing.best = times.front();
+  timing.median = times[times.size() / 2];
+  return timing;
+}
+
+int Main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"tandem_kernel_bench: one scheduled kernel, compiled and timed"};
+  app.add_option("--op", options.op, "gmm, conv (NCHW) or conv16c (NCHW16c)");
+  app.add_option("--workload", options.workload,
+                 "every kernel of an operator-benchmark workload (C2D, GMM-512, ...) instead");
+  app.add_option("--shape", options.shape,
+                 "gmm: M [N K]; conv: C O H W kernel stride pad (default per op)");
+  app.add_option("--schedule", options.schedule, "none, default or hand");
+  app.add_option("--tiles", options.tiles,
+                 "tile sizes of the hand schedule (see hand_schedules.h)");
+  app.add_option("--threads", options.threads, "threads");
+  app.add_option("--repeats", options.repeats, "timed runs (default: about one second)");
+  app.add_option("--ir", options.ir_path, "write the scheduled kernel IR here");
+  app.add_option("--llvm", options.llvm_path, "write the optimized LLVM IR here");
+  app.add_option("--asm", options.asm_path, "write the assembly here");
+  app.add_flag("--cpu-time", use_cpu_time,
+               "time with the thread's CPU time (with --threads 1; steadier on a busy machine)");
+  app.add_flag("--print", options.print, "print the scheduled kernel IR");
+  app.add_flag("!--no-check", options.check, "skip the comparison with the unscheduled kernel");
+  CLI11_PARSE(app, argc, argv);
+  if (use_cpu_time && options.threads != 1) {
+    std::cerr << "error: --cpu-time needs --threads 1\n";
+    return 1;
+  }
+  try {
+    // The kernels to run: one op with its hand schedule, or every kernel of a workload.
+    std::vector<ir::KernelFunction> kernels;
+    std::string description;
+    double flops = 0;
+    std::optional<HandWorkload> hand;
+    if (!options.workload.empty()) {
+      OnednnContext context;
+      Workload workload = MakeWorkload(options.workload, context);
+      kernels::LegalizeOptions legalize;
+      legalize.apply_default_schedule = false;
+      ir::IRModule legal = kernels::Legalize(workload.module, legalize);
+      for (const auto& [name, kernel] : legal.kernel_functions()) kernels.push_back(*kernel);
+      description = workload.shapes;
+      flops = workload.flops;
+    } else {
+      hand = MakeHandWorkload(options.op, options.shape);
+      kernels.push_back(hand->kernel);
+      description = options.op + " " + hand->description;
+      flops = hand->flops;
+    }
+    kernels::DefaultScheduleOptions defaults;
+    defaults.num_threads = options.threads;
+    backends::ThreadPool::Global().SetNumThreads(options.threads);
+    double total = 0;
+    for (const ir::KernelFunction& kernel : kernels) {
+      ir::KernelFunction scheduled = kernel;
+      if (options.schedule == "default") {
+        scheduled = kernels::ApplyDefaultSchedule(kernel, defaults).function();
+      } else if (options.schedule == "hand" && hand) {
+        scheduled = ApplyHandSchedule(*hand, options.tiles).function();
+      } else if (options.schedule != "none") {
+        throw ir::Error(fmt::format("unknown schedule '{}' here", options.schedule));
+      }
+      if (options.print) std::cout << ir::PrintKernel(scheduled) << "\n";
+      std::string suffix = kernels.size() > 1 ? "." + kernel.name : "";
+      if (!options.ir_path.empty()) WriteFile(options.ir_path + suffix, ir::PrintKernel(scheduled));
+      if (!options.llvm_path.empty()) {
+        WriteFile(options.llvm_path + suffix, backends::EmitLlvmIr({scheduled}));
+      }
+      if (!options.asm_path.empty()) {
+        WriteFile(options.asm_path + suffix, backends::EmitAssembly({scheduled}));
+      }
+      Timing t = TimeKernel(kernel, scheduled, options);
+      total += t.best;
+      std::cout << fmt::format(
+          "  {}: best {:.1f} us, median {:.1f} us, compile {:.2f} s, rel. error {:.1e}\n",
+          kernel.name, t.best * 1e6, t.median * 1e6, t.compile, t.error);
+    }
+    std::cout << fmt::format("{} schedule={} threads={}: {:.1f} us ({:.1f} GFLOP/s)\n", description,
+                             options.schedule, options.threads, total * 1e6, flops / total / 1e9);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tandem::bench
+
+int main(int argc, char** argv) {
+  return tandem::bench::Main(argc, argv);
+}

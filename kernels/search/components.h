@@ -1,0 +1,50 @@
+// The built-in schedule rules, postprocessors and mutators of the kernel search space, one per
+// file under kernels/search/{rules,postprocessors,mutators}/ (search_space.cc registers them by
+// the names given here).
+#pragma once
+
+#include "kernels/search/search_space.h"
+
+namespace tandem::kernels {
+
+// --- Rules ---
+// "auto_inline": inlines pointwise producers that are not outputs (padding, the middle of an
+// elementwise chain) into their consumers; otherwise reverse-inlines a pointwise consumer into
+// its single pointwise producer.
+ScheduleRulePtr MakeAutoInline(const SearchTarget& target);
+// "multi_level_tiling": SSRSRS tiling of a reduction block with data reuse, with its output
+// accumulated in a "local" cache, or its elementwise epilogue fused under a sampled tile level.
+ScheduleRulePtr MakeMultiLevelTiling(const SearchTarget& target);
+// "random_compute_location": a sampled compute_at location for a block that is neither
+// inlined nor tiled.
+ScheduleRulePtr MakeRandomComputeLocation(const SearchTarget& target);
+// "parallel_vectorize_unroll": annotates the root block (the last block visited) with the
+// largest parallel extent, the largest vector extent and a sampled unroll depth.
+ScheduleRulePtr MakeParallelVectorizeUnroll(const SearchTarget& target);
+// "add_rfactor": for a reduction with little spatial parallelism and a long reduction, adds
+// design spaces where the reduction is split and factored (rfactor) on either part.
+ScheduleRulePtr MakeAddRFactor(const SearchTarget& target);
+
+// --- Postprocessors ---
+// "rewrite_epilogue_fusion": computes each epilogue under the tile level sampled for it.
+PostprocessorPtr MakeRewriteEpilogueFusion(const SearchTarget& target);
+// "rewrite_reduction_block": decomposes reduction inits out of the reduction loops.
+PostprocessorPtr MakeRewriteReductionBlock(const SearchTarget& target);
+// "rewrite_parallel_vectorize_unroll": turns the root annotations into parallel, vectorized
+// and unrolled loops.
+PostprocessorPtr MakeRewriteParallelVectorizeUnroll(const SearchTarget& target);
+// "verify_program": rejects programs the target cannot run well or that are malformed.
+PostprocessorPtr MakeVerifyProgram(const SearchTarget& target);
+
+// --- Mutators ---
+// "mutate_tile_size": moves a prime factor between two levels of one sample_perfect_tile.
+MutatorPtr MakeMutateTileSize(const SearchTarget& target);
+// "mutate_parallel": another largest parallel extent.
+MutatorPtr MakeMutateParallel(const SearchTarget& target);
+// "mutate_unroll": another unroll depth.
+MutatorPtr MakeMutateUnroll(const SearchTarget& target);
+// "mutate_compute_location": another legal compute location (sample_compute_location) or
+// epilogue tile level.
+MutatorPtr MakeMutateComputeLocation(const SearchTarget& target);
+
+}  // namespace tandem::kernels

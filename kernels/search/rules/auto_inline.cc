@@ -1,0 +1,73 @@
+// auto_inline: removes elementwise stages by inlining them into a neighbour.
+#include <functional>
+
+#include "ir/error.h"
+#include "ir/kernel/functor.h"
+#include "kernels/schedule/primitives.h"
+#include "kernels/search/components.h"
+#include "kernels/search/search_util.h"
+
+namespace tandem::kernels {
+
+namespace {
+
+using search::FindRealize;
+
+// True when the block evaluates an intrinsic (exp, tanh, ...): inlining it into a reduction
+// would evaluate it once per reduction step instead of once per element.
+bool CallsIntrinsic(const ir::Block& block) {
+  bool found = false;
+  ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {
+    ir::VisitExprTree(top,
+                      [&](const ir::Expr& e) { found = found || e->kind == ir::ExprKind::kCall; });
+  });
+  return found;
+}
+
+bool Legal(const std::function<void()>& trial) {
+  try {
+    trial();
+    return true;
+  } catch (const ir::Error&) {
+    return false;
+  }
+}
+
+class AutoInline : public ScheduleRule {
+ public:
+  std::string name() const override { return "auto_inline"; }
+
+  std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
+    if (!search::BlockExists(schedule, block)) return {schedule};
+    const std::string& name = schedule.BlockName(block);
+    const ir::KernelFunction& fn = schedule.function();
+    const ir::BlockRealizeNode* realize = FindRealize(fn, name);
+    if (name == "root" || !realize || search::IsReduction(realize->block) || realize->block->init) {
+      return {schedule};
+    }
+    Schedule s = schedule;
+    bool into_reduction = false;
+    for (const std::string& consumer : search::ConsumersOf(fn, realize->block)) {
+      const ir::BlockRealizeNode* c = FindRealize(fn, consumer);
+      into_reduction = into_reduction || (c && search::IsReduction(c->block));
+    }
+    // Trials on the bare function first, so the trace holds only steps that apply.
+    if (!(into_reduction && CallsIntrinsic(realize->block)) &&
+        Legal([&] { primitive::ComputeInline(fn, name); })) {
+      search::TrySteps(s, [&] { s.ComputeInline(block); });
+      return {s};
+    }
+    if (Legal([&] { primitive::ReverseComputeInline(fn, name); })) {
+      search::TrySteps(s, [&] { s.ReverseComputeInline(block); });
+    }
+    return {s};
+  }
+};
+
+}  // namespace
+
+ScheduleRulePtr MakeAutoInline(const SearchTarget&) {
+  return std::make_shared<AutoInline>();
+}
+
+}  // namespace tandem::kernels

@@ -1,0 +1,131 @@
+// multi_level_tiling: the SSRSRS tile structure for CPUs.
+//
+// Every spatial loop of a reduction block with data reuse is split into four levels and every
+// reduction loop into two (sample_perfect_tile), reordered S0 S1 R0 S2 R1 S3 (outermost first):
+// S0 becomes the parallel outer loops, S1 a cache-sized tile, R0 S2 R1 the register-level
+// reuse loops and S3 the innermost, vectorizable tile. The result is accumulated in a "local"
+// cache written back under the S1 tile; or, when the block has an elementwise epilogue that was
+// not inlined, the epilogue is computed under the S0 or S1 tile (a sample_categorical decision
+// that RewriteEpilogueFusion carries out, so that mutating it moves the epilogue).
+#include "ir/error.h"
+#include "kernels/schedule/primitives.h"
+#include "kernels/search/components.h"
+#include "kernels/search/search_util.h"
+
+namespace tandem::kernels {
+
+namespace {
+
+using search::FindRealize;
+
+class MultiLevelTiling : public ScheduleRule {
+ public:
+  explicit MultiLevelTiling(const SearchTarget& target) : target_(target) {}
+
+  std::string name() const override { return "multi_level_tiling"; }
+
+  std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
+    if (!search::BlockExists(schedule, block)) return {schedule};
+    const std::string& name = schedule.BlockName(block);
+    const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
+    if (name == "root" || !realize) return {schedule};
+    const ir::Block b = realize->block;
+    if (!search::IsReduction(b) || !b->init || b->annotations.Has(search::kTilingKey) ||
+        !search::IsPristineNest(schedule.function(), name) || !search::HasDataReuse(b)) {
+      return {schedule};
+    }
+    Schedule s = schedule;
+    search::TrySteps(s, [&] { Tile(s, block, b); });
+    return {s};
+  }
+
+ private:
+  void Tile(Schedule& s, const BlockRV& block, const ir::Block& b) const {
+    std::vector<LoopRV> loops = s.GetLoops(block);
+    // The last spatial axis holds the innermost (vectorized) tile: bound it by a multiple of
+    // the vector width.
+    int64_t lanes = std::max(1, target_.vector_lanes);
+    int64_t vector_bound = std::max(lanes, target_.max_innermost_factor / lanes * lanes);
+    size_t last_spatial = loops.size();
+    for (size_t k = 0; k < loops.size(); ++k) {
+      if (b->iter_vars[k].kind == ir::IterKind::kSpatial && b->iter_vars[k].extent > 1) {
+        last_spatial = k;
+      }
+    }
+    // S0 S1 R0 S2 R1 S3; loops of extent 1 stay unsplit at the front of S0 (spatial) or R0.
+    std::vector<LoopRV> tiles[6];
+    for (size_t k = 0; k < loops.size(); ++k) {
+      const ir::IterVar& iv = b->iter_vars[k];
+      bool spatial = iv.kind == ir::IterKind::kSpatial;
+      if (iv.extent == 1) {
+        std::vector<LoopRV>& group = spatial ? tiles[0] : tiles[2];
+        group.insert(group.begin(), loops[k]);
+        continue;
+      }
+      int n = spatial ? 4 : 2;
+      int64_t bound = k == last_spatial ? vector_bound : target_.max_innermost_factor;
+      std::vector<ExprRV> factors = s.SamplePerfectTile(loops[k], n, bound);
+      std::vector<LoopRV> parts =
+          s.Split(loops[k], std::vector<Factor>(factors.begin(), factors.end()));
+      static constexpr int kSpatialLevels[] = {0, 1, 3, 5};
+      static constexpr int kReductionLevels[] = {2, 4};
+      for (int level = 0; level < n; ++level) {
+        int tile = spatial ? kSpatialLevels[level] : kReductionLevels[level];
+        tiles[tile].push_back(parts[static_cast<size_t>(level)]);
+      }
+    }
+    if (tiles[1].empty()) throw ir::Error("no spatial loop to tile");
+    std::vector<LoopRV> order;
+    for (const auto& tile : tiles) order.insert(order.end(), tile.begin(), tile.end());
+    s.Reorder(order);
+    s.Annotate(block, search::kTilingKey, std::string("SSRSRS"));
+    LoopRV outer = tiles[0].back();  // level 1: under S0
+    LoopRV inner = tiles[1].back();  // level 2: under S1
+
+    std::optional<std::string> epilogue = Epilogue(s, b, {outer, inner});
+    if (epilogue) {
+      ExprRV level = s.SampleCategorical({1, 2}, {0.5, 0.5});
+      s.Annotate(outer, search::kTileLevelKey, int64_t{1});
+      s.Annotate(inner, search::kTileLevelKey, int64_t{2});
+      s.Annotate(s.GetBlock(*epilogue), search::kFuseLevelKey, level);
+      return;
+    }
+    // Accumulate in a local cache written back once per S1 tile.
+    search::TrySteps(s, [&] {
+      BlockRV write_back = s.CacheWrite(block, 0, "local");
+      s.ReverseComputeAt(write_back, inner);
+    });
+  }
+
+  // The single elementwise consumer of the block that could be computed under either tile
+  // level, if there is one.
+  static std::optional<std::string> Epilogue(const Schedule& s, const ir::Block& b,
+                                             const std::vector<LoopRV>& levels) {
+    const ir::KernelFunction& fn = s.function();
+    std::vector<std::string> consumers = search::ConsumersOf(fn, b);
+    if (consumers.size() != 1) return std::nullopt;
+    const ir::BlockRealizeNode* c = FindRealize(fn, consumers[0]);
+    if (!c || search::IsReduction(c->block) || c->block->init ||
+        !search::IsPristineNest(fn, consumers[0])) {
+      return std::nullopt;
+    }
+    for (const LoopRV& loop : levels) {
+      try {
+        primitive::ReverseComputeAt(fn, consumers[0], s.LoopVar(loop));
+      } catch (const ir::Error&) {
+        return std::nullopt;
+      }
+    }
+    return consumers[0];
+  }
+
+  SearchTarget target_;
+};
+
+}  // namespace
+
+ScheduleRulePtr MakeMultiLevelTiling(const SearchTarget& target) {
+  return std::make_shared<MultiLevelTiling>(target);
+}
+
+}  // namespace tandem::kernels

@@ -1,0 +1,84 @@
+// What the schedule rules, postprocessors and mutators of the kernel search space share: the
+// annotation keys through which rules hand decisions to postprocessors, block analysis, and a
+// helper that runs a schedule step and undoes it when it turns out illegal.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/stmt.h"
+#include "ir/trace.h"
+#include "kernels/schedule/schedule.h"
+
+namespace tandem::kernels::search {
+
+// Root block annotations (ParallelVectorizeUnroll -> RewriteParallelVectorizeUnroll):
+inline constexpr char kParallelKey[] = "tandem.parallel";    // largest parallel extent (int)
+inline constexpr char kVectorizeKey[] = "tandem.vectorize";  // largest vector extent (int)
+inline constexpr char kUnrollKey[] = "tandem.unroll";        // unroll depth (int)
+// Block annotation of a multi-level tiled block: its tiling structure ("SSRSRS").
+inline constexpr char kTilingKey[] = "tandem.tiling";
+// Loop annotation on the last loop of tile level n (1: after S0, 2: after S1) of a tiled block.
+inline constexpr char kTileLevelKey[] = "tandem.tile_level";
+// Block annotation of an epilogue: the tile level of its producer it is computed under
+// (MultiLevelTiling -> RewriteEpilogueFusion).
+inline constexpr char kFuseLevelKey[] = "tandem.fuse_level";
+
+// The block `name` of `function` (its realize), or nullptr.
+const ir::BlockRealizeNode* FindRealize(const ir::KernelFunction& function,
+                                        const std::string& name);
+// True when the block a handle names still exists in the schedule's function.
+bool BlockExists(const Schedule& schedule, const BlockRV& block);
+
+bool IsReduction(const ir::Block& block);
+// Product of the extents of the spatial (or reduction) iterators.
+int64_t SpatialExtent(const ir::Block& block);
+int64_t ReductionExtent(const ir::Block& block);
+
+// True when `block` sits in its own loop nest directly under the root block: one loop per
+// iterator, in iterator order, each bound as that iterator's value, and no other statement
+// inside the nest (what compute definitions produce and tiling expects).
+bool IsPristineNest(const ir::KernelFunction& function, const std::string& block);
+
+// True when `block` writes a parameter (an output) of the kernel.
+bool WritesOutput(const ir::KernelFunction& function, const ir::Block& block);
+
+// Names of the other blocks that read what `block` writes, in pre-order.
+std::vector<std::string> ConsumersOf(const ir::KernelFunction& function, const ir::Block& block);
+
+// True when some buffer the block reads (other than what it writes) is indexed without one of
+// its spatial iterators of extent > 1, so that its elements are reused across that iterator:
+// what makes multi-level tiling pay off (matmul, convolution; not pooling or row reductions).
+bool HasDataReuse(const ir::Block& block);
+
+// Runs `step` on `schedule`; when it throws an ir::Error, restores the schedule as it was and
+// returns false.
+bool TrySteps(Schedule& schedule, const std::function<void()>& step);
+
+// The index of the "enter_postproc" instruction, or the trace's size when there is none.
+size_t PostprocessingStart(const ir::Trace& trace);
+// The trace without its postprocessing part.
+ir::Trace DesignPart(const ir::Trace& trace);
+
+// The instruction that defines handle `name` (index into the trace), if any.
+std::optional<size_t> DefiningInstruction(const ir::Trace& trace, const std::string& name);
+// Indices of the sample_categorical instructions whose value feeds an annotation with `key`
+// (before the postprocessing part).
+std::vector<size_t> CategoricalsAnnotating(const ir::Trace& trace, const std::string& key);
+
+// The trace with the decision of sample_categorical instruction `index` changed to another
+// candidate drawn uniformly; nullopt when it has a single candidate.
+std::optional<ir::Trace> OtherCategory(const ir::Trace& trace, size_t index, RandomState& random);
+// OtherCategory of one of `candidates` (instruction indices) drawn uniformly; nullopt when none
+// can change.
+std::optional<ir::Trace> MutateOneCategorical(const ir::Trace& trace,
+                                              const std::vector<size_t>& candidates,
+                                              RandomState& random);
+
+// True when a vector of `extent` lanes is one the target does well: a multiple of 4 (of the
+// lane count when it is smaller) no longer than `max_extent`.
+bool GoodVectorExtent(int64_t extent, int64_t max_extent, int vector_lanes);
+
+}  // namespace tandem::kernels::search

@@ -1,0 +1,147 @@
+// TuneKernels: kernel schedule search for every kernel of the module, then lowering with the
+// best schedules found (it replaces Legalize).
+//
+// The module's kernels become tuning tasks (deduplicated by workload hash, weighted by calls);
+// the task scheduler spends `trials` measurements over them with evolutionary search (or random
+// replay) guided by the session's shared cost model; then the module is legalized with, for each
+// kernel, the best schedule recorded in the database for this target (measurements of earlier
+// runs count), falling back to the default schedule. The decision recorded in the trace maps
+// each workload hash to the chosen schedule trace, so a replay rebuilds the same kernels without
+// searching. Used as an eval pass (e.g. TuneLayout(eval=[TuneKernels])), it tunes the kernels of
+// each candidate; the same kernel under two candidates is one workload, measured once.
+#include <fmt/format.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "ir/error.h"
+#include "kernels/legalize.h"
+#include "passes/pass_registry.h"
+#include "passes/tuning_pass.h"
+#include "tuning/apply_history_best.h"
+#include "tuning/task_scheduler.h"
+
+namespace tandem::passes {
+
+namespace {
+
+class TuneKernels : public TuningPass {
+ public:
+  explicit TuneKernels(PassArguments arguments) : TuningPass(std::move(arguments), {}) {}
+  const PassInfo& info() const override {
+    static const PassInfo info{"TuneKernels", {"InferType"}, true};
+    return info;
+  }
+
+  Candidate Tune(const Candidate& candidate, PassContext& context) const override {
+    tuning::TuningSession& session = context.Tuning();
+    kernels::SearchSpace space = tuning::SearchSpaceFor(session.target(), session.target_descriptor());
+    std::vector<tuning::TuningTask> tasks = tuning::ExtractTasks(candidate.output);
+    tuning::SearchOptions search;
+    search.evolutionary = ParseChoice("strategy", {"evolutionary", "replay"}) == "evolutionary";
+    tuning::SchedulerOptions scheduler;
+    scheduler.gradient = ParseChoice("scheduler", {"gradient", "round_robin"}) == "gradient";
+    scheduler.max_trials = IntArgument("trials", 0);
+    if (scheduler.max_trials == 0) {
+      // The run's remaining trial budget (tandem tune --trials), or 64 without one.
+      int64_t remaining = session.RemainingBudget();
+      scheduler.max_trials = remaining == std::numeric_limits<int64_t>::max() ? 64 : remaining;
+    }
+    scheduler.batch_size = static_cast<int>(IntArgument("batch", 16));
+    if (scheduler.max_trials < 0 || scheduler.batch_size < 1) {
+      throw ir::Error(fmt::format("TuneKernels: trials must be >= 0 and batch >= 1"));
+    }
+    tuning::CostModel& model =
+        session.KernelCostModel(ParseChoice("cost_model", {"xgboost", "random"}));
+    if (scheduler.max_trials > 0 && !tasks.empty()) {
+      tuning::TaskScheduler run(tasks, session, model, space, search, scheduler, DecisionText());
+      run.Run();
+      session.SaveCostModels();
+    }
+    // The best recorded schedule of every task (this run's or an earlier one's).
+    nlohmann::json decision = nlohmann::json::object();
+    std::map<std::string, ir::Trace> traces;
+    for (const tuning::TuningTask& task : tasks) {
+      for (const tuning::TuningRecord& record :
+           session.database().Best(task.workload_hash, session.target_descriptor(), 3)) {
+        ir::Trace trace = ir::Trace::FromJson(record.trace_json);
+        if (kernels::ReplayProgram(task.kernel, trace, space)) {
+          traces.emplace(task.workload_hash, trace);
+          decision[task.workload_hash] = record.trace_json;
+          break;
+        }
+      }
+    }
+    Candidate next = candidate;
+    ir::Instruction instruction;
+    instruction.kind = name();
+    instruction.attrs.Set("pass", DecisionText());
+    instruction.decision = ir::AttrValue(decision.dump());
+    next.trace.Append(std::move(instruction));
+    next.result.reset();
+    next.output = Lower(candidate.output, std::move(traces), space, context);
+    return next;
+  }
+
+  ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
+                             PassContext& context) const override {
+    if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
+      throw ir::Error("TuneKernels: the instruction has no schedule map as its decision");
+    }
+    nlohmann::json decision = nlohmann::json::parse(std::get<std::string>(*instruction.decision),
+                                                    nullptr, false);
+    if (!decision.is_object()) throw ir::Error("TuneKernels: the decision is not a JSON object");
+    std::map<std::string, ir::Trace> traces;
+    for (const auto& [hash, trace] : decision.items()) {
+      traces.emplace(hash, ir::Trace::FromJson(trace.get<std::string>()));
+    }
+    ir::Target target = context.target;
+    kernels::SearchSpace space =
+        tuning::SearchSpaceFor(target, tuning::TargetDescriptor(target));
+    return Lower(module, std::move(traces), space, context);
+  }
+
+ private:
+  std::string ParseChoice(const std::string& key, const std::vector<std::string>& allowed) const {
+    std::string value = StringArgument(key, allowed.front());
+    for (const std::string& a : allowed) {
+      if (a == value) return value;
+    }
+    throw ir::Error(fmt::format("TuneKernels: {}=\"{}\" is not one of: {}", key, value,
+                                fmt::join(allowed, ", ")));
+  }
+
+  static ir::IRModule Lower(const ir::IRModule& module, std::map<std::string, ir::Trace> traces,
+                            const kernels::SearchSpace& space, PassContext& context) {
+    kernels::LegalizeOptions options;
+    options.schedule.num_threads = context.target.num_threads;
+    if (context.target.vector_bits > 0) options.schedule.vector_lanes = context.target.vector_bits / 32;
+    options.schedule_provider = tuning::TraceMapProvider(std::move(traces), space);
+    return kernels::Legalize(module, options);
+  }
+};
+
+}  // namespace
+
+void RegisterTuneKernels(PassRegistry& registry) {
+  registry.Register(PassDef{
+      .name = "TuneKernels",
+      .doc = "Search schedules for every kernel (evolutionary search, cost model, task "
+             "scheduler), then lower with the best ones found.",
+      .arguments =
+          {{"trials", ir::AttrKind::kInt, int64_t{0},
+            "measurements over all kernels (0: the run's remaining budget, or 64)"},
+           {"batch", ir::AttrKind::kInt, int64_t{16}, "programs measured per round"},
+           {"strategy", ir::AttrKind::kString, std::string("evolutionary"),
+            "evolutionary or replay (random sampling)"},
+           {"scheduler", ir::AttrKind::kString, std::string("gradient"),
+            "gradient or round_robin"},
+           {"cost_model", ir::AttrKind::kString, std::string("xgboost"), "xgboost or random"}},
+      .is_tuning = true,
+      .takes_eval_passes = false,
+      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+        return std::make_shared<TuneKernels>(std::move(args));
+      }});
+}
+
+}  // namespace tandem::passes

@@ -1,0 +1,39 @@
+// Apply-history-best: build a module with the best recorded schedule of each of its kernels.
+//
+// HistoryBestProvider is a kernels::ScheduleProvider for Legalize: for a kernel it looks up the
+// records of its workload (KernelWorkloadHash) on the target in the database, replays the best
+// trace that still replays and passes the postprocessors, and falls back to the default
+// schedule (by returning nullopt) when the database has nothing usable. The stats count how
+// many kernels were served from the database.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kernels/legalize.h"
+#include "kernels/search/search_space.h"
+#include "tuning/database.h"
+
+namespace tandem::tuning {
+
+struct HistoryBestStats {
+  int64_t from_database = 0;
+  int64_t default_schedule = 0;
+};
+
+kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> database,
+                                              std::string target_descriptor,
+                                              kernels::SearchSpace space,
+                                              std::shared_ptr<HistoryBestStats> stats = nullptr);
+
+// A provider that replays given traces by workload hash (the decision of a TuneKernels
+// instruction); kernels without a trace get the default schedule.
+kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> traces,
+                                           kernels::SearchSpace space);
+
+// The CPU search space for a target (vector width from its features or vector_bits, cores
+// from its thread count).
+kernels::SearchSpace SearchSpaceFor(const ir::Target& target, const std::string& descriptor);
+
+}  // namespace tandem::tuning

@@ -1,0 +1,107 @@
+// TuningSession::EvaluateKernels: measuring scheduled programs of one kernel task.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/reference/interpreter.h"
+#include "ir/kernel/kernel_printer.h"
+#include "ir/kernel/kernel_structural.h"
+#include "ir/structural.h"
+#include "kernels/default_schedule.h"
+#include "tuning/tuning_session.h"
+
+namespace tandem::tuning {
+
+std::string TuningSession::CandidateHash(const ir::KernelFunction& scheduled) {
+  ir::KernelFunction unnamed = scheduled;
+  unnamed.name = "";
+  return ir::HashToHex(ir::StructuralHash(unnamed));
+}
+
+const TuningSession::Reference& TuningSession::KernelReferenceFor(const TuningTask& task) {
+  auto it = kernel_references_.find(task.workload_hash);
+  if (it != kernel_references_.end()) return it->second;
+  // The default-scheduled kernel, compiled, is the reference: the kernel interpreter would take
+  // minutes on the large convolutions, and the default schedules are checked against the
+  // reference interpreter by the test suite.
+  kernels::DefaultScheduleOptions defaults;
+  defaults.num_threads = target_.num_threads;
+  ir::IRModule module = SingleKernelModule(kernels::ApplyDefaultSchedule(task.kernel, defaults).function());
+  Reference reference;
+  reference.inputs = backends::RandomInputs(module.Get("main"), options_.seed);
+  backends::BuildOptions build = build_options();
+  build.function = "main";
+  reference.expected = backends::Build(module, build)->Run(reference.inputs);
+  return kernel_references_.emplace(task.workload_hash, std::move(reference)).first->second;
+}
+
+std::vector<MeasureResult> TuningSession::EvaluateKernels(
+    const TuningTask& task, const std::vector<KernelCandidate>& candidates,
+    const std::string& pass) {
+  EvaluationCounts& counts = counts_[pass];
+  std::vector<MeasureResult> results(candidates.size());
+  std::vector<std::string> hashes(candidates.size());
+  std::vector<size_t> to_measure;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    ++counts.requested;
+    hashes[i] = CandidateHash(candidates[i].scheduled);
+    if (auto record = database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i])) {
+      ++counts.reused;
+      results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
+                                : MeasureResult::Failure(record->error);
+      continue;
+    }
+    if (RemainingBudget() <= static_cast<int64_t>(to_measure.size())) {
+      ++counts.over_budget;
+      results[i] = MeasureResult::Failure("trial budget spent");
+      continue;
+    }
+    to_measure.push_back(i);
+  }
+  if (to_measure.empty()) return results;
+
+  const Reference& reference = KernelReferenceFor(task);
+  std::vector<BuildInput> build_inputs;
+  backends::BuildOptions build = build_options();
+  build.function = "main";
+  for (size_t i : to_measure) {
+    build_inputs.push_back({SingleKernelModule(candidates[i].scheduled), build});
+  }
+  std::vector<BuildOutput> built = builder_->Build(build_inputs);
+  std::vector<RunInput> run_inputs;
+  std::vector<size_t> run_index;
+  for (size_t k = 0; k < to_measure.size(); ++k) {
+    counts.build_seconds += built[k].seconds;
+    if (!built[k].ok()) {
+      results[to_measure[k]] = MeasureResult::Failure(built[k].error);
+      continue;
+    }
+    run_inputs.push_back({built[k].executable, reference.inputs, reference.expected});
+    run_index.push_back(to_measure[k]);
+  }
+  std::vector<MeasureResult> measured = runner_->Run(run_inputs, options_.measure);
+  for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
+
+  database_->CommitWorkload({task.workload_hash, "kernel", ir::PrintKernel(task.kernel)});
+  nlohmann::json how = nlohmann::json::parse(MeasuredBy());
+  how["runner"] = "kernel";
+  std::string measured_by = how.dump();
+  for (size_t i : to_measure) {
+    ++counts.measured;
+    if (!results[i].ok()) ++counts.failed;
+    for (double s : results[i].run_seconds) counts.run_seconds += s;
+    TuningRecord record;
+    record.workload_hash = task.workload_hash;
+    record.target = target_descriptor_;
+    record.candidate_hash = hashes[i];
+    record.trace_json = candidates[i].trace.ToJson();
+    record.run_seconds = results[i].run_seconds;
+    record.error = results[i].error;
+    record.measured_at = NowUtc();
+    record.measured_by = measured_by;
+    database_->CommitRecord(record);
+  }
+  return results;
+}
+
+}  // namespace tandem::tuning
