@@ -2,16 +2,8 @@
 // workloads of the MetaSchedule paper (see bench/operator_workloads.h for the shapes and FLOP
 // counts), printed as one table.
 //
-// Timing method. These machines have noisy periods in which short two-thread kernels run several
-// times slower, so a single long measurement of one contender followed by one of the other can
-// compare a quiet period with a noisy one. Instead, after a warm-up, the contenders take turns:
-// each pass runs a block of N repeats of Tandem and a block of N repeats of oneDNN (the order
-// alternating from pass to pass) and keeps each block's median; the reported latency is the best
-// pass's median. N is chosen per contender so that a block takes about --min-time seconds, with
-// at least --min-repeats repeats (at least 3 when one run is slower than --max-block-time /
-// --min-repeats). The turns are blocks rather than single calls because both runtimes keep
-// their worker threads spinning for a while after a call: alternating single calls would time
-// each contender while the other's idle workers still compete for the two cores.
+// Timing method: the contenders take turns in blocks of repeats and each reports its best pass
+// median (bench/interleaved_timing.h).
 //
 // Contention. When other processes keep the cores busy (load average above the core count) the
 // method cannot find a quiet window: OpenMP's team threads are descheduled between calls and
@@ -52,6 +44,7 @@
 
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
+#include "bench/interleaved_timing.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
 #include "passes/pass.h"
@@ -62,64 +55,11 @@ namespace {
 
 struct Options {
   std::string workloads;
-  int passes = 5;
-  double min_time = 0.2;
-  int min_repeats = 10;
-  double max_block_time = 5.0;
+  TimingOptions timing;
   int threads = 2;
   std::string csv;
   std::string pipeline;  // empty: Build alone (Legalize with default schedules)
 };
-
-double TimeOnce(const std::function<void()>& run) {
-  auto start = std::chrono::steady_clock::now();
-  run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-// Runs `run` for at least `seconds` and at least `runs` times, but stops after one second once
-// it has run at least once; returns the fastest run.
-double WarmUp(const std::function<void()>& run, double seconds, int runs) {
-  double best = std::numeric_limits<double>::infinity(), total = 0;
-  for (int i = 0; (i < runs || total < seconds) && (i == 0 || total < 1.0); ++i) {
-    double t = TimeOnce(run);
-    best = std::min(best, t);
-    total += t;
-  }
-  return best;
-}
-
-struct Contender {
-  std::function<void()> run;
-  int repeats = 0;
-  std::vector<double> block_medians;
-  double best() const { return *std::min_element(block_medians.begin(), block_medians.end()); }
-  double worst() const { return *std::max_element(block_medians.begin(), block_medians.end()); }
-};
-
-int RepeatsFor(double estimate, const Options& options) {
-  if (estimate * options.min_repeats > options.max_block_time) {
-    return std::max(3, static_cast<int>(options.max_block_time / estimate));
-  }
-  return std::max(options.min_repeats, static_cast<int>(std::ceil(options.min_time / estimate)));
-}
-
-void MeasureInTurns(std::vector<Contender*> contenders, const Options& options) {
-  for (int pass = 0; pass < options.passes; ++pass) {
-    for (size_t k = 0; k < contenders.size(); ++k) {
-      Contender* c = contenders[pass % 2 == 0 ? k : contenders.size() - 1 - k];
-      std::vector<double> times(static_cast<size_t>(c->repeats));
-      for (double& t : times) t = TimeOnce(c->run);
-      c->block_medians.push_back(Median(times));
-    }
-  }
-}
 
 struct Row {
   std::string name, shapes, error;
@@ -177,14 +117,9 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   std::vector<Contender*> contenders = {&row.tandem};
   for (Contender& program : programs) contenders.push_back(&program);
   std::string plan;
-  for (Contender* c : contenders) {
-    double estimate = WarmUp(c->run, 0.1, 3);
-    c->repeats = RepeatsFor(estimate, options);
-    plan += fmt::format(" {}x~{:.0f}us", c->repeats, estimate * 1e6);
-  }
-  std::cerr << fmt::format("{}: measuring {} passes of [Tandem, oneDNN programs]:{}\n", name,
-                           options.passes, plan);
-  MeasureInTurns(contenders, options);
+  MeasureInTurns(contenders, options.timing, &plan);
+  std::cerr << fmt::format("{}: measured {} passes of [Tandem, oneDNN programs]:{}\n", name,
+                           options.timing.passes, plan);
 
   size_t chosen = 0;
   for (size_t p = 1; p < programs.size(); ++p) {
@@ -199,14 +134,6 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   return row;
 }
 
-// The 1-minute load average (other processes compete for the same cores).
-std::string LoadAverage() {
-  std::ifstream file("/proc/loadavg");
-  std::string value;
-  if (!(file >> value)) return "unknown";
-  return value;
-}
-
 std::string ErrorText(double error) {
   return fmt::format("{:.1e}{}", error, error > 1e-3 ? " (!)" : "");
 }
@@ -218,10 +145,10 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
       "Tandem default schedules{} vs oneDNN {}.{}.{} ({} threads each; f32; latency = best of {} "
       "passes' medians; load average {} at start, {} at end)\n\n",
       options.pipeline.empty() ? "" : " after pipeline " + options.pipeline, version->major,
-      version->minor, version->patch, options.threads, options.passes, load_at_start,
+      version->minor, version->patch, options.threads, options.timing.passes, load_at_start,
       LoadAverage());
   double cores = std::thread::hardware_concurrency();
-  if (std::atof(load_at_start.c_str()) > cores || std::atof(LoadAverage().c_str()) > cores) {
+  if (Overloaded(load_at_start) || Overloaded(LoadAverage())) {
     std::cout << fmt::format(
         "WARNING: the load average exceeded the {} cores, so other processes competed for them. "
         "oneDNN's OpenMP threads then wait at barriers for a descheduled team member, which "
@@ -266,12 +193,6 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
   }
 }
 
-std::string Quoted(const std::string& text) {
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 void WriteCsv(const std::vector<Row>& rows, const std::string& path) {
   std::ofstream out(path);
   if (!out) throw ir::Error(fmt::format("cannot write the CSV file '{}'", path));
@@ -280,34 +201,17 @@ void WriteCsv(const std::vector<Row>& rows, const std::string& path) {
          "tandem_repeats,onednn_repeats,onednn_program,onednn_implementation,error\n";
   for (const Row& r : rows) {
     if (!r.error.empty()) {
-      out << fmt::format("{},{},{},,,,,,,,,,,,,{}\n", r.name, Quoted(r.shapes), r.flops,
-                         Quoted(r.error));
+      out << fmt::format("{},{},{},,,,,,,,,,,,,{}\n", r.name, CsvQuoted(r.shapes), r.flops,
+                         CsvQuoted(r.error));
       continue;
     }
     double t = r.tandem.best(), o = r.onednn.best();
     out << fmt::format(
         "{},{},{},{:.3f},{:.4f},{:.3f},{:.4f},{:.4f},{:.3e},{:.3f},{:.3f},{},{},{},{},\n", r.name,
-        Quoted(r.shapes), r.flops, t * 1e6, r.flops / t / 1e9, o * 1e6, r.flops / o / 1e9, o / t,
+        CsvQuoted(r.shapes), r.flops, t * 1e6, r.flops / t / 1e9, o * 1e6, r.flops / o / 1e9, o / t,
         r.relative_error, r.tandem.worst() * 1e6, r.onednn.worst() * 1e6, r.tandem.repeats,
-        r.onednn.repeats, Quoted(r.program), Quoted(r.implementation));
+        r.onednn.repeats, CsvQuoted(r.program), CsvQuoted(r.implementation));
   }
-}
-
-std::vector<std::string> SelectedWorkloads(const std::string& list) {
-  if (list.empty()) return WorkloadNames();
-  std::vector<std::string> names;
-  std::stringstream stream(list);
-  std::string name;
-  while (std::getline(stream, name, ',')) {
-    if (name.empty()) continue;
-    std::vector<std::string> known = WorkloadNames();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw ir::Error(fmt::format("unknown workload '{}' in --workloads (known: {})", name,
-                                  fmt::join(known, ", ")));
-    }
-    names.push_back(name);
-  }
-  return names;
 }
 
 int Main(int argc, char** argv) {
@@ -318,13 +222,13 @@ int Main(int argc, char** argv) {
   app.add_option("--workloads", options.workloads,
                  fmt::format("comma-separated workloads (default: all of {})",
                              fmt::join(WorkloadNames(), ",")));
-  app.add_option("--passes", options.passes, "turns each contender gets")
+  app.add_option("--passes", options.timing.passes, "turns each contender gets")
       ->check(CLI::PositiveNumber);
-  app.add_option("--min-time", options.min_time, "seconds one block of repeats should take")
+  app.add_option("--min-time", options.timing.min_time, "seconds one block of repeats should take")
       ->check(CLI::PositiveNumber);
-  app.add_option("--min-repeats", options.min_repeats, "least repeats in a block")
+  app.add_option("--min-repeats", options.timing.min_repeats, "least repeats in a block")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-block-time", options.max_block_time,
+  app.add_option("--max-block-time", options.timing.max_block_time,
                  "seconds above which a slow contender's block drops to fewer repeats (>= 3)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", options.threads, "threads for both contenders")

@@ -108,6 +108,16 @@ std::vector<KernelCandidate> TaskSearch::NextBatch(int count, CostModel& model,
     if (measured_.count(p.hash) != 0 || !chosen.insert(p.hash).second) return;
     batch.push_back(p.candidate);
   };
+  if (options_.offer_default_schedule && !default_offered_) {
+    default_offered_ = true;
+    try {
+      ir::Trace trace =
+          kernels::ApplyDefaultSchedule(task_.kernel, options_.default_schedule).trace();
+      if (std::optional<Program> p = FromTrace(trace)) take(*p);
+    } catch (const ir::Error&) {
+      // No default schedule for this kernel: the search alone decides.
+    }
+  }
   // Fresh random samples: the whole batch for replay, the population's base and the
   // exploration share for evolutionary search.
   std::vector<Program> samples;

@@ -15,7 +15,10 @@
 //   3. returns the best-scored programs not measured yet, except that an `epsilon` share of the
 //      batch is drawn at random from the fresh samples (exploration, so a wrong model cannot
 //      starve a region of the space).
-// Replay skips steps 1-2: the batch is random samples. Both only return programs not measured
+// Replay skips steps 1-2: the batch is random samples. With `offer_default_schedule`, the first
+// batch also holds the kernel's default schedule (kernels/default_schedule.h, postprocessed like
+// a sample), so that tuning never ends slower than the untuned build where the design space is
+// weaker than the hand-written rules. Both only return programs not measured
 // before (by the hash of the scheduled kernel), and give up a sampling loop after
 // `max_failures` rejected attempts in a row.
 #pragma once
@@ -27,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/default_schedule.h"
 #include "kernels/search/search_space.h"
 #include "tuning/cost_model.h"
 #include "tuning/database.h"
@@ -43,6 +47,8 @@ struct SearchOptions {
   double epsilon = 0.1;
   int seeds_from_database = 16;
   int max_failures = 256;
+  bool offer_default_schedule = false;
+  kernels::DefaultScheduleOptions default_schedule;
 };
 
 class TaskSearch {
@@ -86,6 +92,7 @@ class TaskSearch {
   ir::Trace best_trace_;
   std::vector<std::pair<int64_t, double>> curve_;
   bool exhausted_ = false;
+  bool default_offered_ = false;
 };
 
 }  // namespace tandem::tuning

@@ -84,8 +84,13 @@ void TaskScheduler::Run() {
     model_.Update(examples);
     CurvePoint point;
     point.trials = trials_;
+    point.all_tasks_measured = true;
     for (const TaskSearch& s : searches_) {
-      if (std::isfinite(s.best_seconds())) point.weighted_seconds += s.task().weight * s.best_seconds();
+      if (std::isfinite(s.best_seconds())) {
+        point.weighted_seconds += static_cast<double>(s.task().weight) * s.best_seconds();
+      } else {
+        point.all_tasks_measured = false;
+      }
     }
     point.elapsed_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -95,6 +100,7 @@ void TaskScheduler::Run() {
                             search.best_seconds()});
     }
   }
+  session_.RecordKernelCurve({pass_, searches_.size(), curve_});
 }
 
 }  // namespace tandem::tuning

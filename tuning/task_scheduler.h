@@ -37,13 +37,6 @@ struct SchedulerOptions {
   double epsilon = 0.05;
 };
 
-// (total trials, weighted latency sum_i w_i g_i) after every batch: the model's tuning curve.
-struct CurvePoint {
-  int64_t trials = 0;
-  double weighted_seconds = 0;
-  double elapsed_seconds = 0;
-};
-
 class TaskScheduler {
  public:
   TaskScheduler(std::vector<TuningTask> tasks, TuningSession& session, CostModel& model,
@@ -54,6 +47,7 @@ class TaskScheduler {
   void Run();
 
   const std::vector<TaskSearch>& searches() const { return searches_; }
+  // The model's tuning curve: a point after every batch (also recorded in the session).
   const std::vector<CurvePoint>& curve() const { return curve_; }
   // Index of the task the next batch goes to (exposed for tests).
   size_t PickTask();

@@ -84,16 +84,23 @@ EvaluationCounts TuningSession::TotalCounts() const {
 
 bool TuningSession::BudgetSpent() const { return RemainingBudget() == 0; }
 
-void TuningSession::EnsureReference(const ir::IRModule& module) { ReferenceFor(module); }
+void TuningSession::EnsureReference(const ir::IRModule& module) {
+  std::string signature = Signature(module.Get(options_.function));
+  if (!references_.count(signature)) reference_modules_.emplace(signature, module);
+}
 
 const TuningSession::Reference& TuningSession::ReferenceFor(const ir::IRModule& module) {
   const ir::GraphFunction& function = module.Get(options_.function);
   std::string signature = Signature(function);
   auto it = references_.find(signature);
   if (it != references_.end()) return it->second;
+  auto registered = reference_modules_.find(signature);
+  const ir::IRModule& semantics =
+      registered != reference_modules_.end() ? registered->second : module;
   Reference reference;
-  reference.inputs = backends::RandomInputs(function, options_.seed);
-  reference.expected = backends::RunReference(module, reference.inputs, options_.function);
+  reference.inputs = backends::RandomInputs(semantics.Get(options_.function), options_.seed);
+  reference.expected = backends::RunReference(semantics, reference.inputs, options_.function);
+  if (registered != reference_modules_.end()) reference_modules_.erase(registered);
   return references_.emplace(signature, std::move(reference)).first->second;
 }
 

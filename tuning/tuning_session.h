@@ -65,6 +65,25 @@ struct KernelCandidate {
   ir::Trace trace;
 };
 
+// A point of a kernel tuning curve, taken after every measured batch: the trials so far, the
+// weighted latency sum_i w_i * best_i over the tasks (w_i: calls per run of the model, best_i:
+// the task's best measured latency so far) and the seconds since the run began.
+// `all_tasks_measured` is false while some task has no successful measurement yet (its term is
+// missing from the sum).
+struct CurvePoint {
+  int64_t trials = 0;
+  double weighted_seconds = 0;
+  double elapsed_seconds = 0;
+  bool all_tasks_measured = false;
+};
+
+// The tuning curve of one kernel search (one TuneKernels run over one module's tasks).
+struct KernelTuningCurve {
+  std::string pass;    // the pass's pipeline text
+  size_t num_tasks = 0;
+  std::vector<CurvePoint> points;
+};
+
 // A decision a top-level tuning pass took: its trace from the pass's input, and the result.
 struct TuningDecision {
   std::string pass;      // the pass's pipeline text
@@ -110,10 +129,12 @@ class TuningSession {
   // The hash that identifies a scheduled program within its workload.
   static std::string CandidateHash(const ir::KernelFunction& scheduled);
 
-  // Fixes the inputs and expected outputs used to check every candidate with the same function
-  // signature as `module` (computed once, by the reference interpreter on `module`). Called by
-  // a top-level tuning pass on its input so that every candidate is checked against the
-  // semantics of the module tuning started from.
+  // Fixes the module whose outputs every candidate with the same function signature is checked
+  // against (the reference interpreter's outputs on fixed random inputs). Called by a top-level
+  // tuning pass on its input so that every candidate is checked against the semantics of the
+  // module tuning started from. The interpreter runs when the first such candidate is measured,
+  // not here: a pass that measures no graph-level candidate (TuneKernels checks kernels alone)
+  // never pays for it. The first module registered for a signature wins.
   void EnsureReference(const ir::IRModule& module);
 
   const std::map<std::string, EvaluationCounts>& counts() const { return counts_; }
@@ -122,6 +143,9 @@ class TuningSession {
 
   void RecordDecision(TuningDecision decision) { decisions_.push_back(std::move(decision)); }
   const std::vector<TuningDecision>& decisions() const { return decisions_; }
+  void RecordKernelCurve(KernelTuningCurve curve) { kernel_curves_.push_back(std::move(curve)); }
+  // Every kernel search of this run, in the order they finished.
+  const std::vector<KernelTuningCurve>& kernel_curves() const { return kernel_curves_; }
 
   kernels::RandomState& random() { return random_; }
   Database& database() { return *database_; }
@@ -160,8 +184,10 @@ class TuningSession {
   std::map<std::string, EvaluationCounts> counts_;
   std::map<std::string, double> best_seconds_;  // per pass
   std::map<std::string, Reference> references_;  // by function signature
+  std::map<std::string, ir::IRModule> reference_modules_;  // by signature, not yet computed
   std::map<std::string, Reference> kernel_references_;  // by workload hash
   std::vector<TuningDecision> decisions_;
+  std::vector<KernelTuningCurve> kernel_curves_;
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
 };

@@ -39,6 +39,8 @@ class TuneKernels : public TuningPass {
     std::vector<tuning::TuningTask> tasks = tuning::ExtractTasks(candidate.output);
     tuning::SearchOptions search;
     search.evolutionary = ParseChoice("strategy", {"evolutionary", "replay"}) == "evolutionary";
+    search.offer_default_schedule = true;
+    search.default_schedule = ScheduleOptions(context);
     tuning::SchedulerOptions scheduler;
     scheduler.gradient = ParseChoice("scheduler", {"gradient", "round_robin"}) == "gradient";
     scheduler.max_trials = IntArgument("trials", 0);
@@ -111,11 +113,17 @@ class TuneKernels : public TuningPass {
                                 fmt::join(allowed, ", ")));
   }
 
+  static kernels::DefaultScheduleOptions ScheduleOptions(const PassContext& context) {
+    kernels::DefaultScheduleOptions options;
+    options.num_threads = context.target.num_threads;
+    if (context.target.vector_bits > 0) options.vector_lanes = context.target.vector_bits / 32;
+    return options;
+  }
+
   static ir::IRModule Lower(const ir::IRModule& module, std::map<std::string, ir::Trace> traces,
                             const kernels::SearchSpace& space, PassContext& context) {
     kernels::LegalizeOptions options;
-    options.schedule.num_threads = context.target.num_threads;
-    if (context.target.vector_bits > 0) options.schedule.vector_lanes = context.target.vector_bits / 32;
+    options.schedule = ScheduleOptions(context);
     options.schedule_provider = tuning::TraceMapProvider(std::move(traces), space);
     return kernels::Legalize(module, options);
   }

@@ -1,0 +1,54 @@
+// Interleaved timing of contenders, shared by the benchmarks that compare Tandem with oneDNN.
+//
+// These machines have noisy periods in which short two-thread kernels run several times slower,
+// so one long measurement of one contender followed by one of the other can compare a quiet
+// period with a noisy one. Instead the contenders take turns: each pass runs a block of N
+// repeats of every contender (the order alternating from pass to pass) and keeps each block's
+// median; a contender's latency is its best pass median. N is chosen per contender so that a
+// block takes about `min_time` seconds, with at least `min_repeats` repeats (at least 3 when one
+// run is slower than max_block_time / min_repeats). The turns are blocks rather than single
+// calls because both runtimes keep their worker threads spinning for a while after a call:
+// alternating single calls would time each contender while the other's idle workers still
+// compete for the cores.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tandem::bench {
+
+struct TimingOptions {
+  int passes = 5;
+  double min_time = 0.2;
+  int min_repeats = 10;
+  double max_block_time = 5.0;
+};
+
+struct Contender {
+  std::function<void()> run;
+  int repeats = 0;
+  std::vector<double> block_medians;  // one per pass
+  double best() const;
+  double worst() const;
+};
+
+double TimeOnce(const std::function<void()>& run);
+double Median(std::vector<double> values);
+
+// Warms every contender up, picks its repeats per block, then runs options.passes passes of
+// turns. `log` (may be empty) receives a line describing the plan.
+void MeasureInTurns(const std::vector<Contender*>& contenders, const TimingOptions& options,
+                    std::string* plan = nullptr);
+
+// The 1-minute load average ("unknown" when /proc/loadavg cannot be read).
+std::string LoadAverage();
+// True when the load average exceeded the core count (other processes competed for the cores).
+bool Overloaded(const std::string& load_average);
+// `text` quoted for a CSV field.
+std::string CsvQuoted(const std::string& text);
+// The workloads named in a comma-separated list (all of them for an empty list); Error for an
+// unknown name, listing the known ones.
+std::vector<std::string> SelectedWorkloads(const std::string& list);
+
+}  // namespace tandem::bench
