@@ -235,7 +235,16 @@ std::optional<Schedule> SampleProgram(const ir::KernelFunction& kernel,
 
 std::optional<Schedule> ReplayProgram(const ir::KernelFunction& kernel, const ir::Trace& trace,
                                       const SearchSpace& space) {
-  return Postprocess(kernel, search::DesignPart(trace), space, 0);
+  bool fixed = true;  // neither sampled from a design space nor postprocessed
+  for (const ir::Instruction& inst : trace.instructions()) {
+    if (IsSampling(inst.kind) || inst.kind == "enter_postproc") fixed = false;
+  }
+  if (!fixed) return Postprocess(kernel, search::DesignPart(trace), space, 0);
+  try {
+    return Schedule::Replay(kernel, trace, 0);
+  } catch (const ir::Error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace tandem::kernels

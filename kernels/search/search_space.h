@@ -116,7 +116,11 @@ std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,
 std::optional<Schedule> SampleProgram(const ir::KernelFunction& kernel,
                                       const ir::Trace& design_space, const SearchSpace& space,
                                       RandomState& random);
-// Replays `trace` (decisions kept) and postprocesses; nullopt when invalid.
+// Replays `trace` (decisions kept) and postprocesses; nullopt when invalid. A fixed trace (no
+// sampling instruction and no postprocessing part: a default or hand-written schedule) is
+// replayed as it is: it was never drawn from the space, so the space's postprocessors, whose
+// vector-width and annotation rules prune samples, do not apply to it; the primitives' own
+// checks still reject an illegal step.
 std::optional<Schedule> ReplayProgram(const ir::KernelFunction& kernel, const ir::Trace& trace,
                                       const SearchSpace& space);
 

@@ -3,6 +3,8 @@
 // LLVM), traces that serialize and replay, mutators that change one decision, the SSRSRS
 // structure of a tiled matmul, and rules that can be added by users.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <memory>
 #include <set>
@@ -14,6 +16,7 @@
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/kernel_structural.h"
 #include "kernels/compute/lower.h"
+#include "kernels/default_schedule.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/search_space.h"
 #include "schedule_test_util.h"
@@ -512,6 +515,40 @@ TEST(ScheduleReplay, SampledAnnotationFollowsItsDecision) {
   Schedule replayed = Schedule::Replay(kernel, ir::Trace::FromJson(s.trace().ToJson()));
   EXPECT_EQ(replayed.trace(), s.trace());
   EXPECT_EQ(depth(Schedule::Replay(kernel, s.trace().WithDecision(1, int64_t{2}))), 64);
+}
+
+}  // namespace
+}  // namespace tandem::kernels
+
+namespace tandem::kernels {
+namespace {
+
+// Kernel tuning offers each kernel's default schedule as a candidate (so tuning never ends
+// slower than the untuned build), and apply-history-best replays a recorded trace through the
+// search space's postprocessors: every default schedule must survive that replay and keep
+// computing what the unscheduled kernel computes.
+TEST(DefaultSchedule, ReplaysThroughTheSearchSpace) {
+  SearchSpace space = Space();
+  std::vector<std::string> rejected;
+  for (const tandem::testing::Case& c : tandem::testing::AllCases()) {
+    SCOPED_TRACE(c.op + "/" + c.label);
+    ir::GraphFunction function = tandem::testing::BuildCall(c);
+    const ir::Node& call = function.node(function.Find("result"));
+    ir::KernelFunction kernel = LowerOpCall("kernel", c.op, call.attrs, c.inputs, call.type);
+    Schedule scheduled = ApplyDefaultSchedule(kernel);
+    std::optional<Schedule> replayed = ReplayProgram(kernel, scheduled.trace(), space);
+    if (!replayed) {
+      rejected.push_back(c.op + "/" + c.label);
+      continue;
+    }
+    std::vector<ir::Tensor> inputs = tandem::testing::CaseInputs(c, 5);
+    std::vector<ir::Tensor> want = backends::RunKernelReference(kernel, inputs, true);
+    std::vector<ir::Tensor> got = backends::RunKernelReference(replayed->function(), inputs, true);
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_LE(ir::RelativeError(got[k], want[k]), 1e-4);
+    }
+  }
+  EXPECT_TRUE(rejected.empty()) << fmt::format("{}", fmt::join(rejected, ", "));
 }
 
 }  // namespace
