@@ -14,11 +14,20 @@ std::string Escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -81,8 +90,8 @@ std::string LinePlotSvg(const std::vector<PlotSeries>& series, const PlotOptions
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
       "<text transform=\"translate(16,{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-      left, top, plot_w, plot_h, left + plot_w / 2, options.height - 12,
-      Escaped(options.x_label), top + plot_h / 2, Escaped(options.y_label));
+      left, top, plot_w, plot_h, left + plot_w / 2, options.height - 12, Escaped(options.x_label),
+      top + plot_h / 2, Escaped(options.y_label));
   // Series and legend.
   for (size_t k = 0; k < series.size(); ++k) {
     const PlotSeries& s = series[k];
@@ -101,8 +110,8 @@ std::string LinePlotSvg(const std::vector<PlotSeries>& series, const PlotOptions
       last_y = y;
     }
     if (!path.empty()) {
-      svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
-                         path, s.color);
+      svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path,
+                         s.color);
     }
     double ly = top + 14 + 16 * static_cast<double>(k);
     svg += fmt::format(

@@ -10,8 +10,8 @@ namespace tandem::bench {
 
 struct PlotSeries {
   std::string label;
-  std::string color;                               // any SVG colour ("#1f77b4")
-  std::vector<std::pair<double, double>> points;   // (x, y), x increasing
+  std::string color;                              // any SVG colour ("#1f77b4")
+  std::vector<std::pair<double, double>> points;  // (x, y), x increasing
 };
 
 struct PlotOptions {

@@ -121,8 +121,8 @@ TuneRun Tune(const Workload& workload, const std::string& cost_model,
   tuning::TuningSession& session = *context.tuning;
   std::string name = workload.name;
   session.on_progress = [&name, &cost_model](const tuning::ProgressEvent& event) {
-    std::cerr << fmt::format("\r{} [{}] {} trials of {} | best {:.1f} us        ", name,
-                             cost_model, event.done, event.total, event.best_seconds * 1e6)
+    std::cerr << fmt::format("\r{} [{}] {} trials of {} | best {:.1f} us        ", name, cost_model,
+                             event.done, event.total, event.best_seconds * 1e6)
               << std::flush;
   };
   passes::PassPtr pipeline = passes::ParsePipeline(TuningPipelineText(cost_model, options));
@@ -159,7 +159,8 @@ void WriteCurves(const Row& row, const Options& options) {
   }
   if (row.onednn.block_medians.size() > 0) {
     double o = row.onednn.best() * 1e6;
-    series.push_back({fmt::format("oneDNN {:.1f} us", o), "#2ca02c",
+    series.push_back({fmt::format("oneDNN {:.1f} us", o),
+                      "#2ca02c",
                       {{0.0, o}, {static_cast<double>(options.trials), o}}});
   }
   PlotOptions plot;
@@ -178,9 +179,9 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   row.flops = workload.flops;
 
   std::shared_ptr<tuning::Database> database =
-      options.database.empty() ? tuning::MakeInMemoryDatabase()
-                               : std::shared_ptr<tuning::Database>(
-                                     tuning::OpenSqliteDatabase(options.database));
+      options.database.empty()
+          ? tuning::MakeInMemoryDatabase()
+          : std::shared_ptr<tuning::Database>(tuning::OpenSqliteDatabase(options.database));
   row.xgboost = Tune(workload, "xgboost", database, options);
   if (options.compare_random) {
     row.random = Tune(workload, "random", tuning::MakeInMemoryDatabase(), options);
@@ -211,8 +212,8 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   for (Contender& program : programs) contenders.push_back(&program);
   std::string plan;
   MeasureInTurns(contenders, options.timing, &plan);
-  std::cerr << fmt::format("{}: measured {} passes of [tuned, default, oneDNN programs]:{}\n",
-                           name, options.timing.passes, plan);
+  std::cerr << fmt::format("{}: measured {} passes of [tuned, default, oneDNN programs]:{}\n", name,
+                           options.timing.passes, plan);
   size_t chosen = 0;
   for (size_t p = 1; p < programs.size(); ++p) {
     if (programs[p].best() < programs[chosen].best()) chosen = p;
@@ -257,9 +258,9 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
     std::cout << fmt::format(
         "| {} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.3f} | {:.0f} | {} ({}) | {} | "
         "{:.1e} |\n",
-        r.name, r.flops / 1e6, t * 1e6, r.flops / t / 1e9, r.defaults.best() * 1e6, o * 1e6,
-        o / t, r.xgboost.tuning_seconds, r.xgboost.counts.measured, r.xgboost.counts.failed,
-        to95, r.relative_error);
+        r.name, r.flops / 1e6, t * 1e6, r.flops / t / 1e9, r.defaults.best() * 1e6, o * 1e6, o / t,
+        r.xgboost.tuning_seconds, r.xgboost.counts.measured, r.xgboost.counts.failed, to95,
+        r.relative_error);
   }
   std::cout << "\noneDNN/tuned > 1 means Tandem is faster. default = Tandem's untuned default "
                "schedules. tuning s = wall time of the default_tuning pipeline (XGBoost run). "
@@ -282,13 +283,12 @@ void WriteSummary(const std::vector<Row>& rows, const Options& options) {
                          CsvQuoted(r.error));
       continue;
     }
-    out << fmt::format("{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{:.1f},{},{},{},{},{:.1f},{:.2e},{},\n",
-                       r.name, CsvQuoted(r.shapes), r.flops, r.tuned.best() * 1e6,
-                       r.defaults.best() * 1e6, r.onednn.best() * 1e6,
-                       r.onednn.best() / r.tuned.best(), r.xgboost.tuning_seconds,
-                       r.xgboost.counts.measured, r.xgboost.counts.failed, r.xgboost.trials_to_95,
-                       r.random.trials_to_95, r.random.tuning_seconds, r.relative_error,
-                       CsvQuoted(r.program));
+    out << fmt::format(
+        "{},{},{},{:.3f},{:.3f},{:.3f},{:.4f},{:.1f},{},{},{},{},{:.1f},{:.2e},{},\n", r.name,
+        CsvQuoted(r.shapes), r.flops, r.tuned.best() * 1e6, r.defaults.best() * 1e6,
+        r.onednn.best() * 1e6, r.onednn.best() / r.tuned.best(), r.xgboost.tuning_seconds,
+        r.xgboost.counts.measured, r.xgboost.counts.failed, r.xgboost.trials_to_95,
+        r.random.trials_to_95, r.random.tuning_seconds, r.relative_error, CsvQuoted(r.program));
   }
 }
 
@@ -355,4 +355,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace tandem::bench
 
-int main(int argc, char** argv) { return tandem::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  return tandem::bench::Main(argc, argv);
+}

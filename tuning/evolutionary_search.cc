@@ -10,7 +10,8 @@ namespace tandem::tuning {
 TaskSearch::TaskSearch(TuningTask task, const kernels::SearchSpace& space, SearchOptions options,
                        uint64_t seed)
     : task_(std::move(task)), space_(space), options_(options), random_(seed) {
-  for (const kernels::Schedule& design : kernels::GenerateDesignSpaces(task_.kernel, space_, seed)) {
+  for (const kernels::Schedule& design :
+       kernels::GenerateDesignSpaces(task_.kernel, space_, seed)) {
     design_spaces_.push_back(design.trace());
   }
   if (design_spaces_.empty()) design_spaces_.push_back(ir::Trace());
@@ -26,8 +27,8 @@ std::optional<TaskSearch::Program> TaskSearch::FromTrace(const ir::Trace& trace)
 }
 
 std::optional<TaskSearch::Program> TaskSearch::Sample() {
-  const ir::Trace& design =
-      design_spaces_[static_cast<size_t>(random_.Uniform(static_cast<int64_t>(design_spaces_.size())))];
+  const ir::Trace& design = design_spaces_[static_cast<size_t>(
+      random_.Uniform(static_cast<int64_t>(design_spaces_.size())))];
   std::optional<kernels::Schedule> schedule =
       kernels::SampleProgram(task_.kernel, design, space_, random_);
   if (!schedule) return std::nullopt;
@@ -68,7 +69,8 @@ std::vector<TaskSearch::Program> TaskSearch::Evolve(std::vector<Program> populat
     std::set<std::string> seen;
     for (const Program& p : population) seen.insert(p.hash);
     int failures = 0;
-    while (static_cast<int>(next.size()) < 2 * options_.population && failures < options_.max_failures) {
+    while (static_cast<int>(next.size()) < 2 * options_.population &&
+           failures < options_.max_failures) {
       double pick = random_.UniformReal() * sum;
       size_t parent = 0;
       while (parent + 1 < weights.size() && pick > weights[parent]) pick -= weights[parent++];
@@ -89,9 +91,11 @@ std::vector<TaskSearch::Program> TaskSearch::Evolve(std::vector<Program> populat
     scores = model.Predict(features);
     std::vector<size_t> order(next.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return scores[a] > scores[b]; });
     population.clear();
-    for (size_t i = 0; i < order.size() && static_cast<int>(population.size()) < options_.population; ++i) {
+    for (size_t i = 0;
+         i < order.size() && static_cast<int>(population.size()) < options_.population; ++i) {
       population.push_back(std::move(next[order[i]]));
     }
   }
@@ -137,8 +141,8 @@ std::vector<KernelCandidate> TaskSearch::NextBatch(int count, CostModel& model,
     for (const Program& p : samples) take(p);
   } else {
     std::vector<Program> population;
-    for (const TuningRecord& record :
-         database.Best(task_.workload_hash, target, static_cast<size_t>(options_.seeds_from_database))) {
+    for (const TuningRecord& record : database.Best(
+             task_.workload_hash, target, static_cast<size_t>(options_.seeds_from_database))) {
       try {
         if (std::optional<Program> p = FromTrace(ir::Trace::FromJson(record.trace_json))) {
           population.push_back(std::move(*p));

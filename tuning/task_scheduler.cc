@@ -23,7 +23,9 @@ double TaskScheduler::TaskGradient(size_t i) const {
   const auto& curve = s.curve();
   double backward = 0;
   if (curve.size() > 1) {
-    size_t back = curve.size() > static_cast<size_t>(options_.window) ? curve.size() - 1 - options_.window : 0;
+    size_t back = curve.size() > static_cast<size_t>(options_.window)
+                      ? curve.size() - 1 - options_.window
+                      : 0;
     double earlier = curve[back].second;
     double span = static_cast<double>(curve.back().first - curve[back].first);
     if (std::isfinite(earlier) && span > 0) backward = (best - earlier) / span;
@@ -69,7 +71,8 @@ void TaskScheduler::Run() {
     size_t i = PickTask();
     if (i >= searches_.size()) break;
     TaskSearch& search = searches_[i];
-    int count = static_cast<int>(std::min<int64_t>(options_.batch_size, options_.max_trials - trials_));
+    int count =
+        static_cast<int>(std::min<int64_t>(options_.batch_size, options_.max_trials - trials_));
     std::vector<KernelCandidate> batch =
         search.NextBatch(count, model_, session_.database(), session_.target_descriptor());
     if (batch.empty()) continue;  // exhausted now; PickTask skips it from here on
@@ -96,8 +99,8 @@ void TaskScheduler::Run() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     curve_.push_back(point);
     if (session_.on_progress) {
-      session_.on_progress({pass_ + " " + search.task().name, trials_, options_.max_trials,
-                            search.best_seconds()});
+      session_.on_progress(
+          {pass_ + " " + search.task().name, trials_, options_.max_trials, search.best_seconds()});
     }
   }
   session_.RecordKernelCurve({pass_, searches_.size(), curve_});

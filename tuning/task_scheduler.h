@@ -33,15 +33,15 @@ struct SchedulerOptions {
   int64_t max_trials = 64;  // measurements over all tasks
   int batch_size = 16;
   double alpha = 0.2;
-  int window = 3;           // trials-curve points for the backward slope
+  int window = 3;  // trials-curve points for the backward slope
   double epsilon = 0.05;
 };
 
 class TaskScheduler {
  public:
   TaskScheduler(std::vector<TuningTask> tasks, TuningSession& session, CostModel& model,
-                const kernels::SearchSpace& space, SearchOptions search,
-                SchedulerOptions options, std::string pass);
+                const kernels::SearchSpace& space, SearchOptions search, SchedulerOptions options,
+                std::string pass);
 
   // Tunes until max_trials measurements were requested or every task is exhausted.
   void Run();

@@ -35,7 +35,8 @@ class TuneKernels : public TuningPass {
 
   Candidate Tune(const Candidate& candidate, PassContext& context) const override {
     tuning::TuningSession& session = context.Tuning();
-    kernels::SearchSpace space = tuning::SearchSpaceFor(session.target(), session.target_descriptor());
+    kernels::SearchSpace space =
+        tuning::SearchSpaceFor(session.target(), session.target_descriptor());
     std::vector<tuning::TuningTask> tasks = tuning::ExtractTasks(candidate.output);
     tuning::SearchOptions search;
     search.evolutionary = ParseChoice("strategy", {"evolutionary", "replay"}) == "evolutionary";
@@ -90,16 +91,15 @@ class TuneKernels : public TuningPass {
     if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
       throw ir::Error("TuneKernels: the instruction has no schedule map as its decision");
     }
-    nlohmann::json decision = nlohmann::json::parse(std::get<std::string>(*instruction.decision),
-                                                    nullptr, false);
+    nlohmann::json decision =
+        nlohmann::json::parse(std::get<std::string>(*instruction.decision), nullptr, false);
     if (!decision.is_object()) throw ir::Error("TuneKernels: the decision is not a JSON object");
     std::map<std::string, ir::Trace> traces;
     for (const auto& [hash, trace] : decision.items()) {
       traces.emplace(hash, ir::Trace::FromJson(trace.get<std::string>()));
     }
     ir::Target target = context.target;
-    kernels::SearchSpace space =
-        tuning::SearchSpaceFor(target, tuning::TargetDescriptor(target));
+    kernels::SearchSpace space = tuning::SearchSpaceFor(target, tuning::TargetDescriptor(target));
     return Lower(module, std::move(traces), space, context);
   }
 
@@ -136,15 +136,15 @@ void RegisterTuneKernels(PassRegistry& registry) {
       .name = "TuneKernels",
       .doc = "Search schedules for every kernel (evolutionary search, cost model, task "
              "scheduler), then lower with the best ones found.",
-      .arguments =
-          {{"trials", ir::AttrKind::kInt, int64_t{0},
-            "measurements over all kernels (0: the run's remaining budget, or 64)"},
-           {"batch", ir::AttrKind::kInt, int64_t{16}, "programs measured per round"},
-           {"strategy", ir::AttrKind::kString, std::string("evolutionary"),
-            "evolutionary or replay (random sampling)"},
-           {"scheduler", ir::AttrKind::kString, std::string("gradient"),
-            "gradient or round_robin"},
-           {"cost_model", ir::AttrKind::kString, std::string("xgboost"), "xgboost or random"}},
+      .arguments = {{"trials", ir::AttrKind::kInt, int64_t{0},
+                     "measurements over all kernels (0: the run's remaining budget, or 64)"},
+                    {"batch", ir::AttrKind::kInt, int64_t{16}, "programs measured per round"},
+                    {"strategy", ir::AttrKind::kString, std::string("evolutionary"),
+                     "evolutionary or replay (random sampling)"},
+                    {"scheduler", ir::AttrKind::kString, std::string("gradient"),
+                     "gradient or round_robin"},
+                    {"cost_model", ir::AttrKind::kString, std::string("xgboost"),
+                     "xgboost or random"}},
       .is_tuning = true,
       .takes_eval_passes = false,
       .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
