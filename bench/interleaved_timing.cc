@@ -76,6 +76,32 @@ void MeasureInTurns(const std::vector<Contender*>& contenders, const TimingOptio
   }
 }
 
+size_t OnednnContenders::Best() const {
+  size_t best = 0;
+  for (size_t p = 1; p < programs.size(); ++p) {
+    if (programs[p].best() < programs[best].best()) best = p;
+  }
+  return best;
+}
+
+double OnednnContenders::WorstError() const {
+  return errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
+}
+
+OnednnContenders MakeOnednnContenders(const Workload& workload, OnednnContext& context,
+                                      const ir::Tensor& tandem_output) {
+  OnednnContenders contenders;
+  contenders.programs.resize(workload.onednn_programs.size());
+  for (size_t p = 0; p < contenders.programs.size(); ++p) {
+    const OnednnProgram& program = workload.onednn_programs[p];
+    contenders.programs[p].run = [&program, &context] { program.Run(context.stream); };
+    contenders.programs[p].run();
+    contenders.errors.push_back(
+        ir::RelativeError(tandem_output, workload.onednn_output.Reshaped(tandem_output.shape())));
+  }
+  return contenders;
+}
+
 std::string LoadAverage() {
   std::ifstream file("/proc/loadavg");
   std::string value;

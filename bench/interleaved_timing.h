@@ -12,9 +12,15 @@
 // compete for the cores.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <exception>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
+
+#include "bench/operator_workloads.h"
 
 namespace tandem::bench {
 
@@ -45,6 +51,39 @@ void MeasureInTurns(const std::vector<Contender*>& contenders, const TimingOptio
 std::string LoadAverage();
 // True when the load average exceeded the core count (other processes competed for the cores).
 bool Overloaded(const std::string& load_average);
+// A workload's oneDNN programs as contenders. Making them runs every program once and compares
+// Tandem's output (already computed) with each program's output.
+struct OnednnContenders {
+  std::vector<Contender> programs;
+  std::vector<double> errors;  // relative error of Tandem's output against each program's
+  // The program with the best pass median (once measured).
+  size_t Best() const;
+  double WorstError() const;
+};
+OnednnContenders MakeOnednnContenders(const Workload& workload, OnednnContext& context,
+                                      const ir::Tensor& tandem_output);
+
+// Runs `run(name)` for every workload; one that throws becomes a row holding only its name and
+// the error (a broken workload must not hide the others). `after(rows)` follows each workload.
+template <class Row, class Run>
+std::vector<Row> RunEachWorkload(const std::vector<std::string>& names, const Run& run,
+                                 const std::function<void(const std::vector<Row>&)>& after = {}) {
+  std::vector<Row> rows;
+  for (const std::string& name : names) {
+    try {
+      rows.push_back(run(name));
+    } catch (const std::exception& e) {
+      Row row;
+      row.name = name;
+      row.error = e.what();
+      std::cerr << fmt::format("{}: FAILED: {}\n", name, e.what());
+      rows.push_back(row);
+    }
+    if (after) after(rows);
+  }
+  return rows;
+}
+
 // `text` quoted for a CSV field.
 std::string CsvQuoted(const std::string& text);
 // The workloads named in a comma-separated list (all of them for an empty list); Error for an

@@ -101,32 +101,21 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
 
   // Correctness once: Tandem against every oneDNN program.
   row.tandem.run();
-  std::vector<Contender> programs(workload.onednn_programs.size());
-  std::vector<double> errors;
-  for (size_t p = 0; p < programs.size(); ++p) {
-    const OnednnProgram& program = workload.onednn_programs[p];
-    programs[p].run = [&program, &context] { program.Run(context.stream); };
-    programs[p].run();
-    errors.push_back(
-        ir::RelativeError(outputs[0], workload.onednn_output.Reshaped(outputs[0].shape())));
-    row.worst_program_error = std::max(row.worst_program_error, errors.back());
-  }
+  OnednnContenders onednn = MakeOnednnContenders(workload, context, outputs[0]);
+  row.worst_program_error = onednn.WorstError();
 
   // Warm-up, then every contender (each oneDNN program too) takes its turns.
   std::cerr << fmt::format("{}: warming up ...\n", name);
   std::vector<Contender*> contenders = {&row.tandem};
-  for (Contender& program : programs) contenders.push_back(&program);
+  for (Contender& program : onednn.programs) contenders.push_back(&program);
   std::string plan;
   MeasureInTurns(contenders, options.timing, &plan);
   std::cerr << fmt::format("{}: measured {} passes of [Tandem, oneDNN programs]:{}\n", name,
                            options.timing.passes, plan);
 
-  size_t chosen = 0;
-  for (size_t p = 1; p < programs.size(); ++p) {
-    if (programs[p].best() < programs[chosen].best()) chosen = p;
-  }
-  row.onednn = programs[chosen];
-  row.relative_error = errors[chosen];
+  size_t chosen = onednn.Best();
+  row.onednn = onednn.programs[chosen];
+  row.relative_error = onednn.errors[chosen];
   row.program = workload.onednn_programs[chosen].label();
   row.implementation = workload.onednn_programs[chosen].Implementations();
   row.tandem.run = nullptr;  // the closures refer to locals of this function
@@ -245,18 +234,8 @@ int Main(int argc, char** argv) {
     omp_set_num_threads(options.threads);
     backends::ThreadPool::Global().SetNumThreads(options.threads);
     OnednnContext context;
-    std::vector<Row> rows;
-    for (const std::string& name : names) {
-      try {
-        rows.push_back(RunWorkload(name, context, options));
-      } catch (const std::exception& e) {  // one broken workload must not hide the others
-        Row row;
-        row.name = name;
-        row.error = e.what();
-        std::cerr << fmt::format("{}: FAILED: {}\n", name, e.what());
-        rows.push_back(row);
-      }
-    }
+    std::vector<Row> rows = RunEachWorkload<Row>(
+        names, [&](const std::string& name) { return RunWorkload(name, context, options); });
     PrintTable(rows, options, load_at_start);
     if (!options.csv.empty()) WriteCsv(rows, options.csv);
   } catch (const std::exception& e) {

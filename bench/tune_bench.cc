@@ -199,27 +199,16 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   row.defaults.run = [&] { defaults->RunInto(workload.inputs, default_out); };
 
   row.tuned.run();
-  std::vector<Contender> programs(workload.onednn_programs.size());
-  std::vector<double> errors;
-  for (size_t p = 0; p < programs.size(); ++p) {
-    const OnednnProgram& program = workload.onednn_programs[p];
-    programs[p].run = [&program, &context] { program.Run(context.stream); };
-    programs[p].run();
-    errors.push_back(
-        ir::RelativeError(tuned_out[0], workload.onednn_output.Reshaped(tuned_out[0].shape())));
-  }
+  OnednnContenders onednn = MakeOnednnContenders(workload, context, tuned_out[0]);
   std::vector<Contender*> contenders = {&row.tuned, &row.defaults};
-  for (Contender& program : programs) contenders.push_back(&program);
+  for (Contender& program : onednn.programs) contenders.push_back(&program);
   std::string plan;
   MeasureInTurns(contenders, options.timing, &plan);
   std::cerr << fmt::format("{}: measured {} passes of [tuned, default, oneDNN programs]:{}\n", name,
                            options.timing.passes, plan);
-  size_t chosen = 0;
-  for (size_t p = 1; p < programs.size(); ++p) {
-    if (programs[p].best() < programs[chosen].best()) chosen = p;
-  }
-  row.onednn = programs[chosen];
-  row.relative_error = errors[chosen];
+  size_t chosen = onednn.Best();
+  row.onednn = onednn.programs[chosen];
+  row.relative_error = onednn.errors[chosen];
   row.program = workload.onednn_programs[chosen].label();
   row.tuned.run = row.defaults.run = row.onednn.run = nullptr;  // they refer to locals
   WriteCurves(row, options);
@@ -331,19 +320,9 @@ int Main(int argc, char** argv) {
     omp_set_num_threads(options.threads);
     backends::ThreadPool::Global().SetNumThreads(options.threads);
     OnednnContext context;
-    std::vector<Row> rows;
-    for (const std::string& name : names) {
-      try {
-        rows.push_back(RunWorkload(name, context, options));
-      } catch (const std::exception& e) {  // one broken workload must not hide the others
-        Row row;
-        row.name = name;
-        row.error = e.what();
-        std::cerr << fmt::format("{}: FAILED: {}\n", name, e.what());
-        rows.push_back(row);
-      }
-      WriteSummary(rows, options);
-    }
+    std::vector<Row> rows = RunEachWorkload<Row>(
+        names, [&](const std::string& name) { return RunWorkload(name, context, options); },
+        [&](const std::vector<Row>& done) { WriteSummary(done, options); });
     PrintTable(rows, options, load_at_start);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -31,17 +31,6 @@ constexpr int64_t kMaxInlineReuse = 16;
 // into panels (see PackVectorOperands).
 constexpr int64_t kPackMinRow = 1024;
 
-// Runs `step` on `s`; if it throws, restores `s` as it was (the step is skipped).
-bool Try(Schedule& s, const std::function<void()>& step) {
-  Schedule backup = s;
-  try {
-    step();
-    return true;
-  } catch (const ir::Error&) {
-    s = backup;
-    return false;
-  }
-}
 
 const ir::Block& BlockOf(const Schedule& s, const std::string& name) {
   return ir::As<ir::BlockRealizeNode>(GetBlockPath(s.function(), name).target)->block;
@@ -348,7 +337,7 @@ class DefaultScheduler {
       } catch (const ir::Error&) {
         continue;
       }
-      Try(s_, [&] { s_.ComputeInline(s_.GetBlock(name)); });
+      TrySteps(s_, [&] { s_.ComputeInline(s_.GetBlock(name)); });
     }
   }
 
@@ -364,7 +353,7 @@ class DefaultScheduler {
     std::optional<RegisterTile> plan =
         PlanRegisterTile(block, options_.vector_lanes, parallel ? threads_ : 1);
     if (!plan) return false;
-    bool ok = Try(s_, [&] {
+    bool ok = TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
@@ -476,7 +465,7 @@ class DefaultScheduler {
       for (size_t d = 0; d < rank; ++d) source += static_cast<char>('A' + d);
       target = source.substr(0, rank - 2) + source[rank - 1] + source[rank - 2] +
                std::to_string(plan.vector_tile) + static_cast<char>('a' + rank - 1);
-      Try(s_, [&] {
+      TrySteps(s_, [&] {
         BlockRV copy = s_.CacheRead(b, read_index, "global");
         s_.TransformLayout(copy, 0, true, source, target);
         std::vector<LoopRV> loops = s_.GetLoops(copy);
@@ -507,7 +496,7 @@ class DefaultScheduler {
         } catch (const ir::Error&) {
           continue;
         }
-        if (Try(s_, [&] { s_.ReverseComputeInline(s_.GetBlock(consumer)); })) {
+        if (TrySteps(s_, [&] { s_.ReverseComputeInline(s_.GetBlock(consumer)); })) {
           progress = true;
           break;
         }
@@ -553,7 +542,7 @@ class DefaultScheduler {
     for (const ir::IterVar& iv : block->iter_vars) {
       if (iv.kind == ir::IterKind::kReduction) work *= iv.extent;
     }
-    return Try(s_, [&] {
+    return TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
@@ -579,7 +568,7 @@ class DefaultScheduler {
         if (s_.LoopExtent(fused) >= threads_) {
           s_.Parallel(fused);
           // The combination of the partials: its spatial loops parallel too.
-          Try(s_, [&] {
+          TrySteps(s_, [&] {
             std::vector<LoopRV> combine = s_.GetLoops(s_.GetBlock(name));
             std::vector<LoopRV> outer(
                 combine.begin(), combine.begin() + static_cast<std::ptrdiff_t>(first_reduction));
@@ -598,7 +587,7 @@ class DefaultScheduler {
     size_t num_spatial = 0;
     for (const ir::IterVar& iv : block->iter_vars) num_spatial += iv.kind == ir::IterKind::kSpatial;
     if (num_spatial == 0) return;
-    Try(s_, [&] {
+    TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
@@ -636,17 +625,17 @@ class DefaultScheduler {
       if (tile) s_.Unroll(*tile);
       if (vec) s_.Vectorize(*vec);
       if (!reduction.empty()) {
-        Try(s_, [&] { s_.DecomposeReduction(b, reduction.front()); });
+        TrySteps(s_, [&] { s_.DecomposeReduction(b, reduction.front()); });
       }
       // Parallelize the outer spatial loops.
       std::vector<LoopRV> to_fuse = outer_spatial;
       to_fuse.push_back(vec_outer);
       LoopRV parallel = to_fuse.front();
       if (to_fuse.size() > 1) {
-        Try(s_, [&] { parallel = s_.Fuse(to_fuse); });
+        TrySteps(s_, [&] { parallel = s_.Fuse(to_fuse); });
       }
       if (SpatialWork(block) >= options_.parallel_min_work && threads_ > 1) {
-        Try(s_, [&] { s_.Parallel(parallel); });
+        TrySteps(s_, [&] { s_.Parallel(parallel); });
       }
       done_.insert(name);
       // A pointwise epilogue that reads this block's output runs right after each tile.
@@ -654,7 +643,7 @@ class DefaultScheduler {
         if (consumer == name || done_.count(consumer)) continue;
         const ir::Block& c = BlockOf(s_, consumer);
         if (IsReduction(c) || c->init || !ReadsAnyOf(c, block)) continue;
-        if (Try(s_, [&] { s_.ReverseComputeAt(s_.GetBlock(consumer), parallel); })) {
+        if (TrySteps(s_, [&] { s_.ReverseComputeAt(s_.GetBlock(consumer), parallel); })) {
           done_.insert(consumer);
           ScheduleSpatialInner(consumer);
         }
@@ -664,7 +653,7 @@ class DefaultScheduler {
 
   // Vectorizes the innermost loop of an epilogue placed under another block's loop.
   void ScheduleSpatialInner(const std::string& name) {
-    Try(s_, [&] {
+    TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       LoopRV last = loops.back();
@@ -679,7 +668,7 @@ class DefaultScheduler {
   // scalar) and the others fused and parallel; when the innermost loop is too short, all loops
   // fused, split by the vector width and vectorized.
   void ScheduleSpatial(const std::string& name) {
-    bool done = Try(s_, [&] {
+    bool done = TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.empty()) return;
@@ -709,7 +698,7 @@ class DefaultScheduler {
   }
 
   void ScheduleSpatialFused(const std::string& name) {
-    Try(s_, [&] {
+    TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.empty()) return;

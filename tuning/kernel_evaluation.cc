@@ -1,8 +1,6 @@
 // TuningSession::EvaluateKernels: measuring scheduled programs of one kernel task.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include "backends/reference/interpreter.h"
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/kernel_structural.h"
@@ -26,7 +24,8 @@ const TuningSession::Reference& TuningSession::KernelReferenceFor(const TuningTa
   // reference interpreter by the test suite.
   kernels::DefaultScheduleOptions defaults;
   defaults.num_threads = target_.num_threads;
-  ir::IRModule module = SingleKernelModule(kernels::ApplyDefaultSchedule(task.kernel, defaults).function());
+  ir::IRModule module =
+      SingleKernelModule(kernels::ApplyDefaultSchedule(task.kernel, defaults).function());
   Reference reference;
   reference.inputs = backends::RandomInputs(module.Get("main"), options_.seed);
   backends::BuildOptions build = build_options();
@@ -61,45 +60,24 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
   if (to_measure.empty()) return results;
 
   const Reference& reference = KernelReferenceFor(task);
-  std::vector<BuildInput> build_inputs;
   backends::BuildOptions build = build_options();
   build.function = "main";
-  for (size_t i : to_measure) {
-    build_inputs.push_back({SingleKernelModule(candidates[i].scheduled), build});
-  }
-  std::vector<BuildOutput> built = builder_->Build(build_inputs);
-  std::vector<RunInput> run_inputs;
-  std::vector<size_t> run_index;
-  for (size_t k = 0; k < to_measure.size(); ++k) {
-    counts.build_seconds += built[k].seconds;
-    if (!built[k].ok()) {
-      results[to_measure[k]] = MeasureResult::Failure(built[k].error);
-      continue;
-    }
-    run_inputs.push_back({built[k].executable, reference.inputs, reference.expected});
-    run_index.push_back(to_measure[k]);
-  }
-  std::vector<MeasureResult> measured = runner_->Run(run_inputs, options_.measure);
-  for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
+  std::vector<ir::IRModule> modules;
+  for (size_t i : to_measure) modules.push_back(SingleKernelModule(candidates[i].scheduled));
+  std::vector<MeasureResult> measured = BuildAndRun(
+      modules, build, [&](size_t) -> const Reference& { return reference; }, counts);
 
   database_->CommitWorkload({task.workload_hash, "kernel", ir::PrintKernel(task.kernel)});
-  nlohmann::json how = nlohmann::json::parse(MeasuredBy());
-  how["runner"] = "kernel";
-  std::string measured_by = how.dump();
-  for (size_t i : to_measure) {
-    ++counts.measured;
-    if (!results[i].ok()) ++counts.failed;
-    for (double s : results[i].run_seconds) counts.run_seconds += s;
+  std::string measured_by = MeasuredBy("kernel");
+  for (size_t k = 0; k < to_measure.size(); ++k) {
+    size_t i = to_measure[k];
+    results[i] = std::move(measured[k]);
     TuningRecord record;
     record.workload_hash = task.workload_hash;
-    record.target = target_descriptor_;
     record.candidate_hash = hashes[i];
     record.trace_json = candidates[i].trace.ToJson();
-    record.run_seconds = results[i].run_seconds;
-    record.error = results[i].error;
-    record.measured_at = NowUtc();
     record.measured_by = measured_by;
-    database_->CommitRecord(record);
+    CommitMeasurement(std::move(record), results[i], counts);
   }
   return results;
 }

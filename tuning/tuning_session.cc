@@ -82,7 +82,9 @@ EvaluationCounts TuningSession::TotalCounts() const {
   return total;
 }
 
-bool TuningSession::BudgetSpent() const { return RemainingBudget() == 0; }
+bool TuningSession::BudgetSpent() const {
+  return RemainingBudget() == 0;
+}
 
 void TuningSession::EnsureReference(const ir::IRModule& module) {
   std::string signature = Signature(module.Get(options_.function));
@@ -104,15 +106,51 @@ const TuningSession::Reference& TuningSession::ReferenceFor(const ir::IRModule& 
   return references_.emplace(signature, std::move(reference)).first->second;
 }
 
-std::string TuningSession::MeasuredBy() const {
+std::string TuningSession::MeasuredBy(const std::string& runner) const {
   const MeasureOptions& m = options_.measure;
-  nlohmann::json json = {{"runner", "graph"},
+  nlohmann::json json = {{"runner", runner},
                          {"warmup_runs", m.warmup_runs},
                          {"repeats", m.repeats},
                          {"min_repeat_seconds", m.min_repeat_seconds},
                          {"flush_cache", m.flush_cache},
                          {"num_threads", m.num_threads}};
   return json.dump();
+}
+
+std::vector<MeasureResult> TuningSession::BuildAndRun(
+    const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
+    const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts) {
+  std::vector<MeasureResult> results(modules.size());
+  std::vector<BuildInput> build_inputs;
+  for (const ir::IRModule& module : modules) build_inputs.push_back({module, build});
+  std::vector<BuildOutput> built = builder_->Build(build_inputs);
+  std::vector<RunInput> run_inputs;
+  std::vector<size_t> run_index;
+  for (size_t k = 0; k < modules.size(); ++k) {
+    counts.build_seconds += built[k].seconds;
+    if (!built[k].ok()) {
+      results[k] = MeasureResult::Failure(built[k].error);
+      continue;
+    }
+    const Reference& reference = reference_for(k);
+    run_inputs.push_back({built[k].executable, reference.inputs, reference.expected});
+    run_index.push_back(k);
+  }
+  std::vector<MeasureResult> measured = runner_->Run(run_inputs, options_.measure);
+  for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
+  return results;
+}
+
+void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& result,
+                                      EvaluationCounts& counts) {
+  ++counts.measured;
+  if (!result.ok()) ++counts.failed;
+  for (double s : result.run_seconds) counts.run_seconds += s;
+  record.target = target_descriptor_;
+  record.run_seconds = result.run_seconds;
+  record.error = result.error;
+  record.measured_at = NowUtc();
+  database_->CommitRecord(record);
 }
 
 int64_t TuningSession::RemainingBudget() const {
@@ -151,41 +189,22 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
   }
 
   if (!to_measure.empty()) {
-    std::vector<BuildInput> build_inputs;
-    for (size_t i : to_measure) build_inputs.push_back({requests[i].module, build_options()});
-    std::vector<BuildOutput> built = builder_->Build(build_inputs);
-    std::vector<RunInput> run_inputs;
-    std::vector<size_t> run_index;
+    std::vector<ir::IRModule> modules;
+    for (size_t i : to_measure) modules.push_back(requests[i].module);
+    std::vector<MeasureResult> measured = BuildAndRun(
+        modules, build_options(),
+        [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts);
+    std::string measured_by = MeasuredBy("graph");
+    if (!charge_budget) uncharged_measurements_ += static_cast<int64_t>(to_measure.size());
     for (size_t k = 0; k < to_measure.size(); ++k) {
       size_t i = to_measure[k];
-      counts.build_seconds += built[k].seconds;
-      if (!built[k].ok()) {
-        results[i] = MeasureResult::Failure(built[k].error);
-        continue;
-      }
-      const Reference& reference = ReferenceFor(requests[i].module);
-      run_inputs.push_back({built[k].executable, reference.inputs, reference.expected});
-      run_index.push_back(i);
-    }
-    std::vector<MeasureResult> measured = runner_->Run(run_inputs, options_.measure);
-    for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
-
-    std::string measured_by = MeasuredBy();
-    if (!charge_budget) uncharged_measurements_ += static_cast<int64_t>(to_measure.size());
-    for (size_t i : to_measure) {
-      ++counts.measured;
-      if (!results[i].ok()) ++counts.failed;
-      for (double s : results[i].run_seconds) counts.run_seconds += s;
+      results[i] = std::move(measured[k]);
       database_->CommitWorkload({hashes[i], "graph", WorkloadText(requests[i].module)});
       TuningRecord record;
       record.workload_hash = hashes[i];
-      record.target = target_descriptor_;
       record.trace_json = requests[i].trace.ToJson();
-      record.run_seconds = results[i].run_seconds;
-      record.error = results[i].error;
-      record.measured_at = NowUtc();
       record.measured_by = measured_by;
-      database_->CommitRecord(record);
+      CommitMeasurement(std::move(record), results[i], counts);
     }
   }
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -200,8 +219,8 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     if (r.ok() && (best == 0 || r.median_seconds < best)) best = r.median_seconds;
   }
   if (on_progress) {
-    on_progress({pass, static_cast<int64_t>(requests.size()),
-                 static_cast<int64_t>(requests.size()), best});
+    on_progress(
+        {pass, static_cast<int64_t>(requests.size()), static_cast<int64_t>(requests.size()), best});
   }
   return results;
 }
@@ -228,7 +247,8 @@ CostModel& TuningSession::KernelCostModel(const std::string& kind) {
 }
 
 void TuningSession::SaveCostModels() {
-  for (const auto& [kind, model] : cost_models_) database_->PutBlob("cost_model." + kind, model->Save());
+  for (const auto& [kind, model] : cost_models_)
+    database_->PutBlob("cost_model." + kind, model->Save());
 }
 
 }  // namespace tandem::tuning

@@ -48,8 +48,8 @@ struct EvaluationCounts {
 // Reported after each evaluated batch (for progress bars).
 struct ProgressEvent {
   std::string pass;
-  int64_t done = 0;   // candidates of this batch done
-  int64_t total = 0;  // candidates in this batch
+  int64_t done = 0;         // candidates of this batch done
+  int64_t total = 0;        // candidates in this batch
   double best_seconds = 0;  // best latency the pass has seen so far (0: none yet)
 };
 
@@ -79,17 +79,17 @@ struct CurvePoint {
 
 // The tuning curve of one kernel search (one TuneKernels run over one module's tasks).
 struct KernelTuningCurve {
-  std::string pass;    // the pass's pipeline text
+  std::string pass;  // the pass's pipeline text
   size_t num_tasks = 0;
   std::vector<CurvePoint> points;
 };
 
 // A decision a top-level tuning pass took: its trace from the pass's input, and the result.
 struct TuningDecision {
-  std::string pass;      // the pass's pipeline text
-  ir::IRModule input;    // the module the pass started from
-  ir::Trace trace;       // the winning candidate's decisions
-  MeasureResult result;  // the winning candidate's measurement
+  std::string pass;             // the pass's pipeline text
+  ir::IRModule input;           // the module the pass started from
+  ir::Trace trace;              // the winning candidate's decisions
+  MeasureResult result;         // the winning candidate's measurement
   double baseline_seconds = 0;  // the input measured the same way (0 when not measured)
 };
 
@@ -105,8 +105,7 @@ class TuningSession {
   };
 
   TuningSession(ir::Target target, std::shared_ptr<Database> database,
-                std::shared_ptr<Builder> builder, std::shared_ptr<Runner> runner,
-                Options options);
+                std::shared_ptr<Builder> builder, std::shared_ptr<Runner> runner, Options options);
   // An in-memory database, a LocalBuilder and a ProcessRunner.
   static std::shared_ptr<TuningSession> MakeDefault(const ir::Target& target, uint64_t seed);
 
@@ -172,7 +171,17 @@ class TuningSession {
   };
   const Reference& ReferenceFor(const ir::IRModule& module);
   const Reference& KernelReferenceFor(const TuningTask& task);
-  std::string MeasuredBy() const;
+  // How this session measures, as JSON; `runner` says what was measured ("graph", "kernel").
+  std::string MeasuredBy(const std::string& runner) const;
+  // Builds `modules` in parallel and measures the ones that built against the reference
+  // `reference_for(k)` returns for module k (asked only for modules that built). One result per
+  // module; build time goes into `counts`.
+  std::vector<MeasureResult> BuildAndRun(
+      const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
+      const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts);
+  // Counts a measurement in `counts` and commits `record` with its result.
+  void CommitMeasurement(TuningRecord record, const MeasureResult& result,
+                         EvaluationCounts& counts);
 
   ir::Target target_;
   std::string target_descriptor_;
@@ -182,10 +191,10 @@ class TuningSession {
   Options options_;
   kernels::RandomState random_;
   std::map<std::string, EvaluationCounts> counts_;
-  std::map<std::string, double> best_seconds_;  // per pass
-  std::map<std::string, Reference> references_;  // by function signature
+  std::map<std::string, double> best_seconds_;             // per pass
+  std::map<std::string, Reference> references_;            // by function signature
   std::map<std::string, ir::IRModule> reference_modules_;  // by signature, not yet computed
-  std::map<std::string, Reference> kernel_references_;  // by workload hash
+  std::map<std::string, Reference> kernel_references_;     // by workload hash
   std::vector<TuningDecision> decisions_;
   std::vector<KernelTuningCurve> kernel_curves_;
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;

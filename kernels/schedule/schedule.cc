@@ -28,12 +28,16 @@ int64_t RandomState::Uniform(int64_t n) {
   return static_cast<int64_t>(x % un);
 }
 
-double RandomState::UniformReal() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+double RandomState::UniformReal() {
+  return static_cast<double>(Next() >> 11) * 0x1.0p-53;
+}
 
 Schedule::Schedule(ir::KernelFunction function, uint64_t seed)
     : original_(function), function_(std::move(function)), random_(seed) {}
 
-std::string Schedule::NewName(char prefix) { return fmt::format("{}{}", prefix, next_name_++); }
+std::string Schedule::NewName(char prefix) {
+  return fmt::format("{}{}", prefix, next_name_++);
+}
 
 BlockRV Schedule::NewBlock(const std::string& block_name) {
   BlockRV rv{NewName('b')};
@@ -189,7 +193,9 @@ void Schedule::Annotate(const BlockRV& block, const std::string& key, const Expr
   Record("annotate", {block.name, value.name}, ir::Attrs{{"key", key}}, {});
 }
 
-void Schedule::EnterPostprocessing() { Record("enter_postproc", {}, {}, {}); }
+void Schedule::EnterPostprocessing() {
+  Record("enter_postproc", {}, {}, {});
+}
 
 BlockRV Schedule::CacheRead(const BlockRV& block, int read_index, const std::string& scope) {
   std::string new_block;
@@ -241,7 +247,8 @@ BlockRV Schedule::RFactor(const LoopRV& loop, int factor_axis) {
 
 BlockRV Schedule::DecomposeReduction(const BlockRV& block, const LoopRV& loop) {
   std::string init_block;
-  function_ = primitive::DecomposeReduction(function_, BlockName(block), LoopVar(loop), &init_block);
+  function_ =
+      primitive::DecomposeReduction(function_, BlockName(block), LoopVar(loop), &init_block);
   BlockRV out = NewBlock(init_block);
   Record("decompose_reduction", {block.name, loop.name}, {}, {out.name});
   return out;
@@ -300,9 +307,10 @@ std::vector<ExprRV> Schedule::SamplePerfectTile(const LoopRV& loop, int n,
     for (int64_t f : factors) product *= f > 0 ? f : 0;
     if (static_cast<int>(factors.size()) != n || product != extent ||
         (max_innermost_factor > 0 && factors.back() > max_innermost_factor)) {
-      throw Error(fmt::format("sample_perfect_tile decision [{}] is not a factorization of extent "
-                              "{} into {} parts with innermost <= {}",
-                              fmt::join(factors, ","), extent, n, max_innermost_factor));
+      throw Error(
+          fmt::format("sample_perfect_tile decision [{}] is not a factorization of extent "
+                      "{} into {} parts with innermost <= {}",
+                      fmt::join(factors, ","), extent, n, max_innermost_factor));
     }
   } else {
     factors = SamplePerfectTileFactors(random_, extent, n, max_innermost_factor);
@@ -347,8 +355,9 @@ ExprRV Schedule::SampleCategorical(const std::vector<int64_t>& candidates,
     }
   }
   ExprRV out = NewValue(candidates[static_cast<size_t>(index)]);
-  Record("sample_categorical", {}, ir::Attrs{{"candidates", candidates}, {"probabilities", probabilities}},
-         {out.name}, index);
+  Record("sample_categorical", {},
+         ir::Attrs{{"candidates", candidates}, {"probabilities", probabilities}}, {out.name},
+         index);
   return out;
 }
 
@@ -372,6 +381,17 @@ LoopRV Schedule::SampleComputeLocation(const BlockRV& block, std::optional<int64
   }
   Record("sample_compute_location", {block.name}, {}, {out.name}, index);
   return out;
+}
+
+bool TrySteps(Schedule& schedule, const std::function<void()>& step) {
+  Schedule backup = schedule;
+  try {
+    step();
+    return true;
+  } catch (const ir::Error&) {
+    schedule = backup;
+    return false;
+  }
 }
 
 }  // namespace tandem::kernels

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,7 +40,7 @@ struct ExprRV {
 
 // A split factor: a literal or a sampled value.
 struct Factor {
-  Factor(int64_t literal) : literal(literal) {}  // NOLINT(google-explicit-constructor)
+  Factor(int64_t literal) : literal(literal) {}         // NOLINT(google-explicit-constructor)
   Factor(ExprRV rv) : literal(0), rv(std::move(rv)) {}  // NOLINT(google-explicit-constructor)
   int64_t literal;
   std::optional<ExprRV> rv;
@@ -157,5 +158,10 @@ class Schedule {
 // `n` parts with the innermost at most `max_innermost_factor`.
 std::vector<int64_t> SamplePerfectTileFactors(RandomState& random, int64_t extent, int n,
                                               int64_t max_innermost_factor);
+
+// Runs `step` on `schedule`; when it throws an ir::Error, restores the schedule (program and
+// trace) as it was and returns false. For rules that skip a step which turns out illegal for a
+// particular kernel.
+bool TrySteps(Schedule& schedule, const std::function<void()>& step);
 
 }  // namespace tandem::kernels

@@ -111,17 +111,6 @@ bool HasDataReuse(const ir::Block& block) {
   return false;
 }
 
-bool TrySteps(Schedule& schedule, const std::function<void()>& step) {
-  Schedule backup = schedule;
-  try {
-    step();
-    return true;
-  } catch (const ir::Error&) {
-    schedule = backup;
-    return false;
-  }
-}
-
 size_t PostprocessingStart(const ir::Trace& trace) {
   const auto& instructions = trace.instructions();
   for (size_t i = 0; i < instructions.size(); ++i) {

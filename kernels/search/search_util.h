@@ -53,9 +53,7 @@ std::vector<std::string> ConsumersOf(const ir::KernelFunction& function, const i
 // what makes multi-level tiling pay off (matmul, convolution; not pooling or row reductions).
 bool HasDataReuse(const ir::Block& block);
 
-// Runs `step` on `schedule`; when it throws an ir::Error, restores the schedule as it was and
-// returns false.
-bool TrySteps(Schedule& schedule, const std::function<void()>& step);
+using kernels::TrySteps;  // kernels/schedule/schedule.h
 
 // The index of the "enter_postproc" instruction, or the trace's size when there is none.
 size_t PostprocessingStart(const ir::Trace& trace);
