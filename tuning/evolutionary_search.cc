@@ -20,10 +20,14 @@ TaskSearch::TaskSearch(TuningTask task, const kernels::SearchSpace& space, Searc
 std::optional<TaskSearch::Program> TaskSearch::FromTrace(const ir::Trace& trace) {
   std::optional<kernels::Schedule> schedule = kernels::ReplayProgram(task_.kernel, trace, space_);
   if (!schedule) return std::nullopt;
-  Program program{{schedule->function(), schedule->trace()},
-                  TuningSession::CandidateHash(schedule->function()),
-                  ExtractFeatures(schedule->function())};
-  return program;
+  return MakeProgram(*schedule);
+}
+
+std::optional<TaskSearch::Program> TaskSearch::MakeProgram(
+    const kernels::Schedule& schedule) const {
+  return Program{schedule.function(), schedule.trace(),
+                 TuningSession::CandidateHash(schedule.function()),
+                 ExtractFeatures(schedule.function())};
 }
 
 std::optional<TaskSearch::Program> TaskSearch::Sample() {
@@ -32,9 +36,7 @@ std::optional<TaskSearch::Program> TaskSearch::Sample() {
   std::optional<kernels::Schedule> schedule =
       kernels::SampleProgram(task_.kernel, design, space_, random_);
   if (!schedule) return std::nullopt;
-  return Program{{schedule->function(), schedule->trace()},
-                 TuningSession::CandidateHash(schedule->function()),
-                 ExtractFeatures(schedule->function())};
+  return MakeProgram(*schedule);
 }
 
 std::optional<TaskSearch::Program> TaskSearch::Mutate(const Program& parent) {
@@ -45,7 +47,7 @@ std::optional<TaskSearch::Program> TaskSearch::Mutate(const Program& parent) {
   for (const auto& [mutator, weight] : space_.mutators) {
     pick -= weight;
     if (pick > 0) continue;
-    std::optional<ir::Trace> trace = mutator->Apply(parent.candidate.trace, task_.kernel, random_);
+    std::optional<ir::Trace> trace = mutator->Apply(parent.trace, task_.kernel, random_);
     if (!trace) return std::nullopt;
     return FromTrace(*trace);
   }
@@ -86,9 +88,13 @@ std::vector<TaskSearch::Program> TaskSearch::Evolve(std::vector<Program> populat
       failures = 0;
       next.push_back(std::move(*child));
     }
+    // The parents keep their scores; only the children are scored.
     features.clear();
-    for (const Program& p : next) features.push_back(p.features);
-    scores = model.Predict(features);
+    for (size_t i = population.size(); i < next.size(); ++i) features.push_back(next[i].features);
+    if (!features.empty()) {
+      std::vector<double> child_scores = model.Predict(features);
+      scores.insert(scores.end(), child_scores.begin(), child_scores.end());
+    }
     std::vector<size_t> order(next.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
@@ -110,7 +116,7 @@ std::vector<KernelCandidate> TaskSearch::NextBatch(int count, CostModel& model,
   auto take = [&](const Program& p) {
     if (static_cast<int>(batch.size()) >= count) return;
     if (measured_.count(p.hash) != 0 || !chosen.insert(p.hash).second) return;
-    batch.push_back(p.candidate);
+    batch.push_back(p);
   };
   if (options_.offer_default_schedule && !default_offered_) {
     default_offered_ = true;
@@ -175,7 +181,8 @@ std::vector<KernelCandidate> TaskSearch::NextBatch(int count, CostModel& model,
 void TaskSearch::Commit(const std::vector<KernelCandidate>& batch,
                         const std::vector<MeasureResult>& results) {
   for (size_t i = 0; i < batch.size() && i < results.size(); ++i) {
-    measured_.insert(TuningSession::CandidateHash(batch[i].scheduled));
+    measured_.insert(batch[i].hash.empty() ? TuningSession::CandidateHash(batch[i].scheduled)
+                                           : batch[i].hash);
     ++trials_;
     if (results[i].ok() && results[i].median_seconds < best_seconds_) {
       best_seconds_ = results[i].median_seconds;

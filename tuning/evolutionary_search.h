@@ -71,12 +71,9 @@ class TaskSearch {
   bool exhausted() const { return exhausted_; }
 
  private:
-  struct Program {
-    KernelCandidate candidate;
-    std::string hash;
-    std::vector<float> features;
-  };
+  using Program = KernelCandidate;
   std::optional<Program> Sample();
+  std::optional<Program> MakeProgram(const kernels::Schedule& schedule) const;
   std::optional<Program> FromTrace(const ir::Trace& trace);
   std::optional<Program> Mutate(const Program& parent);
   std::vector<Program> Evolve(std::vector<Program> population, CostModel& model);

@@ -43,7 +43,8 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
   std::vector<size_t> to_measure;
   for (size_t i = 0; i < candidates.size(); ++i) {
     ++counts.requested;
-    hashes[i] = CandidateHash(candidates[i].scheduled);
+    hashes[i] =
+        candidates[i].hash.empty() ? CandidateHash(candidates[i].scheduled) : candidates[i].hash;
     if (auto record = database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i])) {
       ++counts.reused;
       results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)

@@ -81,8 +81,10 @@ void TaskScheduler::Run() {
     trials_ += static_cast<int64_t>(batch.size());
     std::vector<TrainingExample> examples;
     for (size_t k = 0; k < batch.size(); ++k) {
-      examples.push_back({search.task().workload_hash, ExtractFeatures(batch[k].scheduled),
-                          results[k].ok() ? results[k].median_seconds : 0.0});
+      examples.push_back(
+          {search.task().workload_hash,
+           batch[k].features.empty() ? ExtractFeatures(batch[k].scheduled) : batch[k].features,
+           results[k].ok() ? results[k].median_seconds : 0.0});
     }
     model_.Update(examples);
     CurvePoint point;

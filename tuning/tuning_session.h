@@ -59,10 +59,15 @@ struct EvaluationRequest {
   ir::Trace trace;
 };
 
-// One scheduled program of a kernel tuning task, and the trace that made it.
+// One scheduled program of a kernel tuning task, and the trace that made it. `hash`
+// (CandidateHash of `scheduled`) and `features` (ExtractFeatures of `scheduled`) are filled by
+// the search that proposes it, so that evaluation and cost-model training do not recompute
+// them; an empty hash is computed when needed.
 struct KernelCandidate {
   ir::KernelFunction scheduled;
   ir::Trace trace;
+  std::string hash;
+  std::vector<float> features;
 };
 
 // A point of a kernel tuning curve, taken after every measured batch: the trials so far, the
