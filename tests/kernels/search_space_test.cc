@@ -2,9 +2,9 @@
 // from them computing what the unscheduled kernel computes (interpreted and compiled through
 // LLVM), traces that serialize and replay, mutators that change one decision, the SSRSRS
 // structure of a tiled matmul, and rules that can be added by users.
-#include <gtest/gtest.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <set>
@@ -524,8 +524,9 @@ namespace tandem::kernels {
 namespace {
 
 // Kernel tuning offers each kernel's default schedule as a candidate (so tuning never ends
-// slower than the untuned build), and apply-history-best replays a recorded trace through the
-// search space's postprocessors: every default schedule must survive that replay and keep
+// slower than the untuned build), and apply-history-best replays recorded traces with
+// ReplayProgram: every default schedule must replay to exactly the default-scheduled kernel (the
+// search space's postprocessors, which prune samples, must not reject or change it) and keep
 // computing what the unscheduled kernel computes.
 TEST(DefaultSchedule, ReplaysThroughTheSearchSpace) {
   SearchSpace space = Space();
@@ -541,6 +542,7 @@ TEST(DefaultSchedule, ReplaysThroughTheSearchSpace) {
       rejected.push_back(c.op + "/" + c.label);
       continue;
     }
+    EXPECT_TRUE(ir::StructuralEqual(replayed->function(), scheduled.function()));
     std::vector<ir::Tensor> inputs = tandem::testing::CaseInputs(c, 5);
     std::vector<ir::Tensor> want = backends::RunKernelReference(kernel, inputs, true);
     std::vector<ir::Tensor> got = backends::RunKernelReference(replayed->function(), inputs, true);

@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "ir/kernel/kernel_parser.h"
+#include "ir/kernel/kernel_structural.h"
+#include "kernels/default_schedule.h"
 #include "kernels/search/components.h"
 #include "tuning/apply_history_best.h"
 #include "tuning/task_scheduler.h"
@@ -79,7 +81,8 @@ class SyntheticRunner : public tuning::Runner {
     std::vector<tuning::MeasureResult> results;
     for (const tuning::RunInput& input : inputs) {
       ++runs;
-      const ir::KernelFunction& kernel = *input.executable->module().kernel_functions().begin()->second;
+      const ir::KernelFunction& kernel =
+          *input.executable->module().kernel_functions().begin()->second;
       std::vector<int64_t> extents = Extents(kernel);
       double seconds = 1e-3;
       for (size_t k = 0; k < extents.size() && k < 6; ++k) {
@@ -156,6 +159,39 @@ TEST(KernelSearch, GradientSchedulerFavoursTheHeavierTask) {
   EXPECT_EQ(even.searches()[0].trials(), even.searches()[1].trials());
 }
 
+TEST(KernelSearch, DefaultScheduleIsOfferedFirstAndCanWin) {
+  // With offer_default_schedule, the first batch holds the default-scheduled kernel; a runner
+  // that finds every other program slower makes it the task's best, and the best trace replays
+  // to it.
+  tuning::TuningTask task = ScaleTask(1);
+  kernels::DefaultScheduleOptions defaults;
+  ir::KernelFunction want = kernels::ApplyDefaultSchedule(task.kernel, defaults).function();
+  std::string default_hash = tuning::TuningSession::CandidateHash(want);
+  tuning::SearchOptions options;
+  options.offer_default_schedule = true;
+  options.default_schedule = defaults;
+  tuning::TaskSearch search(task, SyntheticSpace(), options, 5);
+  std::unique_ptr<tuning::CostModel> model = tuning::MakeRandomModel(1);
+  auto database = tuning::MakeInMemoryDatabase();
+  std::vector<tuning::KernelCandidate> first = search.NextBatch(8, *model, *database, "t");
+  ASSERT_EQ(first.size(), 8u);
+  EXPECT_EQ(first[0].hash, default_hash);
+  std::vector<tuning::MeasureResult> results;
+  for (size_t i = 0; i < first.size(); ++i) {
+    results.push_back(tuning::MeasureResult::FromRunSeconds({i == 0 ? 1e-3 : 2e-3}, 0));
+  }
+  search.Commit(first, results);
+  EXPECT_DOUBLE_EQ(search.best_seconds(), 1e-3);
+  std::optional<kernels::Schedule> replayed =
+      kernels::ReplayProgram(task.kernel, search.best_trace(), SyntheticSpace());
+  ASSERT_TRUE(replayed.has_value());
+  EXPECT_TRUE(ir::StructuralEqual(replayed->function(), want));
+  // Offered once: later batches do not repeat it.
+  for (const tuning::KernelCandidate& c : search.NextBatch(8, *model, *database, "t")) {
+    EXPECT_NE(c.hash, default_hash);
+  }
+}
+
 TEST(KernelSearch, RealRunnerChecksEveryProposedProgram) {
   // The default CPU space on a small matmul, measured for real: every program is checked
   // against the default-scheduled kernel; none fails.
@@ -199,8 +235,8 @@ TEST(KernelSearch, RealRunnerChecksEveryProposedProgram) {
   EXPECT_EQ(counts.failed, 0);
   EXPECT_TRUE(std::isfinite(scheduler.searches()[0].best_seconds()));
   // Apply-history-best gives the best program.
-  auto provider = tuning::HistoryBestProvider(session.shared_database(),
-                                              session.target_descriptor(), space);
+  auto provider =
+      tuning::HistoryBestProvider(session.shared_database(), session.target_descriptor(), space);
   std::optional<ir::KernelFunction> best = provider(matmul);
   ASSERT_TRUE(best.has_value());
 }
