@@ -43,11 +43,19 @@
 #include <string>
 #include <vector>
 
-#include "bench/onednn_program.h"
+#include "backends/onednn/onednn_program.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 
 namespace tandem::bench {
+
+using backends::FinishOutput;
+using backends::OnednnContext;
+using backends::OnednnProgram;
+using backends::OutputBuffer;
+using backends::ReorderInput;
+using backends::ReorderNow;
+using backends::WrapTensor;
 
 struct Workload {
   std::string name;

@@ -11,12 +11,20 @@ namespace tandem::ir {
 
 std::string ToString(NodeKind kind) {
   switch (kind) {
-    case NodeKind::kInput: return "input";
-    case NodeKind::kConstant: return "constant";
-    case NodeKind::kCall: return "call";
-    case NodeKind::kTuple: return "tuple";
-    case NodeKind::kTupleGetItem: return "tuple_get_item";
-    case NodeKind::kCallKernel: return "call_kernel";
+    case NodeKind::kInput:
+      return "input";
+    case NodeKind::kConstant:
+      return "constant";
+    case NodeKind::kCall:
+      return "call";
+    case NodeKind::kTuple:
+      return "tuple";
+    case NodeKind::kTupleGetItem:
+      return "tuple_get_item";
+    case NodeKind::kCallKernel:
+      return "call_kernel";
+    case NodeKind::kCallExtern:
+      return "call_extern";
   }
   return "?";
 }
@@ -34,6 +42,19 @@ std::vector<TensorType> GraphFunction::OutputTensorTypes() const {
   return out;
 }
 
+std::string GraphFunction::ExternBackend() const {
+  return attrs.Has(kExternBackendAttr) ? attrs.GetString(kExternBackendAttr) : "";
+}
+
+std::vector<int> UseCounts(const GraphFunction& function) {
+  std::vector<int> uses(function.nodes.size(), 0);
+  for (const Node& node : function.nodes) {
+    for (ValueId input : node.inputs) ++uses[static_cast<size_t>(input)];
+  }
+  if (function.output >= 0) ++uses[static_cast<size_t>(function.output)];
+  return uses;
+}
+
 ValueId GraphFunction::Find(const std::string& value_name) const {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].name == value_name) return static_cast<ValueId>(i);
@@ -48,8 +69,8 @@ Type InferTupleGetItem(const Type& tuple, int64_t index) {
     throw Error("tuple_get_item needs a tuple operand but got " + ToString(tuple));
   }
   if (index < 0 || index >= static_cast<int64_t>(tuple.fields().size())) {
-    throw Error(fmt::format("tuple_get_item index {} is out of range for {}", index,
-                            ToString(tuple)));
+    throw Error(
+        fmt::format("tuple_get_item index {} is out of range for {}", index, ToString(tuple)));
   }
   return tuple.fields()[static_cast<size_t>(index)];
 }
@@ -93,8 +114,8 @@ void Verify(const GraphFunction& fn) {
           Attrs attrs = node.attrs;
           Type inferred = InferCallType(node.op, operand_types, attrs);
           if (!(attrs == node.attrs)) {
-            fail(fmt::format("attributes {} are not normalized (expected {})",
-                             ToString(node.attrs), ToString(attrs)),
+            fail(fmt::format("attributes {} are not normalized (expected {})", ToString(node.attrs),
+                             ToString(attrs)),
                  node);
           }
           if (!(inferred == node.type)) {
@@ -107,11 +128,15 @@ void Verify(const GraphFunction& fn) {
         case NodeKind::kTuple: {
           std::vector<Type> fields;
           for (ValueId input : node.inputs) fields.push_back(fn.type_of(input));
-          if (!(Type::Tuple(fields) == node.type)) fail("tuple type does not match its fields", node);
+          if (!(Type::Tuple(fields) == node.type))
+            fail("tuple type does not match its fields", node);
           break;
         }
         case NodeKind::kCallKernel:
           if (node.callee.empty()) fail("call_kernel without a callee", node);
+          break;
+        case NodeKind::kCallExtern:
+          if (node.callee.empty()) fail("call_extern without a callee", node);
           break;
         case NodeKind::kTupleGetItem: {
           if (node.inputs.size() != 1) fail("tuple_get_item takes one operand", node);
@@ -152,7 +177,9 @@ void IRModule::Add(std::shared_ptr<const GraphFunction> function) {
   graph_functions_[name] = std::move(function);
 }
 
-const GraphFunction& IRModule::Get(const std::string& name) const { return *GetShared(name); }
+const GraphFunction& IRModule::Get(const std::string& name) const {
+  return *GetShared(name);
+}
 
 std::shared_ptr<const GraphFunction> IRModule::GetShared(const std::string& name) const {
   auto it = graph_functions_.find(name);
@@ -210,11 +237,47 @@ void CheckKernelCall(const GraphFunction& fn, const Node& node, const KernelFunc
     }
   }
   if (!SameIgnoringLayout(node.type, KernelResultType(kernel))) {
-    throw Error(fmt::format("graph function @{}: call of kernel '{}' has type {} but the kernel "
-                            "produces {}",
-                            fn.name, kernel.name, ToString(node.type),
-                            ToString(KernelResultType(kernel))),
+    throw Error(
+        fmt::format("graph function @{}: call of kernel '{}' has type {} but the kernel "
+                    "produces {}",
+                    fn.name, kernel.name, ToString(node.type), ToString(KernelResultType(kernel))),
+        where);
+  }
+}
+
+void CheckExternCall(const GraphFunction& fn, const Node& node, const IRModule& module) {
+  ErrorLocation where{.op = node.op, .node = node.name};
+  if (!module.Has(node.callee)) {
+    throw Error(fmt::format("graph function @{}: call_extern of '{}', which is not a graph "
+                            "function of the module",
+                            fn.name, node.callee),
                 where);
+  }
+  const GraphFunction& callee = module.Get(node.callee);
+  if (callee.ExternBackend().empty()) {
+    throw Error(fmt::format("graph function @{}: call_extern of @{}, which has no '{}' attribute",
+                            fn.name, node.callee, kExternBackendAttr),
+                where);
+  }
+  if (node.inputs.size() != callee.params.size()) {
+    throw Error(fmt::format("graph function @{}: call_extern of @{} with {} operands; it takes {}",
+                            fn.name, node.callee, node.inputs.size(), callee.params.size()),
+                where);
+  }
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const Type& operand = fn.type_of(node.inputs[i]);
+    const Type& param = callee.type_of(callee.params[i]);
+    if (!(operand == param)) {
+      throw Error(fmt::format("graph function @{}: operand {} of @{} is {} but it takes {}",
+                              fn.name, i, node.callee, ToString(operand), ToString(param)),
+                  where);
+    }
+  }
+  if (!(node.type == callee.type_of(callee.output))) {
+    throw Error(
+        fmt::format("graph function @{}: call_extern of @{} has type {} but it returns {}", fn.name,
+                    node.callee, ToString(node.type), ToString(callee.type_of(callee.output))),
+        where);
   }
 }
 
@@ -224,7 +287,9 @@ void Verify(const IRModule& module) {
   for (const auto& [name, fn] : module.graph_functions()) {
     Verify(*fn);
     for (const Node& node : fn->nodes) {
-      if (node.kind == NodeKind::kCallKernel) CheckKernelCall(*fn, node, module.GetKernel(node.callee));
+      if (node.kind == NodeKind::kCallKernel)
+        CheckKernelCall(*fn, node, module.GetKernel(node.callee));
+      if (node.kind == NodeKind::kCallExtern) CheckExternCall(*fn, node, module);
     }
   }
 }
@@ -242,7 +307,9 @@ const KernelFunction& IRModule::GetKernel(const std::string& name) const {
   return *it->second;
 }
 
-GraphBuilder::GraphBuilder(std::string function_name) { function_.name = std::move(function_name); }
+GraphBuilder::GraphBuilder(std::string function_name) {
+  function_.name = std::move(function_name);
+}
 
 std::string GraphBuilder::FreshName(const std::string& requested) {
   if (!requested.empty() && used_names_.count(requested) == 0) {
@@ -272,7 +339,8 @@ ValueId GraphBuilder::Push(Node node) {
 
 ValueId GraphBuilder::Input(const std::string& name, TensorType type) {
   for (int64_t d : type.shape) {
-    if (d < 0) throw Error(fmt::format("input '{}' has a negative extent in {}", name, ToString(type)));
+    if (d < 0)
+      throw Error(fmt::format("input '{}' has a negative extent in {}", name, ToString(type)));
   }
   Node node;
   node.kind = NodeKind::kInput;

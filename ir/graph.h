@@ -10,6 +10,10 @@
 //   tuple_get_item  field `index` of a tuple value
 //   call_kernel   a call of the module's kernel function `callee` (after Legalize): operands are
 //                 its input buffers, the result its output buffer(s) (a tuple for several)
+//   call_extern   a call of the module's graph function `callee`, a subgraph placed on an
+//                 external backend (oneDNN, cuBLAS): the callee's function attribute
+//                 `extern_backend` names the backend, its parameters take the operands, and its
+//                 body is the subgraph's meaning (what the reference interpreter runs)
 // Every node carries its Type and free-form `annotations` (backend, layout, fusion group,
 // device ...) that passes use to record decisions and that the text form prints.
 //
@@ -34,28 +38,33 @@ namespace tandem::ir {
 
 using ValueId = int32_t;
 
-enum class NodeKind { kInput, kConstant, kCall, kTuple, kTupleGetItem, kCallKernel };
+enum class NodeKind { kInput, kConstant, kCall, kTuple, kTupleGetItem, kCallKernel, kCallExtern };
 
 std::string ToString(NodeKind kind);
 
 struct Node {
   NodeKind kind = NodeKind::kCall;
-  std::string name;              // SSA name, unique within the function (printed as %name)
-  std::string op;                // kCall: registry op name; kCallKernel: the op it implements
-  std::string callee;            // kCallKernel: kernel function name
-  std::vector<ValueId> inputs;   // operands (earlier nodes)
-  Attrs attrs;                   // kCall: op attributes; kTupleGetItem: {"index"}
-  Type type;                     // result type
-  Tensor value;                  // kConstant: the data
-  Attrs annotations;             // decisions recorded by passes (backend, group, ...)
+  std::string name;             // SSA name, unique within the function (printed as %name)
+  std::string op;               // kCall: registry op name; kCallKernel/kCallExtern: what it does
+  std::string callee;           // kCallKernel: kernel function; kCallExtern: graph function
+  std::vector<ValueId> inputs;  // operands (earlier nodes)
+  Attrs attrs;                  // kCall: op attributes; kTupleGetItem: {"index"}
+  Type type;                    // result type
+  Tensor value;                 // kConstant: the data
+  Attrs annotations;            // decisions recorded by passes (backend, group, ...)
 };
+
+// The function attribute that marks a graph function as a subgraph placed on an external
+// backend (value: the backend's name). Passes that rewrite graph functions leave such functions
+// alone; they are compiled by their backend, not legalized.
+inline constexpr const char* kExternBackendAttr = "extern_backend";
 
 struct GraphFunction {
   std::string name;
-  std::vector<Node> nodes;       // topological order
-  std::vector<ValueId> params;   // the kInput nodes, in call order
-  ValueId output = -1;           // the returned value (a tuple node for several results)
-  Attrs attrs;                   // function attributes
+  std::vector<Node> nodes;      // topological order
+  std::vector<ValueId> params;  // the kInput nodes, in call order
+  ValueId output = -1;          // the returned value (a tuple node for several results)
+  Attrs attrs;                  // function attributes
 
   const Node& node(ValueId id) const { return nodes.at(static_cast<size_t>(id)); }
   const Type& type_of(ValueId id) const { return node(id).type; }
@@ -63,12 +72,17 @@ struct GraphFunction {
   std::vector<TensorType> OutputTensorTypes() const;
   // Index of the node named `name`, or -1.
   ValueId Find(const std::string& name) const;
+  // The backend this function is placed on ("" for an ordinary function).
+  std::string ExternBackend() const;
 };
 
 // Checks SSA well-formedness (operands refer to earlier nodes, names unique, params are input
 // nodes), that every call names a registered op with valid attributes, and that every recorded
 // type equals the type inferred from the operands. Throws Error naming the function and node.
 void Verify(const GraphFunction& function);
+
+// Number of uses of every node (operands of other nodes, plus one for the returned value).
+std::vector<int> UseCounts(const GraphFunction& function);
 
 class IRModule {
  public:
@@ -105,8 +119,9 @@ class IRModule {
   Attrs attrs_;
 };
 
-// Verifies every function of the module, and that every call_kernel names a kernel of the
-// module whose parameter buffers match the operand and result types.
+// Verifies every function of the module, that every call_kernel names a kernel of the module
+// whose parameter buffers match the operand and result types, and that every call_extern names
+// an extern function of the module whose parameters and result match its operands and type.
 void Verify(const IRModule& module);
 
 // Builds a GraphFunction through the public API a user (or the ONNX importer) would use. Every

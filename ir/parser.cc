@@ -264,11 +264,11 @@ class Parser : public text::TokenReader {
     std::vector<Type> operand_types;
     for (ValueId input : node.inputs) operand_types.push_back(state.function.type_of(input));
     if (node.kind == NodeKind::kTuple) return Type::Tuple(std::move(operand_types));
-    if (node.kind == NodeKind::kCallKernel) {
+    if (node.kind == NodeKind::kCallKernel || node.kind == NodeKind::kCallExtern) {
       if (!declared) {
-        Fail(name,
-             "call_kernel needs its result type (': type'): the kernel function may be defined "
-             "later in the text, or not at all");
+        Fail(name, fmt::format("{} needs its result type (': type'): the callee may be defined "
+                               "later in the text, or not at all",
+                               ToString(node.kind)));
       }
       return *declared;
     }
@@ -327,9 +327,12 @@ class Parser : public text::TokenReader {
       node.kind = NodeKind::kTuple;
     } else if (head.text == "tuple_get_item") {
       node.kind = NodeKind::kTupleGetItem;
-    } else if (head.text == "call_kernel") {
-      node.kind = NodeKind::kCallKernel;
-      node.callee = ExpectKind(TokenKind::kGlobalName, "a kernel name ('@name')").text;
+    } else if (head.text == "call_kernel" || head.text == "call_extern") {
+      node.kind = head.text == "call_kernel" ? NodeKind::kCallKernel : NodeKind::kCallExtern;
+      node.callee = ExpectKind(TokenKind::kGlobalName, head.text == "call_kernel"
+                                                           ? "a kernel name ('@name')"
+                                                           : "a graph function name ('@name')")
+                        .text;
       if (Peek().kind == TokenKind::kWord || Peek().kind == TokenKind::kString) {
         node.op = Next().text;
       }

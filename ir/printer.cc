@@ -173,7 +173,8 @@ class FunctionPrinter {
         out += "tuple_get_item";
         break;
       case NodeKind::kCallKernel:
-        out += "call_kernel " + NameText('@', node.callee);
+      case NodeKind::kCallExtern:
+        out += ToString(node.kind) + " " + NameText('@', node.callee);
         if (!node.op.empty()) out += " " + KeyText(node.op);
         break;
     }

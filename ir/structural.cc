@@ -201,7 +201,9 @@ class StructureHasher {
   void NodeFields(const Node& node, const Positions& positions) {
     hasher_.UpdateString(ToString(node.kind));
     hasher_.UpdateString(node.op);
-    if (node.kind == NodeKind::kCallKernel) hasher_.UpdateString(node.callee);
+    if (node.kind == NodeKind::kCallKernel || node.kind == NodeKind::kCallExtern) {
+      hasher_.UpdateString(node.callee);
+    }
     hasher_.UpdateU64(node.inputs.size());
     for (ValueId input : node.inputs) Int(positions(input));
     AttrMap(node.attrs);

@@ -32,7 +32,9 @@ class Legalizer {
 
   ir::IRModule Run() {
     ir::IRModule out = module_;
-    for (const auto& [name, fn] : module_.graph_functions()) out.Add(Rewrite(*fn, out));
+    for (const auto& [name, fn] : module_.graph_functions()) {
+      if (fn->ExternBackend().empty()) out.Add(Rewrite(*fn, out));  // extern: its backend's
+    }
     return out;
   }
 
@@ -81,7 +83,8 @@ class Legalizer {
       for (ir::ValueId m : group.members) {
         for (ir::ValueId in : fn.node(m).inputs) {
           if (group_of[static_cast<size_t>(in)] == g) continue;
-          if (std::find(group.externals.begin(), group.externals.end(), in) == group.externals.end()) {
+          if (std::find(group.externals.begin(), group.externals.end(), in) ==
+              group.externals.end()) {
             group.externals.push_back(in);
           }
         }
@@ -92,15 +95,18 @@ class Legalizer {
       for (ir::ValueId in : fn.nodes[i].inputs) {
         int64_t g = group_of[static_cast<size_t>(in)];
         if (g < 0 || group_of[i] == g || in == groups[g].output) continue;
-        throw ir::Error(fmt::format("Legalize: value %{} of fusion group {} is used outside the group "
-                                    "by %{}; a group has one output",
-                                    fn.node(in).name, g, fn.nodes[i].name),
-                        ir::ErrorLocation{.pass = "Legalize", .node = fn.node(in).name});
+        throw ir::Error(
+            fmt::format("Legalize: value %{} of fusion group {} is used outside the group "
+                        "by %{}; a group has one output",
+                        fn.node(in).name, g, fn.nodes[i].name),
+            ir::ErrorLocation{.pass = "Legalize", .node = fn.node(in).name});
       }
     }
     for (const auto& [g, group] : groups) {
-      if (fn.output >= 0 && group_of[static_cast<size_t>(fn.output)] == g && fn.output != group.output) {
-        throw ir::Error(fmt::format("Legalize: fusion group {} returns a value other than its output", g));
+      if (fn.output >= 0 && group_of[static_cast<size_t>(fn.output)] == g &&
+          fn.output != group.output) {
+        throw ir::Error(
+            fmt::format("Legalize: fusion group {} returns a value other than its output", g));
       }
     }
     return groups;
@@ -132,7 +138,8 @@ class Legalizer {
         return *std::move(tuned);
       }
     }
-    if (options_.apply_default_schedule) return ApplyDefaultSchedule(kernel, options_.schedule).function();
+    if (options_.apply_default_schedule)
+      return ApplyDefaultSchedule(kernel, options_.schedule).function();
     return kernel;
   }
 

@@ -6,15 +6,6 @@
 
 namespace tandem::passes {
 
-std::vector<int> UseCounts(const ir::GraphFunction& fn) {
-  std::vector<int> uses(fn.nodes.size(), 0);
-  for (const ir::Node& n : fn.nodes) {
-    for (ir::ValueId i : n.inputs) ++uses[static_cast<size_t>(i)];
-  }
-  if (fn.output >= 0) ++uses[static_cast<size_t>(fn.output)];
-  return uses;
-}
-
 ir::GraphFunction RemoveUnusedNodes(const ir::GraphFunction& fn) {
   std::vector<bool> live(fn.nodes.size(), false);
   if (fn.output >= 0) live[static_cast<size_t>(fn.output)] = true;
@@ -70,10 +61,13 @@ ir::GraphFunction RewriteNodes(const ir::GraphFunction& fn, const NodeRewrite& r
   return RemoveUnusedNodes(out);
 }
 
-ir::IRModule MapGraphFunctions(const ir::IRModule& module,
-                               const std::function<ir::GraphFunction(const ir::GraphFunction&)>& fn) {
+ir::IRModule MapGraphFunctions(
+    const ir::IRModule& module,
+    const std::function<ir::GraphFunction(const ir::GraphFunction&)>& fn) {
   ir::IRModule out = module;
-  for (const auto& [name, function] : module.graph_functions()) out.Add(fn(*function));
+  for (const auto& [name, function] : module.graph_functions()) {
+    if (function->ExternBackend().empty()) out.Add(fn(*function));
+  }
   return out;
 }
 

@@ -12,8 +12,7 @@ namespace tandem::passes {
 // operand ids renumbered.
 ir::GraphFunction RemoveUnusedNodes(const ir::GraphFunction& function);
 
-// Number of uses of every node (operands of other nodes, plus one for the returned value).
-std::vector<int> UseCounts(const ir::GraphFunction& function);
+using ir::UseCounts;
 
 // Rebuilds `function` node by node: `rewrite(node_id, builder, map)` returns the new id of a
 // node (map translates old operand ids to new ones); returning -1 copies the node unchanged.
@@ -25,8 +24,10 @@ ir::GraphFunction RewriteNodes(const ir::GraphFunction& function, const NodeRewr
 // Appends a node to `out` (operands already in `out`'s numbering) with a name unique in `out`.
 ir::ValueId AppendNode(ir::GraphFunction& out, ir::Node node);
 
-// Applies `fn` to every graph function of the module.
-ir::IRModule MapGraphFunctions(const ir::IRModule& module,
-                               const std::function<ir::GraphFunction(const ir::GraphFunction&)>& fn);
+// Applies `fn` to every graph function of the module except extern functions (subgraphs placed
+// on an external backend keep the form their backend compiles).
+ir::IRModule MapGraphFunctions(
+    const ir::IRModule& module,
+    const std::function<ir::GraphFunction(const ir::GraphFunction&)>& fn);
 
 }  // namespace tandem::passes

@@ -19,6 +19,8 @@ void RegisterTuneCombineParallel(PassRegistry& registry);
 void RegisterTuneFusion(PassRegistry& registry);
 void RegisterTuneCodegenFlags(PassRegistry& registry);
 void RegisterTuneKernels(PassRegistry& registry);
+void RegisterPlaceOnBackend(PassRegistry& registry);
+void RegisterTuneBackendPlacement(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
@@ -36,6 +38,8 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterTuneFusion(registry);
   RegisterTuneCodegenFlags(registry);
   RegisterTuneKernels(registry);
+  RegisterPlaceOnBackend(registry);
+  RegisterTuneBackendPlacement(registry);
 }
 
 }  // namespace tandem::passes

@@ -32,6 +32,21 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, FuseOps, "
                      "DeadCodeElimination, TuneKernels",
                      ""});
+  registry.Register({"all_onednn",
+                     "The heuristic graph passes with every subgraph oneDNN takes placed on "
+                     "oneDNN (longest pattern match first); the rest is ours with default "
+                     "schedules.",
+                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
+                     "PlaceOnBackend(backend=\"onednn\"), FuseOps, DeadCodeElimination, Legalize",
+                     ""});
+  registry.Register({"placement_tuning",
+                     "Backend placement by measurement (Collage-style: pattern pieces measured "
+                     "alone, a dynamic program, then the best of it, all-own and all-backend "
+                     "measured end to end), each candidate with its own kernels tuned.",
+                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
+                     "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=32)]), "
+                     "DeadCodeElimination",
+                     ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "
                      "(a baseline for measuring what schedules buy).",

@@ -56,5 +56,6 @@ Command AddCompileCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddDbCommand(CLI::App& app);
 Command AddTuneCommand(CLI::App& app);
+Command AddBenchCommand(CLI::App& app);
 
 }  // namespace tandem::tools

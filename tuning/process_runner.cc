@@ -319,8 +319,16 @@ std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& input
     }
     return results;
   }
-  size_t position = 0;
-  while (position < order.size()) position = RunWorker(inputs, order, position, options, results);
+  // Workers are forked from a fresh thread. A forked child keeps only the forking thread, with
+  // that thread's thread-local state: a thread that ever ran an OpenMP parallel region (oneDNN
+  // runs on OpenMP) carries a team of threads that do not exist in the child, and the child's
+  // first parallel region waits for them forever. A fresh thread has no team, so the child's
+  // OpenMP starts its own.
+  std::thread forker([&] {
+    size_t position = 0;
+    while (position < order.size()) position = RunWorker(inputs, order, position, options, results);
+  });
+  forker.join();
   return results;
 }
 

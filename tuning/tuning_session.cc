@@ -17,10 +17,14 @@ namespace {
 
 // The parameter and result types of a function: candidates with the same signature compute the
 // same function (every pass preserves semantics), so they share one reference.
-std::string Signature(const ir::GraphFunction& function) {
+std::string Signature(const ir::IRModule& module, const std::string& function_name) {
+  const ir::GraphFunction& function = module.Get(function_name);
   std::string text = function.name + "(";
   for (ir::ValueId p : function.params) text += ir::ToString(function.type_of(p)) + ",";
-  return text + ")->" + ir::ToString(function.type_of(function.output));
+  text += ")->" + ir::ToString(function.type_of(function.output));
+  if (module.attrs().Has(kReferenceKeyAttr))
+    text += "#" + module.attrs().GetString(kReferenceKeyAttr);
+  return text;
 }
 
 // Workload text of a graph candidate: the module with large constants elided.
@@ -87,13 +91,12 @@ bool TuningSession::BudgetSpent() const {
 }
 
 void TuningSession::EnsureReference(const ir::IRModule& module) {
-  std::string signature = Signature(module.Get(options_.function));
+  std::string signature = Signature(module, options_.function);
   if (!references_.count(signature)) reference_modules_.emplace(signature, module);
 }
 
 const TuningSession::Reference& TuningSession::ReferenceFor(const ir::IRModule& module) {
-  const ir::GraphFunction& function = module.Get(options_.function);
-  std::string signature = Signature(function);
+  std::string signature = Signature(module, options_.function);
   auto it = references_.find(signature);
   if (it != references_.end()) return it->second;
   auto registered = reference_modules_.find(signature);

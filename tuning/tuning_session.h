@@ -98,6 +98,11 @@ struct TuningDecision {
   double baseline_seconds = 0;  // the input measured the same way (0 when not measured)
 };
 
+// A module attribute that, when set, joins the function signature in choosing the reference a
+// graph candidate is checked against: candidates of the same signature but different meaning
+// (two pieces of a model cut out for separate measurement) keep separate references.
+inline constexpr const char* kReferenceKeyAttr = "tuning.reference_key";
+
 class TuningSession {
  public:
   struct Options {

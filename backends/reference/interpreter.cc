@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "ir/error.h"
 #include "backends/reference/kernel_interpreter.h"
+#include "ir/error.h"
 #include "ir/op_registry.h"
 
 namespace tandem::backends {
@@ -72,14 +72,18 @@ std::vector<Tensor> Run(const ir::GraphFunction& fn, const std::vector<Tensor>& 
     const ir::Node& node = fn.nodes[i];
     Value& out = values[i];
     switch (node.kind) {
-      case NodeKind::kInput: break;
-      case NodeKind::kConstant: out.tensor = node.value; break;
+      case NodeKind::kInput:
+        break;
+      case NodeKind::kConstant:
+        out.tensor = node.value;
+        break;
       case NodeKind::kCall: {
         std::vector<Tensor> operands;
         for (ir::ValueId id : node.inputs) {
           const Value& v = values[static_cast<size_t>(id)];
           if (v.is_tuple) {
-            throw Error("a call operand is a tuple", ir::ErrorLocation{.op = node.op, .node = node.name});
+            throw Error("a call operand is a tuple",
+                        ir::ErrorLocation{.op = node.op, .node = node.name});
           }
           operands.push_back(v.tensor);
         }
@@ -98,17 +102,21 @@ std::vector<Tensor> Run(const ir::GraphFunction& fn, const std::vector<Tensor>& 
         out = Unflatten(node.type, results, next);
         break;
       }
-      case NodeKind::kCallKernel: {
+      case NodeKind::kCallKernel:
+      case NodeKind::kCallExtern: {
+        bool kernel = node.kind == NodeKind::kCallKernel;
         if (module == nullptr) {
-          throw Error(fmt::format("call of kernel '{}' needs the module; run the module instead",
-                                  node.callee),
+          throw Error(fmt::format("{} of '{}' needs the module; run the module instead",
+                                  ir::ToString(node.kind), node.callee),
                       ir::ErrorLocation{.node = node.name});
         }
         std::vector<Tensor> operands;
-        for (ir::ValueId id : node.inputs) operands.push_back(values[static_cast<size_t>(id)].tensor);
+        for (ir::ValueId id : node.inputs)
+          operands.push_back(values[static_cast<size_t>(id)].tensor);
         std::vector<Tensor> results;
         try {
-          results = RunKernelReference(module->GetKernel(node.callee), operands, true);
+          results = kernel ? RunKernelReference(module->GetKernel(node.callee), operands, true)
+                           : Run(module->Get(node.callee), operands, module);
         } catch (const Error& e) {
           throw e.WithNode(node.name);
         }

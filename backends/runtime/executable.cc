@@ -58,6 +58,27 @@ int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
   return total;
 }
 
+// The compiled function of a call_extern's callee (compiled on its first call site).
+ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& node,
+                                  std::map<std::string, std::shared_ptr<ExternalFunction>>& cache) {
+  auto found = cache.find(node.callee);
+  if (found != cache.end()) return found->second.get();
+  const ir::GraphFunction& subgraph = module.Get(node.callee);
+  const ExternalBackend& backend = ExternalBackendRegistry::Global().Get(subgraph.ExternBackend());
+  std::string why;
+  if (!backend.Available(&why)) {
+    throw Error(fmt::format("Build: %{} is placed on {}, which is not available here: {}",
+                            node.name, backend.name(), why),
+                ir::ErrorLocation{.op = node.op, .node = node.name});
+  }
+  try {
+    std::shared_ptr<ExternalFunction> compiled = backend.Compile(subgraph);
+    return cache.emplace(node.callee, std::move(compiled)).first->second.get();
+  } catch (const Error& e) {
+    throw e.WithNode(node.name);
+  }
+}
+
 }  // namespace
 
 CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions options) {
@@ -137,11 +158,16 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
                               source.begin() + static_cast<std::ptrdiff_t>(first + n));
         break;
       }
-      case ir::NodeKind::kCallKernel: {
+      case ir::NodeKind::kCallKernel:
+      case ir::NodeKind::kCallExtern: {
         Executable::Step step;
         step.kernel = node.callee;
         step.op = node.op;
-        step.entry = exe->compiled_->Lookup(node.callee);
+        if (node.kind == ir::NodeKind::kCallKernel) {
+          step.entry = exe->compiled_->Lookup(node.callee);
+        } else {
+          step.external = CompileExternal(module, node, exe->external_functions_);
+        }
         for (ir::ValueId id : node.inputs) {
           for (int s : value_slots[static_cast<size_t>(id)]) step.args.push_back(s);
         }
@@ -266,14 +292,17 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
     arguments_.resize(step.args.size());
     for (size_t a = 0; a < step.args.size(); ++a)
       arguments_[a] = pointers_[static_cast<size_t>(step.args[a])];
-    if (profiling_) {
-      auto start = std::chrono::steady_clock::now();
+    auto start =
+        profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    if (step.external != nullptr) {
+      step.external->Run(arguments_.data());
+    } else {
       step.entry(arguments_.data());
+    }
+    if (profiling_) {
       step_seconds_[st] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++step_calls_[st];
-    } else {
-      step.entry(arguments_.data());
     }
   }
   for (const OutputCopy& copy : output_copies_) {
@@ -314,7 +343,8 @@ std::string Executable::ProfileTable() const {
   std::string out = fmt::format("{:<{}} {:>7} {:>12} {:>12} {:>7}\n", "kernel", width, "calls",
                                 "total ms", "mean us", "share");
   for (const KernelProfile& p : rows) {
-    out += fmt::format("{:<{}} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%\n", p.kernel, width, p.calls, p.total_seconds * 1e3,
+    out += fmt::format("{:<{}} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%\n", p.kernel, width, p.calls,
+                       p.total_seconds * 1e3,
                        p.calls ? p.total_seconds * 1e6 / static_cast<double>(p.calls) : 0.0,
                        total > 0 ? 100.0 * p.total_seconds / total : 0.0);
   }

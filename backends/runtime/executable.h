@@ -2,17 +2,20 @@
 //
 // Build legalizes the module's graph function (op calls become kernels with default
 // schedules unless they already are call_kernel nodes), compiles every kernel through LLVM into
-// one JIT module, and plans execution: a list of kernel calls with their argument slots, where
-// every intermediate tensor lives at a fixed offset of one arena whose regions are reused once
-// their tensor is dead (liveness over the call order, best-fit by size). Running allocates
+// one JIT module, compiles every call_extern's subgraph with its backend (once per callee, with
+// weights packed then), and plans execution: a list of kernel calls with their argument slots,
+// where every intermediate tensor lives at a fixed offset of one arena whose regions are reused
+// once their tensor is dead (liveness over the call order, best-fit by size). Running allocates
 // nothing but the returned outputs (RunInto allocates nothing at all).
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/external/external_backend.h"
 #include "backends/llvm/codegen.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
@@ -53,6 +56,10 @@ class Executable {
   // Bytes the intermediates would need without reuse (for reporting the planner's savings).
   int64_t unplanned_bytes() const { return unplanned_bytes_; }
   size_t num_kernel_calls() const { return steps_.size(); }
+  // The external functions called (by callee name), for reports.
+  const std::map<std::string, std::shared_ptr<ExternalFunction>>& external_functions() const {
+    return external_functions_;
+  }
   const std::vector<ir::TensorType>& input_types() const { return input_types_; }
   const std::vector<ir::TensorType>& output_types() const { return output_types_; }
 
@@ -68,6 +75,7 @@ class Executable {
   };
   struct Step {
     CompiledModule::KernelEntry entry = nullptr;
+    ExternalFunction* external = nullptr;  // set for call_extern (entry is null then)
     std::string kernel;
     std::string op;
     std::vector<int> args;  // slot per kernel parameter
@@ -79,6 +87,7 @@ class Executable {
 
   ir::IRModule module_;
   std::unique_ptr<CompiledModule> compiled_;
+  std::map<std::string, std::shared_ptr<ExternalFunction>> external_functions_;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   std::vector<OutputCopy> output_copies_;

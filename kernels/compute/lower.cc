@@ -153,6 +153,9 @@ ir::KernelFunction LowerGraphFunction(const ir::GraphFunction& function, const s
         throw node_error(node,
                          "a constant inside a kernel's function (fusion hoists weights out as "
                          "parameters)");
+      case ir::NodeKind::kCallKernel:
+      case ir::NodeKind::kCallExtern:
+        throw node_error(node, "a call of another function inside a kernel's function");
       case ir::NodeKind::kInput:
         if (!node.type.is_tensor()) throw node_error(node, "a parameter must be a tensor");
         value.leaf = Source{id, -1};

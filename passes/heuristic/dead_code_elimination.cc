@@ -1,5 +1,5 @@
 // DeadCodeElimination: removes nodes the returned value does not depend on, and kernel
-// functions no graph function calls any more.
+// functions and extern functions (backend-placed subgraphs) no graph function calls any more.
 #include <set>
 
 #include "passes/graph_utils.h"
@@ -14,11 +14,16 @@ ir::IRModule EliminateDeadCode(const ir::IRModule& module) {
   std::set<std::string> called;
   for (const auto& [name, fn] : out.graph_functions()) {
     for (const ir::Node& n : fn->nodes) {
-      if (n.kind == ir::NodeKind::kCallKernel) called.insert(n.callee);
+      if (n.kind == ir::NodeKind::kCallKernel || n.kind == ir::NodeKind::kCallExtern) {
+        called.insert(n.callee);
+      }
     }
   }
   for (const auto& [name, kernel] : module.kernel_functions()) {
     if (!called.count(name)) out.RemoveKernel(name);
+  }
+  for (const auto& [name, fn] : module.graph_functions()) {
+    if (!fn->ExternBackend().empty() && !called.count(name)) out.Remove(name);
   }
   return out;
 }
@@ -26,16 +31,16 @@ ir::IRModule EliminateDeadCode(const ir::IRModule& module) {
 }  // namespace
 
 void RegisterDeadCodeElimination(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "DeadCodeElimination",
-      .doc = "Remove nodes the result does not depend on, and uncalled kernel functions.",
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"DeadCodeElimination", {}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return EliminateDeadCode(module);
-            });
-      }});
+  registry.Register(
+      PassDef{.name = "DeadCodeElimination",
+              .doc = "Remove nodes the result does not depend on, and uncalled kernel functions.",
+              .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+                return std::make_shared<FunctionPass>(
+                    PassInfo{"DeadCodeElimination", {}, false}, std::move(args),
+                    [](const ir::IRModule& module, PassContext&, const PassArguments&) {
+                      return EliminateDeadCode(module);
+                    });
+              }});
 }
 
 }  // namespace tandem::passes

@@ -14,7 +14,8 @@ namespace {
 
 ir::Type KernelResult(const ir::KernelFunction& kernel) {
   std::vector<ir::Type> outputs;
-  for (size_t i = kernel.params.size() - static_cast<size_t>(kernel.num_outputs); i < kernel.params.size(); ++i) {
+  for (size_t i = kernel.params.size() - static_cast<size_t>(kernel.num_outputs);
+       i < kernel.params.size(); ++i) {
     outputs.push_back(ir::TensorType{kernel.params[i]->shape, kernel.params[i]->dtype, ""});
   }
   return outputs.size() == 1 ? outputs[0] : ir::Type::Tuple(outputs);
@@ -25,7 +26,8 @@ ir::GraphFunction InferTypes(const ir::GraphFunction& fn, const ir::IRModule& mo
   for (ir::Node& node : out.nodes) {
     try {
       switch (node.kind) {
-        case ir::NodeKind::kInput: break;
+        case ir::NodeKind::kInput:
+          break;
         case ir::NodeKind::kConstant:
           node.type = ir::TensorType{node.value.shape(), node.value.dtype(),
                                      node.type.is_tensor() ? node.type.tensor().layout : ""};
@@ -45,10 +47,16 @@ ir::GraphFunction InferTypes(const ir::GraphFunction& fn, const ir::IRModule& mo
         case ir::NodeKind::kTupleGetItem: {
           const ir::Type& tuple = out.type_of(node.inputs.at(0));
           int64_t index = node.attrs.GetInt("index");
-          if (!tuple.is_tuple() || index < 0 || index >= static_cast<int64_t>(tuple.fields().size())) {
+          if (!tuple.is_tuple() || index < 0 ||
+              index >= static_cast<int64_t>(tuple.fields().size())) {
             throw ir::Error(fmt::format("tuple_get_item {} of {}", index, ir::ToString(tuple)));
           }
           node.type = tuple.fields()[static_cast<size_t>(index)];
+          break;
+        }
+        case ir::NodeKind::kCallExtern: {
+          const ir::GraphFunction& callee = module.Get(node.callee);
+          node.type = callee.type_of(callee.output);
           break;
         }
         case ir::NodeKind::kCallKernel: {
@@ -79,7 +87,8 @@ void RegisterInferType(PassRegistry& registry) {
         return std::make_shared<FunctionPass>(
             PassInfo{"InferType", {}, false}, std::move(args),
             [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) { return InferTypes(fn, module); });
+              return MapGraphFunctions(
+                  module, [&](const ir::GraphFunction& fn) { return InferTypes(fn, module); });
             });
       }});
 }

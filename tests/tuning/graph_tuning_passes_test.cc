@@ -9,6 +9,7 @@
 #include "frontend/model_builders.h"
 #include "ir/kernel/kernel_parser.h"
 #include "ir/structural.h"
+#include "passes/backend_placement.h"
 #include "passes/pipeline_text.h"
 #include "tests/tuning/mock_tuning.h"
 
@@ -122,6 +123,68 @@ TEST(TuneCodegenFlags, RecordsTheChoiceAsModuleAttributes) {
   } else if (decision == "reassociate") {
     EXPECT_EQ(outcome.output.attrs().GetInt(backends::kAllowReassociationAttr), 1);
   }
+}
+
+// Backend placement: pieces cut out and measured alone, the dynamic program, and the three
+// whole-module candidates (none, all-onednn, the program's choice when it differs).
+TEST(TuneBackendPlacement, ChoosesAMeasuredPlacementThatReplays) {
+  TuneOutcome outcome = Tune(SmallResNetBlock(), "TuneBackendPlacement");
+  ASSERT_EQ(outcome.decisions.size(), 1u);
+  const ir::Instruction& instruction = outcome.decisions[0].trace.instructions().at(0);
+  EXPECT_EQ(instruction.kind, "TuneBackendPlacement");
+  std::string considered = instruction.attrs.GetString("considered");
+  EXPECT_EQ(considered.rfind("none,all-onednn", 0), 0u) << considered;
+  // Pieces (an own and a oneDNN piece per convolution) plus 2 or 3 whole modules.
+  EXPECT_GE(outcome.counts.measured, 6);
+  EXPECT_EQ(outcome.counts.failed, 0);
+  // The chosen placement is the decision, in placement text, and shows as call_extern nodes.
+  std::vector<passes::Placement> placements = passes::ParsePlacementText(Decision(outcome));
+  int extern_calls = 0;
+  for (const ir::Node& node : outcome.output.Get("main").nodes) {
+    if (node.kind != ir::NodeKind::kCallExtern) continue;
+    ++extern_calls;
+    EXPECT_EQ(node.annotations.GetString("backend"), "onednn");
+  }
+  EXPECT_EQ(extern_calls, static_cast<int>(placements.size()));
+  // Measured at least as fast as placing nothing (which was measured in the same run).
+  EXPECT_GT(outcome.decisions[0].result.median_seconds, 0);
+}
+
+TEST(TuneBackendPlacement, ASecondRunWithTheSameDatabaseMeasuresNothing) {
+  passes::PassContext context;
+  std::shared_ptr<tuning::Database> database = tuning::MakeInMemoryDatabase();
+  auto run = [&] {
+    context.tuning = std::make_shared<tuning::TuningSession>(
+        ir::Target{}, database, std::make_shared<tuning::LocalBuilder>(),
+        std::make_shared<tuning::ProcessRunner>(), FastOptions());
+    return context.RunPipeline(
+        *passes::ParsePipeline("InferType, TuneBackendPlacement(eval=[FuseOps])"),
+        SmallBertLayer());
+  };
+  ir::IRModule first = run();
+  EXPECT_GT(context.tuning->TotalCounts().measured, 0);
+  ir::IRModule second = run();
+  EXPECT_TRUE(ir::StructuralEqual(first, second)) << ir::StructuralDiff(first, second);
+  EXPECT_EQ(context.tuning->TotalCounts().measured, 0);
+  EXPECT_GT(context.tuning->TotalCounts().reused, 0);
+}
+
+TEST(TuneBackendPlacement, TunesOurSideOfEachComparisonWithItsEvalPasses) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{8, 32}});
+  ir::ValueId w = b.Constant(ir::Tensor::Random(ir::TensorType{{16, 32}}, 1, -0.5, 0.5));
+  ir::ValueId y = b.Call("relu", {b.Call("dense", {x, w})});
+  ir::IRModule model;
+  model.Add(b.Finish(b.Call("softmax", {y})));
+  TuneOutcome outcome =
+      Tune(model, "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=2, batch=2)])");
+  ASSERT_EQ(outcome.decisions.size(), 1u);
+  // Every candidate went through TuneKernels: the trace has its instruction after ours.
+  const ir::Trace& trace = outcome.decisions[0].trace;
+  ASSERT_EQ(trace.size(), 3u);
+  EXPECT_EQ(trace.instructions()[0].kind, "TuneBackendPlacement");
+  EXPECT_EQ(trace.instructions()[2].kind, "TuneKernels");
+  EXPECT_EQ(outcome.counts.failed, 0);
 }
 
 // A knob whose choices are: keep the module (relu), or replace it by a module that crashes,

@@ -1,14 +1,6 @@
-#include "bench/onednn_program.h"
+#include "backends/onednn/onednn_program.h"
 
-namespace tandem::bench {
-
-namespace {
-
-std::string ImplementationOf(const dnnl::reorder::primitive_desc& descriptor) {
-  return std::string("reorder:") + descriptor.impl_info_str();
-}
-
-}  // namespace
+namespace tandem::backends {
 
 void OnednnProgram::Add(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args,
                         std::string implementation) {
@@ -18,6 +10,12 @@ void OnednnProgram::Add(dnnl::primitive primitive, std::unordered_map<int, dnnl:
 void OnednnProgram::Run(dnnl::stream& stream) const {
   for (const Step& step : steps_) step.primitive.execute(stream, step.args);
   stream.wait();
+}
+
+int64_t OnednnProgram::NumReorders() const {
+  int64_t count = 0;
+  for (const Step& step : steps_) count += step.implementation.rfind("reorder:", 0) == 0;
+  return count;
 }
 
 std::string OnednnProgram::Implementations() const {
@@ -51,13 +49,18 @@ dnnl::memory ReorderNow(const dnnl::memory& user, const dnnl::memory::desc& want
   return packed;
 }
 
+dnnl::primitive_attr UserScratchpad(dnnl::primitive_attr attr) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 dnnl::memory ReorderInput(OnednnProgram& program, const dnnl::memory& user,
                           const dnnl::memory::desc& wanted, OnednnContext& context) {
   if (user.get_desc() == wanted) return user;
   dnnl::memory scratch(wanted, context.engine);
-  dnnl::reorder::primitive_desc descriptor(user, scratch);
+  dnnl::reorder::primitive_desc descriptor(user, scratch, UserScratchpad());
   program.Add(dnnl::reorder(descriptor), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, scratch}},
-              ImplementationOf(descriptor));
+              descriptor, "reorder");
   return scratch;
 }
 
@@ -70,9 +73,9 @@ dnnl::memory OutputBuffer(const dnnl::memory& user, const dnnl::memory::desc& pr
 void FinishOutput(OnednnProgram& program, const dnnl::memory& produced, const dnnl::memory& user,
                   OnednnContext& context) {
   if (produced.get() == user.get()) return;
-  dnnl::reorder::primitive_desc descriptor(produced, user);
+  dnnl::reorder::primitive_desc descriptor(produced, user, UserScratchpad());
   program.Add(dnnl::reorder(descriptor), {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, user}},
-              ImplementationOf(descriptor));
+              descriptor, "reorder");
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::backends

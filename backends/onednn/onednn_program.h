@@ -1,10 +1,10 @@
-// oneDNN programs for the operator benchmark: a fixed sequence of primitive executions that
-// computes one workload from the caller's plain (row-major) buffers into a plain output buffer.
+// oneDNN programs: a fixed sequence of primitive executions that computes one subgraph (for the
+// oneDNN backend) or one benchmark workload from the caller's buffers into the caller's output.
 //
 // Setup (weight reorders into the layout a primitive prefers, batch-norm folding) happens when a
 // program is made; Run executes only what a real call has to do per input: the primitives and,
-// when a program uses blocked activations, the reorders of the activations into and out of
-// that layout.
+// when a program uses layouts other than the caller's, the reorders of the activations into and
+// out of them (counted by NumReorders, so reports can say what a placement costs).
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -15,9 +15,9 @@
 
 #include "ir/tensor.h"
 
-namespace tandem::bench {
+namespace tandem::backends {
 
-// The engine and stream every program of one benchmark run uses.
+// The engine and stream the programs of one user (a benchmark run, an executable) use.
 struct OnednnContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
@@ -31,6 +31,17 @@ class OnednnProgram {
   // oneDNN picked (for the report).
   void Add(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args,
            std::string implementation);
+  // The same for a primitive made with UserScratchpad(): its scratchpad is allocated here, so
+  // the program may run on any thread (oneDNN's own scratchpad is per thread of creation).
+  template <typename PrimitiveDescriptor>
+  void Add(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args,
+           const PrimitiveDescriptor& descriptor, const std::string& kind) {
+    if (descriptor.scratchpad_desc().get_size() > 0) {
+      args[DNNL_ARG_SCRATCHPAD] =
+          dnnl::memory(descriptor.scratchpad_desc(), descriptor.get_engine());
+    }
+    Add(std::move(primitive), std::move(args), kind + ":" + descriptor.impl_info_str());
+  }
   // Executes every step in order and waits for the stream.
   void Run(dnnl::stream& stream) const;
 
@@ -38,6 +49,8 @@ class OnednnProgram {
   const std::string& label() const { return label_; }
   // The implementations of the steps, joined by " + ".
   std::string Implementations() const;
+  // How many of the steps are reorders of activations (executed on every Run).
+  int64_t NumReorders() const;
 
  private:
   struct Step {
@@ -48,6 +61,9 @@ class OnednnProgram {
   std::string label_;
   std::vector<Step> steps_;
 };
+
+// `attr` (default: empty) asking for a user-managed scratchpad (see OnednnProgram::Add).
+dnnl::primitive_attr UserScratchpad(dnnl::primitive_attr attr = {});
 
 // A memory object over the storage of `tensor` (which must outlive it), f32, of the given dims
 // and plain format.
@@ -77,4 +93,4 @@ dnnl::memory OutputBuffer(const dnnl::memory& user, const dnnl::memory::desc& pr
 void FinishOutput(OnednnProgram& program, const dnnl::memory& produced, const dnnl::memory& user,
                   OnednnContext& context);
 
-}  // namespace tandem::bench
+}  // namespace tandem::backends

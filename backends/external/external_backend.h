@@ -1,0 +1,71 @@
+// External backends: vendor libraries (oneDNN, cuBLAS) that run whole subgraphs of a model.
+//
+// A backend declares the subgraphs it takes as patterns (pattern.h), compiles a matched subgraph
+// (a graph function marked with ir::kExternBackendAttr, called by a call_extern node) into an
+// ExternalFunction once at build time, with its own layouts and weights packed then, and is called
+// by the executor with the buffers of the call's operands and results. The reference meaning of a
+// placed subgraph is its graph function, so every placement is checked against the interpreter.
+//
+// Backends register themselves in ExternalBackendRegistry::Global() under stable names; a backend
+// compiled into this build may still be unavailable on this machine (no GPU for cuBLAS), which
+// Available() says with a reason, so callers can skip it instead of failing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/external/pattern.h"
+#include "ir/graph.h"
+
+namespace tandem::backends {
+
+// A subgraph compiled by a backend. Run may be called many times, from one thread at a time.
+class ExternalFunction {
+ public:
+  virtual ~ExternalFunction() = default;
+  // `arguments`: the operand buffers in parameter order, then the result buffers. Buffers are in
+  // the layouts the graph function's types name.
+  virtual void Run(void* const* arguments) = 0;
+  // What runs, for reports: the library's implementations and the reorders it needs per call.
+  virtual std::string Describe() const = 0;
+  // Layout conversions of activations done on every call (weights are packed once, at build).
+  virtual int64_t reorders_per_call() const { return 0; }
+};
+
+class ExternalBackend {
+ public:
+  virtual ~ExternalBackend() = default;
+  virtual std::string name() const = 0;
+  // Whether the backend can run on this machine; when not, `why` says what is missing.
+  virtual bool Available(std::string* why = nullptr) const = 0;
+  virtual const std::vector<Pattern>& patterns() const = 0;
+  // Compiles `subgraph` (one of this backend's pattern matches, as a graph function whose
+  // constants are the weights). Throws ir::Error naming what it cannot do.
+  virtual std::unique_ptr<ExternalFunction> Compile(const ir::GraphFunction& subgraph) const = 0;
+};
+
+class ExternalBackendRegistry {
+ public:
+  // The registry with every backend compiled into this build.
+  static ExternalBackendRegistry& Global();
+
+  void Register(std::shared_ptr<const ExternalBackend> backend);
+  // Null when there is no such backend.
+  const ExternalBackend* Find(const std::string& name) const;
+  // Throws ir::Error listing the known backends.
+  const ExternalBackend& Get(const std::string& name) const;
+  std::vector<std::string> Names() const;
+  // The backends whose Available() holds.
+  std::vector<const ExternalBackend*> AvailableBackends() const;
+
+ private:
+  std::map<std::string, std::shared_ptr<const ExternalBackend>> backends_;
+};
+
+// Every match of every pattern of `backend` in `function`.
+std::vector<PatternMatch> FindMatches(const ir::GraphFunction& function,
+                                      const ExternalBackend& backend);
+
+}  // namespace tandem::backends

@@ -1,0 +1,160 @@
+// oneDNN convolution and transposed convolution (1-D to 3-D, grouped, depthwise, dilated) with
+// their epilogue as post-ops. Weights that are constants are packed into the layout the
+// primitive prefers once, here; activations stay in the graph's layout when oneDNN has a fast
+// (JIT) kernel for it, else oneDNN chooses and the reorders into and out of its layout run on
+// every call (and are counted).
+#include <fmt/format.h>
+
+#include "backends/onednn/onednn_compiler.h"
+#include "ir/error.h"
+#include "ir/layout.h"
+
+namespace tandem::backends {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+memory::dims Dims(const std::vector<int64_t>& values, size_t begin, size_t count,
+                  int64_t minus = 0) {
+  memory::dims dims;
+  for (size_t k = 0; k < count; ++k) dims.push_back(values.at(begin + k) - minus);
+  return dims;
+}
+
+bool IsFastImplementation(const std::string& implementation) {
+  return implementation.find("jit") != std::string::npos &&
+         implementation.find("gemm") == std::string::npos;
+}
+
+// Picks the primitive descriptor: the graph's activation layouts when oneDNN has a fast kernel
+// for them, else the layouts oneDNN chooses.
+template <typename PrimitiveDescriptor, typename MakeDescriptor>
+PrimitiveDescriptor Choose(const memory::desc& user_src, const memory::desc& user_dst,
+                           const MakeDescriptor& make) {
+  PrimitiveDescriptor in_user_layout;
+  try {
+    in_user_layout = make(user_src, user_dst);
+    if (IsFastImplementation(in_user_layout.impl_info_str())) return in_user_layout;
+  } catch (const dnnl::error&) {
+  }
+  memory::desc any_src(user_src.dims(), memory::data_type::f32, Tag::any);
+  memory::desc any_dst(user_dst.dims(), memory::data_type::f32, Tag::any);
+  PrimitiveDescriptor chosen = make(any_src, any_dst);
+  if (in_user_layout && !IsFastImplementation(chosen.impl_info_str())) return in_user_layout;
+  return chosen;
+}
+
+}  // namespace
+
+std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compiler) {
+  const ir::Node& conv = compiler.anchor();
+  const ir::GraphFunction& subgraph = compiler.subgraph();
+  bool transpose = conv.op == "conv2d_transpose";
+  const ir::TensorType& data = subgraph.type_of(compiler.Operand(0)).tensor();
+  const ir::TensorType& weight = subgraph.type_of(compiler.Operand(1)).tensor();
+  const ir::TensorType& result = conv.type.tensor();
+  if (conv.inputs.size() != 2) throw ir::Error("oneDNN: a convolution with a third operand");
+
+  std::string data_layout = transpose ? "NCHW" : conv.attrs.GetString("data_layout");
+  std::string primal = ir::Layout(data_layout).primal_axes();
+  std::string spatial;
+  for (char c : primal) {
+    if (c != 'N' && c != 'C') spatial += c;
+  }
+  std::string canonical = "NC" + spatial;
+  std::string kernel_canonical = "OI" + spatial;
+  size_t s = spatial.size();
+  std::optional<memory::desc> user_src = LayoutDesc(data, canonical);
+  std::optional<memory::desc> user_dst = LayoutDesc(result, canonical);
+  if (!user_src || !user_dst) {
+    throw ir::Error(fmt::format("oneDNN: convolution layout {} is not supported", data_layout));
+  }
+
+  int64_t groups = conv.attrs.GetInt("groups");
+  std::vector<int64_t> strides = conv.attrs.GetInts("strides");
+  std::vector<int64_t> padding = conv.attrs.GetInts("padding");
+  std::vector<int64_t> dilation = conv.attrs.GetInts("dilation");
+  memory::dims padding_l = Dims(padding, 0, s), padding_r = Dims(padding, s, s);
+  if (transpose) {
+    std::vector<int64_t> output_padding = conv.attrs.GetInts("output_padding");
+    for (size_t k = 0; k < s; ++k) padding_r[k] -= output_padding.at(k);
+    if (groups != 1) throw ir::Error("oneDNN: grouped conv2d_transpose is not supported");
+  }
+
+  // Weights in oneDNN's logical order: {O, I, k...}, {G, O/G, I/G, k...} when grouped.
+  ir::Shape plain_weight;
+  memory::desc user_weight_desc;
+  memory user_weight;
+  if (compiler.IsConstant(compiler.Operand(1))) {
+    ir::Tensor w = compiler.ConstantIn(compiler.Operand(1), kernel_canonical);
+    plain_weight = w.shape();
+    if (transpose) {  // ours: [I, O, k...]; oneDNN's logical {O, I, k...} over the same data
+      memory::dims dims = {plain_weight[1], plain_weight[0], plain_weight[2], plain_weight[3]};
+      user_weight_desc = memory::desc(dims, memory::data_type::f32, Tag::iohw);
+    } else if (groups == 1) {
+      user_weight_desc = PlainDesc(plain_weight);
+    } else {
+      ir::Shape grouped = {groups, plain_weight[0] / groups};
+      grouped.insert(grouped.end(), plain_weight.begin() + 1, plain_weight.end());
+      user_weight_desc = PlainDesc(grouped);
+    }
+    user_weight = compiler.Own(w, user_weight_desc);
+  } else {
+    if (transpose || groups != 1) {
+      throw ir::Error("oneDNN: non-constant weights of a grouped or transposed convolution");
+    }
+    std::optional<memory::desc> desc = LayoutDesc(weight, kernel_canonical);
+    if (!desc)
+      throw ir::Error(fmt::format("oneDNN: kernel layout {} is not supported", weight.layout));
+    user_weight_desc = *desc;
+    user_weight = compiler.Bind(compiler.Operand(1), user_weight_desc);
+  }
+  memory::desc any_weight(user_weight_desc.dims(), memory::data_type::f32, Tag::any);
+
+  std::unordered_map<int, memory> args;
+  dnnl::primitive_attr attr = compiler.PostOps(canonical, result, args);
+  memory::dims stride_dims = Dims(strides, 0, s), dilate_dims = Dims(dilation, 0, s, 1);
+  auto kind = dnnl::prop_kind::forward_inference;
+  OnednnContext& context = compiler.context();
+  OnednnProgram& program = compiler.program();
+  auto finish = [&](const auto& descriptor, dnnl::primitive primitive, const std::string& name) {
+    memory src = ReorderInput(program, compiler.Bind(compiler.Operand(0), *user_src),
+                              descriptor.src_desc(), context);
+    memory packed = compiler.IsConstant(compiler.Operand(1))
+                        ? ReorderNow(user_weight, descriptor.weights_desc(), context)
+                        : ReorderInput(program, user_weight, descriptor.weights_desc(), context);
+    memory user_result = compiler.BindResult(*user_dst);
+    memory dst = OutputBuffer(user_result, descriptor.dst_desc(), context);
+    args[DNNL_ARG_SRC] = src;
+    args[DNNL_ARG_WEIGHTS] = packed;
+    args[DNNL_ARG_DST] = dst;
+    program.Add(std::move(primitive), args, descriptor, name);
+    FinishOutput(program, dst, user_result, context);
+  };
+  if (transpose) {
+    using PD = dnnl::deconvolution_forward::primitive_desc;
+    PD descriptor =
+        Choose<PD>(*user_src, *user_dst, [&](const memory::desc& src, const memory::desc& dst) {
+          dnnl::deconvolution_forward::desc desc(kind, dnnl::algorithm::deconvolution_direct, src,
+                                                 any_weight, dst, stride_dims, dilate_dims,
+                                                 padding_l, padding_r);
+          return PD(desc, attr, context.engine);
+        });
+    finish(descriptor, dnnl::deconvolution_forward(descriptor), "deconvolution");
+  } else {
+    using PD = dnnl::convolution_forward::primitive_desc;
+    PD descriptor =
+        Choose<PD>(*user_src, *user_dst, [&](const memory::desc& src, const memory::desc& dst) {
+          dnnl::convolution_forward::desc desc(kind, dnnl::algorithm::convolution_direct, src,
+                                               any_weight, dst, stride_dims, dilate_dims, padding_l,
+                                               padding_r);
+          return PD(desc, attr, context.engine);
+        });
+    finish(descriptor, dnnl::convolution_forward(descriptor), "convolution");
+  }
+  return compiler.Finish();
+}
+
+}  // namespace tandem::backends

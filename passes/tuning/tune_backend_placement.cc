@@ -1,0 +1,296 @@
+// TuneBackendPlacement: chooses which subgraphs run on external backends (oneDNN, cuBLAS) and
+// which on our own code generator, by measurement, in the way Collage does.
+//
+// Candidate pieces come from every backend's patterns (only matches the backend really
+// compiles) and, for our own code generator, from the same chains: every prefix, every suffix
+// and every single node of the longest chain at each anchor. Each piece is cut out of the graph
+// as a module of its own, expanded with this pass's eval passes (so TuneKernels tunes our side of
+// the comparison; a piece placed on a backend keeps its library kernel) and measured through the
+// shared builder and runner; results are cached in the database like every graph candidate, so a
+// second run measures nothing. A dynamic program over the nodes in dataflow order then covers
+// every node that some piece contains exactly once at the least summed latency; its state is
+// the position and the set of later nodes already covered by a chosen piece, which stays small
+// because pieces are short chains. Pieces measured alone miss what happens between them (a
+// reorder into a backend's layout, a fusion that a cut prevents), so the dynamic program's
+// placement is measured end to end together with placing nothing and placing everything each
+// backend takes, and the fastest of those is kept: the result is never slower, as measured,
+// than all-own or all-backend.
+//
+// The decision recorded in the trace is the placement itself (passes/backend_placement.h text),
+// so replay re-creates the same call_extern nodes without measuring.
+#include <fmt/format.h>
+
+#include <limits>
+#include <map>
+#include <set>
+
+#include "ir/error.h"
+#include "ir/structural.h"
+#include "passes/backend_placement.h"
+#include "passes/heuristic/rewrite_helpers.h"
+#include "passes/pass_registry.h"
+#include "passes/tuning_pass.h"
+#include "tuning/tuning_session.h"
+
+namespace tandem::passes {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+struct Piece {
+  std::vector<ir::ValueId> nodes;
+  std::string backend;  // "" for our own code generator
+  std::string pattern;
+  double seconds = kInfinity;
+};
+
+// Covers the nodes of the pieces exactly once at the least total time (see the file comment).
+class CoverProgram {
+ public:
+  explicit CoverProgram(const std::vector<Piece>& pieces) : pieces_(pieces) {
+    std::set<ir::ValueId> all;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      all.insert(pieces[p].nodes.begin(), pieces[p].nodes.end());
+      starting_at_[pieces[p].nodes.front()].push_back(p);
+    }
+    order_.assign(all.begin(), all.end());
+  }
+
+  // The chosen pieces (indices), or empty when no exact cover exists.
+  std::vector<size_t> Solve() {
+    double total = Best(0, {});
+    std::vector<size_t> chosen;
+    if (total == kInfinity) return chosen;
+    size_t position = 0;
+    std::vector<ir::ValueId> covered;
+    while (position < order_.size()) {
+      const Entry& entry = memo_.at({position, covered});
+      if (entry.piece >= 0) {
+        chosen.push_back(static_cast<size_t>(entry.piece));
+        covered = Advance(covered, position, &pieces_[static_cast<size_t>(entry.piece)]);
+      } else {
+        covered = Advance(covered, position, nullptr);
+      }
+      ++position;
+    }
+    return chosen;
+  }
+
+ private:
+  struct Entry {
+    double seconds;
+    int64_t piece;  // chosen at this state (-1: the node was already covered)
+  };
+
+  // The covered set after position `position`: without its node, plus a piece's later nodes.
+  std::vector<ir::ValueId> Advance(const std::vector<ir::ValueId>& covered, size_t position,
+                                   const Piece* piece) const {
+    std::set<ir::ValueId> next(covered.begin(), covered.end());
+    next.erase(order_[position]);
+    if (piece != nullptr) {
+      for (ir::ValueId id : piece->nodes) {
+        if (id != order_[position]) next.insert(id);
+      }
+    }
+    return {next.begin(), next.end()};
+  }
+
+  double Best(size_t position, const std::vector<ir::ValueId>& covered) {
+    if (position == order_.size()) return 0;
+    auto key = std::make_pair(position, covered);
+    if (auto found = memo_.find(key); found != memo_.end()) return found->second.seconds;
+    ir::ValueId node = order_[position];
+    Entry entry{kInfinity, -1};
+    if (std::binary_search(covered.begin(), covered.end(), node)) {
+      entry.seconds = Best(position + 1, Advance(covered, position, nullptr));
+    } else if (auto starting = starting_at_.find(node); starting != starting_at_.end()) {
+      for (size_t p : starting->second) {
+        const Piece& piece = pieces_[p];
+        if (piece.seconds == kInfinity) continue;
+        bool overlaps = std::any_of(piece.nodes.begin(), piece.nodes.end(), [&](ir::ValueId id) {
+          return std::binary_search(covered.begin(), covered.end(), id);
+        });
+        if (overlaps) continue;
+        double seconds = piece.seconds + Best(position + 1, Advance(covered, position, &piece));
+        if (seconds < entry.seconds) entry = {seconds, static_cast<int64_t>(p)};
+      }
+    }
+    memo_[key] = entry;
+    return entry.seconds;
+  }
+
+  const std::vector<Piece>& pieces_;
+  std::vector<ir::ValueId> order_;
+  std::map<ir::ValueId, std::vector<size_t>> starting_at_;
+  std::map<std::pair<size_t, std::vector<ir::ValueId>>, Entry> memo_;
+};
+
+class TuneBackendPlacement : public TuningPass {
+ public:
+  TuneBackendPlacement(PassArguments arguments, std::vector<PassPtr> eval)
+      : TuningPass(std::move(arguments), std::move(eval)) {}
+  const PassInfo& info() const override {
+    static const PassInfo info{"TuneBackendPlacement", {"InferType"}, true};
+    return info;
+  }
+
+  Candidate Tune(const Candidate& candidate, PassContext& context) const override {
+    const std::string& function_name = context.Tuning().options().function;
+    const ir::GraphFunction& function = candidate.output.Get(function_name);
+    PlacementMatcher matcher(SelectBackends(StringArgument("backends", "")));
+    std::vector<backends::PatternMatch> matches = matcher.Matches(function);
+
+    // Whole-module candidates: nothing placed, everything each backend takes, and (below) the
+    // dynamic program's choice.
+    std::vector<std::pair<std::string, std::vector<Placement>>> options = {{"none", {}}};
+    std::set<std::string> backend_names;
+    for (const backends::PatternMatch& match : matches) backend_names.insert(match.backend);
+    for (const std::string& backend : backend_names) {
+      std::vector<backends::PatternMatch> own;
+      for (const backends::PatternMatch& match : matches) {
+        if (match.backend == backend) own.push_back(match);
+      }
+      options.push_back({"all-" + backend, GreedyPlacements(function, own)});
+    }
+    if (!matches.empty() && IntArgument("measure_pieces", 1) != 0) {
+      options.push_back({"dynamic-program", DynamicProgram(candidate, function, matches, context)});
+    }
+
+    std::vector<Candidate> candidates;
+    std::vector<std::string> seen, considered;
+    for (const auto& [label, placements] : options) {
+      std::string text = PlacementText(placements);
+      if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
+      seen.push_back(text);
+      considered.push_back(label);
+      Candidate next = candidate;
+      ir::Instruction instruction;
+      instruction.kind = name();
+      instruction.attrs.Set("pass", DecisionText());
+      instruction.attrs.Set("choice", label);
+      instruction.decision = ir::AttrValue(text);
+      next.trace.Append(std::move(instruction));
+      next.result.reset();
+      try {
+        next.output = ApplyPlacements(candidate.output, function_name, placements);
+      } catch (const ir::Error& e) {
+        next.result = tuning::MeasureResult::Failure(
+            fmt::format("{} placement {} failed: {}", name(), label, e.what()));
+      }
+      candidates.push_back(ExpandWithEvalPasses(std::move(next), context));
+    }
+    for (Candidate& c : candidates) {
+      c.trace.mutable_instructions()[candidate.trace.instructions().size()].attrs.Set(
+          "considered", fmt::format("{}", fmt::join(considered, ",")));
+    }
+    int64_t best = EvaluateAndSelect(candidates, context);
+    if (best < 0) return candidate;
+    return candidates[static_cast<size_t>(best)];
+  }
+
+  ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
+                             PassContext& context) const override {
+    if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
+      throw ir::Error("TuneBackendPlacement: the instruction has no placement as its decision");
+    }
+    return ApplyPlacements(module, context.Tuning().options().function,
+                           ParsePlacementText(std::get<std::string>(*instruction.decision)));
+  }
+
+ private:
+  std::vector<Placement> DynamicProgram(const Candidate& candidate,
+                                        const ir::GraphFunction& function,
+                                        const std::vector<backends::PatternMatch>& matches,
+                                        PassContext& context) const {
+    std::vector<Piece> pieces = MakePieces(matches);
+    // Each piece as a module of its own, expanded with the eval passes, measured together.
+    std::vector<Candidate> measured;
+    std::vector<size_t> piece_of;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      ir::IRModule alone;
+      try {
+        ir::GraphFunction subgraph = ExtractSubgraph(function, pieces[p].nodes, function.name);
+        alone.Add(subgraph);
+        // Own and placed versions of one node set are checked against the same reference.
+        alone.attrs().Set(tuning::kReferenceKeyAttr,
+                          fmt::format("{:016x}", ir::StructuralHash(subgraph)));
+        context.Tuning().EnsureReference(alone);
+        if (!pieces[p].backend.empty()) {
+          Placement placement{pieces[p].backend, pieces[p].pattern, {}};
+          for (ir::ValueId id : pieces[p].nodes) placement.nodes.push_back(function.node(id).name);
+          alone = ApplyPlacements(alone, function.name, {placement});
+        }
+      } catch (const ir::Error&) {
+        continue;
+      }
+      Candidate piece = Candidate::Start(alone);
+      measured.push_back(ExpandWithEvalPasses(std::move(piece), context));
+      piece_of.push_back(p);
+    }
+    EvaluateAndSelect(measured, context);
+    for (size_t k = 0; k < measured.size(); ++k) {
+      const auto& result = measured[k].result;
+      if (result && result->ok()) pieces[piece_of[k]].seconds = result->median_seconds;
+    }
+    std::vector<Placement> placements;
+    for (size_t p : CoverProgram(pieces).Solve()) {
+      if (pieces[p].backend.empty()) continue;
+      Placement placement{pieces[p].backend, pieces[p].pattern, {}};
+      for (ir::ValueId id : pieces[p].nodes) placement.nodes.push_back(function.node(id).name);
+      placements.push_back(std::move(placement));
+    }
+    std::sort(placements.begin(), placements.end(), [&](const Placement& a, const Placement& b) {
+      return function.Find(a.nodes.back()) < function.Find(b.nodes.back());
+    });
+    return placements;
+  }
+
+  // Backend pieces are the matches; own pieces are the prefixes, suffixes and single nodes of
+  // the longest chain at each anchor.
+  static std::vector<Piece> MakePieces(const std::vector<backends::PatternMatch>& matches) {
+    std::vector<Piece> pieces;
+    std::map<ir::ValueId, std::vector<ir::ValueId>> chains;
+    for (const backends::PatternMatch& match : matches) {
+      pieces.push_back(Piece{match.nodes, match.backend, match.pattern});
+      std::vector<ir::ValueId>& chain = chains[match.nodes.front()];
+      if (match.nodes.size() > chain.size()) chain = match.nodes;
+    }
+    std::set<std::vector<ir::ValueId>> own;
+    for (const auto& [anchor, chain] : chains) {
+      for (size_t k = 1; k <= chain.size(); ++k) {
+        own.insert(std::vector<ir::ValueId>(chain.begin(),
+                                            chain.begin() + static_cast<std::ptrdiff_t>(k)));
+        own.insert(std::vector<ir::ValueId>(chain.begin() + static_cast<std::ptrdiff_t>(k - 1),
+                                            chain.end()));
+        own.insert({chain[k - 1]});
+      }
+    }
+    for (const std::vector<ir::ValueId>& nodes : own) pieces.push_back(Piece{nodes, "", ""});
+    return pieces;
+  }
+};
+
+}  // namespace
+
+void RegisterTuneBackendPlacement(PassRegistry& registry) {
+  std::vector<ir::AttrSpec> arguments = {
+      {"backends", ir::AttrKind::kString, std::string(""),
+       "comma-separated external backends to consider (empty: every available one)"},
+      {"measure_pieces", ir::AttrKind::kInt, int64_t{1},
+       "1: measure pattern pieces alone and run the dynamic program; 0: compare only "
+       "all-own and all-backend"}};
+  registry.Register(PassDef{
+      .name = "TuneBackendPlacement",
+      .doc = "Choose by measurement which subgraphs run on external backends (oneDNN, cuBLAS) "
+             "and which on our own kernels (Collage-style dynamic program).",
+      .arguments = std::move(arguments),
+      .is_tuning = true,
+      .takes_eval_passes = true,
+      .create = [](PassArguments args, std::vector<PassPtr> eval) -> PassPtr {
+        SelectBackends(StringArgument(args, "backends", ""));  // unknown names fail here
+        return std::make_shared<TuneBackendPlacement>(std::move(args), std::move(eval));
+      }});
+}
+
+}  // namespace tandem::passes

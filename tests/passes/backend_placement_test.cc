@@ -1,0 +1,317 @@
+// External backends placed by pattern: every placed subgraph is compiled by its backend, run by
+// the executor through call_extern, and compared with the reference interpreter on the module
+// before placement; patterns that do not match leave the graph alone; placements print, parse
+// and replay.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "backends/external/external_backend.h"
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/structural.h"
+#include "passes/backend_placement.h"
+#include "tests/passes/pass_test_util.h"
+
+namespace tandem::passes {
+namespace {
+
+using ir::Attrs;
+using ir::GraphBuilder;
+using ir::TensorType;
+using ir::ValueId;
+
+ValueId Weight(GraphBuilder& b, ir::Shape shape, uint64_t seed) {
+  return b.Constant(ir::Tensor::Random(TensorType{std::move(shape)}, seed, -0.5, 0.5));
+}
+
+ir::IRModule ModuleOf(ir::GraphFunction function) {
+  ir::IRModule module;
+  module.Add(std::move(function));
+  return module;
+}
+
+int CountExternCalls(const ir::IRModule& module) {
+  int n = 0;
+  for (const ir::Node& node : module.Get("main").nodes) n += node.kind == ir::NodeKind::kCallExtern;
+  return n;
+}
+
+// Places `module` with `pipeline`, expects `calls` call_extern nodes, builds it and compares
+// the outputs with the reference interpreter on the unplaced module.
+void ExpectPlacedAndCorrect(const ir::IRModule& module, int calls,
+                            const std::string& pipeline = "InferType, PlaceOnBackend") {
+  ir::IRModule placed = testing::RunText(pipeline, module);
+  EXPECT_EQ(CountExternCalls(placed), calls) << ir::PrintModule(placed);
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 5);
+  std::vector<ir::Tensor> want = backends::RunReference(module, inputs);
+  // The placed module's own meaning (the extern functions interpreted) is unchanged...
+  std::vector<ir::Tensor> interpreted = backends::RunReference(placed, inputs);
+  // ...and the backend computes it.
+  std::unique_ptr<backends::Executable> exe = backends::Build(placed);
+  EXPECT_EQ(exe->external_functions().size(), static_cast<size_t>(calls));
+  std::vector<ir::Tensor> got = exe->Run(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LT(ir::RelativeError(interpreted[i], want[i]), 1e-6);
+    EXPECT_LT(ir::RelativeError(got[i], want[i]), 1e-4) << "output " << i;
+  }
+}
+
+struct ConvCase {
+  std::string name;
+  std::string op;
+  ir::Shape data, weight;
+  Attrs attrs;
+};
+
+TEST(OnednnBackend, ConvolutionsOfEveryKindMatchTheReference) {
+  std::vector<ConvCase> cases = {
+      {"conv1d",
+       "conv1d",
+       {1, 8, 20},
+       {12, 8, 3},
+       Attrs{{"strides", std::vector<int64_t>{2}}, {"padding", std::vector<int64_t>{1, 1}}}},
+      {"conv2d",
+       "conv2d",
+       {1, 8, 12, 12},
+       {16, 8, 3, 3},
+       Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"strided asymmetric",
+       "conv2d",
+       {1, 3, 15, 13},
+       {8, 3, 5, 3},
+       Attrs{{"strides", std::vector<int64_t>{2, 3}},
+             {"padding", std::vector<int64_t>{2, 1, 1, 0}}}},
+      {"grouped",
+       "conv2d",
+       {1, 16, 10, 10},
+       {32, 4, 3, 3},
+       Attrs{{"groups", int64_t{4}}, {"padding", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"depthwise",
+       "conv2d",
+       {1, 16, 10, 10},
+       {16, 1, 3, 3},
+       Attrs{{"groups", int64_t{16}}, {"padding", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"dilated",
+       "conv2d",
+       {1, 4, 16, 16},
+       {8, 4, 3, 3},
+       Attrs{{"dilation", std::vector<int64_t>{2, 2}},
+             {"padding", std::vector<int64_t>{2, 2, 2, 2}}}},
+      {"conv3d",
+       "conv3d",
+       {1, 3, 6, 10, 10},
+       {8, 3, 3, 3, 3},
+       Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1, 1, 1}}}},
+      {"transposed",
+       "conv2d_transpose",
+       {1, 8, 5, 5},
+       {8, 4, 4, 4},
+       Attrs{{"strides", std::vector<int64_t>{2, 2}},
+             {"padding", std::vector<int64_t>{1, 1, 1, 1}}}},
+  };
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b("main");
+    ValueId x = b.Input("x", TensorType{c.data});
+    ValueId y = b.Call(c.op, {x, Weight(b, c.weight, 3)}, c.attrs);
+    int64_t channels = b.TensorTypeOf(y).shape[1];
+    ir::Shape bias_shape(b.TensorTypeOf(y).shape.size(), 1);
+    bias_shape[1] = channels;
+    y = b.Call("add", {y, Weight(b, bias_shape, 4)});
+    y = b.Call("relu", {y});
+    ExpectPlacedAndCorrect(ModuleOf(b.Finish(y)), 1);
+  }
+}
+
+TEST(OnednnBackend, BlockedAndChannelsLastLayoutsAreTakenAsTheyAre) {
+  for (const char* layout : {"NCHW16c", "NCHW8c", "NHWC"}) {
+    SCOPED_TRACE(layout);
+    GraphBuilder b("main");
+    ValueId x = b.Input("x", TensorType{{1, 16, 9, 9}});
+    ValueId y = b.Call("conv2d", {x, Weight(b, {32, 16, 3, 3}, 7)},
+                       Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+    y = b.Call("add", {y, Weight(b, {1, 32, 1, 1}, 8)});
+    y = b.Call("relu", {y});
+    y = b.Call("conv2d", {y, Weight(b, {16, 32, 1, 1}, 9)});
+    ExpectPlacedAndCorrect(
+        ModuleOf(b.Finish(y)), 2,
+        fmt::format("InferType, ConvertLayout(layout=\"{}\"), FoldConstant, InferType, "
+                    "PlaceOnBackend",
+                    layout));
+  }
+}
+
+TEST(OnednnBackend, ResidualAddWithAnActivationOperand) {
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{1, 8, 10, 10}});
+  ValueId y = b.Call("conv2d", {x, Weight(b, {8, 8, 3, 3}, 1)},
+                     Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  y = b.Call("add", {x, y});  // the chained value as the second operand
+  ExpectPlacedAndCorrect(ModuleOf(b.Finish(b.Call("relu", {y}))), 1);
+}
+
+TEST(OnednnBackend, MatmulsWithEpilogues) {
+  {  // dense on 3-D data, bias, gelu
+    GraphBuilder b("main");
+    ValueId x = b.Input("x", TensorType{{2, 7, 24}});
+    ValueId y = b.Call("dense", {x, Weight(b, {40, 24}, 1)});
+    y = b.Call("add", {y, Weight(b, {40}, 2)});
+    ExpectPlacedAndCorrect(ModuleOf(b.Finish(b.Call("gelu", {y}))), 1);
+  }
+  {  // matmul of two activations with broadcast batch
+    GraphBuilder b("main");
+    ValueId a = b.Input("a", TensorType{{3, 5, 6}});
+    ValueId c = b.Input("c", TensorType{{1, 6, 4}});
+    ExpectPlacedAndCorrect(ModuleOf(b.Finish(b.Call("matmul", {a, c}))), 1);
+  }
+  for (int64_t ta : {0, 1}) {
+    for (int64_t tb : {0, 1}) {
+      SCOPED_TRACE(fmt::format("transpose_a={} transpose_b={}", ta, tb));
+      GraphBuilder b("main");
+      ValueId a = b.Input("a", TensorType{ta ? ir::Shape{2, 6, 5} : ir::Shape{2, 5, 6}});
+      ValueId c = b.Input("c", TensorType{tb ? ir::Shape{2, 4, 6} : ir::Shape{2, 6, 4}});
+      ValueId y = b.Call("batch_matmul", {a, c}, Attrs{{"transpose_a", ta}, {"transpose_b", tb}});
+      y = b.Call("multiply", {y, Weight(b, {1}, 3)});
+      ExpectPlacedAndCorrect(ModuleOf(b.Finish(y)), 1);
+    }
+  }
+}
+
+TEST(OnednnBackend, SoftmaxLayerNormAndPooling) {
+  {
+    GraphBuilder b("main");
+    ValueId x = b.Input("x", TensorType{{4, 6, 10}});
+    ValueId y = b.Call("softmax", {x}, Attrs{{"axis", int64_t{1}}});
+    y = b.Call("layer_norm", {y, Weight(b, {10}, 1), Weight(b, {10}, 2)});
+    y = b.Call("softmax", {y});
+    ExpectPlacedAndCorrect(ModuleOf(b.Finish(y)), 3);
+  }
+  {
+    GraphBuilder b("main");
+    ValueId x = b.Input("x", TensorType{{1, 8, 11, 11}});
+    ValueId m = b.Call("max_pool2d", {x},
+                       Attrs{{"pool_size", std::vector<int64_t>{3, 3}},
+                             {"strides", std::vector<int64_t>{2, 2}},
+                             {"padding", std::vector<int64_t>{1, 1, 1, 1}},
+                             {"ceil_mode", int64_t{1}}});
+    ValueId a = b.Call("avg_pool2d", {m},
+                       Attrs{{"pool_size", std::vector<int64_t>{2, 2}},
+                             {"padding", std::vector<int64_t>{1, 1, 0, 0}},
+                             {"count_include_pad", int64_t{1}}});
+    ExpectPlacedAndCorrect(ModuleOf(b.Finish(b.Call("global_avg_pool2d", {a}))), 3);
+  }
+}
+
+TEST(OnednnBackend, ModelsPlacedOnOnednnMatchTheReference) {
+  for (auto& [name, module] : testing::TestModels(/*with_onnx=*/false)) {
+    SCOPED_TRACE(name);
+    ir::IRModule placed = testing::RunText(
+        "InferType, SimplifyExpr, FoldConstant, InferType, PlaceOnBackend", module);
+    EXPECT_GT(CountExternCalls(placed), 0);
+    std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 5);
+    std::vector<ir::Tensor> want = backends::RunReference(module, inputs);
+    std::vector<ir::Tensor> got = backends::Build(placed)->Run(inputs);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(ir::RelativeError(got[i], want[i]), 1e-4);
+  }
+}
+
+TEST(OnednnBackend, WhatNoPatternMatchesIsLeftAlone) {
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{4, 8}});
+  ValueId y = b.Call("exp", {x});
+  y = b.Call("transpose", {y}, Attrs{{"axes", std::vector<int64_t>{1, 0}}});
+  ir::IRModule module = ModuleOf(b.Finish(y));
+  ir::IRModule placed = testing::RunText("InferType, PlaceOnBackend", module);
+  EXPECT_TRUE(ir::StructuralEqual(placed, testing::RunText("InferType", module)));
+
+  // f64 convolutions are not oneDNN's; a relu whose input has two users is not an epilogue.
+  GraphBuilder c("main");
+  ValueId d = c.Input("d", TensorType{{1, 4, 6, 6}, ir::DataType::kFloat64});
+  ValueId w = c.Constant(ir::Tensor::Random(TensorType{{4, 4, 1, 1}, ir::DataType::kFloat64}, 1));
+  ValueId conv64 = c.Call("conv2d", {d, w});
+  ValueId x32 = c.Input("x", TensorType{{1, 4, 6, 6}});
+  ValueId conv32 = c.Call("conv2d", {x32, Weight(c, {4, 4, 1, 1}, 2)});
+  ValueId relu = c.Call("relu", {conv32});
+  ValueId sum = c.Call("add", {relu, conv32});
+  ir::IRModule two = ModuleOf(c.Finish(std::vector<ValueId>{conv64, sum}));
+  ir::IRModule placed_two = testing::RunText("InferType, PlaceOnBackend", two);
+  const ir::GraphFunction& main = placed_two.Get("main");
+  ASSERT_EQ(CountExternCalls(placed_two), 1);
+  for (const ir::Node& node : main.nodes) {
+    if (node.kind == ir::NodeKind::kCallExtern) {
+      EXPECT_EQ(node.op, "conv2d");
+    }
+    if (node.kind == ir::NodeKind::kCall && node.op == "conv2d") {
+      EXPECT_EQ(main.type_of(node.inputs[0]).tensor().dtype, ir::DataType::kFloat64);
+    }
+  }
+  ExpectPlacedAndCorrect(two, 1);
+}
+
+TEST(OnednnBackend, PlacedModulesPrintParseAndCarryTheirAnnotations) {
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{1, 4, 6, 6}});
+  ValueId y = b.Call("conv2d", {x, Weight(b, {8, 4, 3, 3}, 1)}, Attrs{}, "conv");
+  y = b.Call("relu", {y}, Attrs{}, "act");
+  ir::IRModule placed = testing::RunText("InferType, PlaceOnBackend", ModuleOf(b.Finish(y)));
+  std::string text = ir::PrintModule(placed);
+  EXPECT_NE(text.find("%act = call_extern @onednn_act \"conv2d+relu\"(%x)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("@{backend=\"onednn\", pattern=\"convolution\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("extern_backend=\"onednn\""), std::string::npos) << text;
+  ir::IRModule parsed = ir::ParseModule(text, "placed");
+  EXPECT_TRUE(ir::StructuralEqual(parsed, placed)) << ir::StructuralDiff(parsed, placed);
+  // Later passes leave the extern function alone; DCE keeps it while it is called.
+  ir::IRModule lowered =
+      testing::RunText("InferType, FuseOps, Legalize, DeadCodeElimination", placed);
+  EXPECT_TRUE(lowered.Has("onednn_act"));
+  EXPECT_TRUE(ir::StructuralEqual(lowered.Get("onednn_act"), placed.Get("onednn_act")));
+}
+
+TEST(Placement, TextRoundTripsAndBadTextIsAnError) {
+  std::vector<Placement> placements = {{"onednn", "convolution", {"conv", "add", "relu"}},
+                                       {"cublas", "matmul", {"mm"}}};
+  std::string text = PlacementText(placements);
+  EXPECT_EQ(text, "onednn/convolution:conv,add,relu;cublas/matmul:mm");
+  EXPECT_EQ(ParsePlacementText(text), placements);
+  EXPECT_TRUE(ParsePlacementText("").empty());
+  for (const char* bad : {"onednn", "onednn:conv", "/x:conv", "onednn/x:", "onednn/x:a,,b"}) {
+    EXPECT_THROW(ParsePlacementText(bad), ir::Error) << bad;
+  }
+}
+
+TEST(Placement, ApplyingRejectsUnknownNodesOverlapsAndLeakingValues) {
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{1, 4, 6, 6}});
+  ValueId conv = b.Call("conv2d", {x, Weight(b, {4, 4, 1, 1}, 1)}, Attrs{}, "conv");
+  ValueId relu = b.Call("relu", {conv}, Attrs{}, "relu");
+  ir::IRModule module = ModuleOf(b.Finish(b.Call("add", {relu, conv}, Attrs{}, "sum")));
+  EXPECT_THROW(ApplyPlacements(module, "main", {{"onednn", "convolution", {"nope"}}}), ir::Error);
+  EXPECT_THROW(
+      ApplyPlacements(module, "main",
+                      {{"onednn", "convolution", {"conv"}}, {"onednn", "convolution", {"conv"}}}),
+      ir::Error);
+  // conv is used by `sum` too: it cannot be inside a subgraph that ends at relu.
+  EXPECT_THROW(ApplyPlacements(module, "main", {{"onednn", "convolution", {"conv", "relu"}}}),
+               ir::Error);
+}
+
+TEST(CublasBackend, BuildsWithTheToolkitAndRunsOnlyWithAGpu) {
+  const backends::ExternalBackend* cublas =
+      backends::ExternalBackendRegistry::Global().Find("cublas");
+  if (cublas == nullptr) GTEST_SKIP() << "built without the CUDA toolkit: no cuBLAS backend";
+  std::string why;
+  if (!cublas->Available(&why)) GTEST_SKIP() << "cuBLAS backend compiled but not runnable: " << why;
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{3, 17, 24}});
+  ValueId y = b.Call("dense", {x, Weight(b, {40, 24}, 1)});
+  ValueId z = b.Call("batch_matmul", {y, b.Input("c", TensorType{{3, 9, 40}})},
+                     Attrs{{"transpose_b", int64_t{1}}});
+  ExpectPlacedAndCorrect(ModuleOf(b.Finish(z)), 2, "InferType, PlaceOnBackend(backend=\"cublas\")");
+}
+
+}  // namespace
+}  // namespace tandem::passes

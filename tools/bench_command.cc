@@ -1,0 +1,251 @@
+// `tandem bench`: one model (or the MetaSchedule operator workloads) under named configurations,
+// built and timed in one run, so the ratios compare like with like:
+//   all-own          default_heuristic: our code generator, default schedules
+//   all-onednn       every subgraph oneDNN takes placed on oneDNN, the rest ours
+//   all-own-tuned    default_tuning: our kernels tuned (TuneKernels, --trials) through --db
+//   placement-tuned  TuneBackendPlacement(eval=[FuseOps, TuneKernels]): placement by measurement
+// Every configuration's outputs are checked against the reference interpreter before timing.
+// Timing takes turns (a few runs of each configuration per round, several rounds) so that a
+// change of machine load hits every configuration alike; the median of all runs is reported.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
+#include "backends/runtime/thread_pool.h"
+#include "bench/operator_workloads.h"
+#include "ir/error.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
+#include "tools/commands.h"
+#include "tuning/tuning_session.h"
+
+namespace tandem::tools {
+
+namespace {
+
+struct Configuration {
+  std::string name;
+  std::string pipeline;  // pipeline text
+  bool tunes = false;
+};
+
+std::vector<Configuration> KnownConfigurations(int64_t trials) {
+  std::string prefix = "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, ";
+  return {
+      {"all-own", pipelines::PipelineRegistry::Global().Get("default_heuristic").text, false},
+      {"all-onednn", pipelines::PipelineRegistry::Global().Get("all_onednn").text, false},
+      {"all-own-tuned",
+       prefix + fmt::format("FuseOps, DeadCodeElimination, TuneKernels(trials={})", trials), true},
+      {"placement-tuned",
+       prefix + fmt::format("TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials={})]), "
+                            "DeadCodeElimination",
+                            trials),
+       true},
+  };
+}
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct Row {
+  std::string subject;  // model or workload
+  std::string configuration;
+  double median_ms = 0;
+  double tuning_seconds = 0;
+  int64_t extern_calls = 0;
+  double error = 0;
+  std::string failure;
+};
+
+// Builds `module` under each configuration, checks it, times all in turns.
+std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
+                         const std::vector<Configuration>& configurations,
+                         const std::string& database, int repeat, int rounds, uint64_t seed) {
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), seed);
+  std::vector<ir::Tensor> reference = backends::RunReference(module, inputs);
+  std::vector<Row> rows;
+  std::vector<std::unique_ptr<backends::Executable>> executables;
+  std::vector<std::vector<double>> samples(configurations.size());
+  for (const Configuration& configuration : configurations) {
+    Row row{subject, configuration.name};
+    std::unique_ptr<backends::Executable> exe;
+    try {
+      passes::PassContext context;
+      if (configuration.tunes) {
+        context.tuning = std::make_shared<tuning::TuningSession>(
+            context.target,
+            database.empty() ? tuning::MakeInMemoryDatabase()
+                             : tuning::OpenSqliteDatabase(database),
+            std::make_shared<tuning::LocalBuilder>(), std::make_shared<tuning::ProcessRunner>(),
+            tuning::TuningSession::Options{.seed = seed});
+      }
+      auto start = std::chrono::steady_clock::now();
+      ir::IRModule optimized =
+          context.RunPipeline(*passes::ParsePipeline(configuration.pipeline), module);
+      row.tuning_seconds = configuration.tunes ? Seconds(start) : 0;
+      for (const ir::Node& node : optimized.Get("main").nodes) {
+        row.extern_calls += node.kind == ir::NodeKind::kCallExtern;
+      }
+      exe = backends::Build(optimized);
+      std::vector<ir::Tensor> outputs = exe->Run(inputs);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        row.error = std::max(row.error, ir::RelativeError(outputs[i], reference[i]));
+      }
+      if (!(row.error < 1e-3)) {
+        row.failure = fmt::format("wrong result (relative error {:.2g})", row.error);
+        exe.reset();
+      }
+    } catch (const ir::Error& e) {
+      row.failure = e.message();
+    }
+    std::cerr << fmt::format("{} / {}: {}\n", subject, configuration.name,
+                             row.failure.empty() ? "built and checked" : row.failure);
+    executables.push_back(std::move(exe));
+    rows.push_back(row);
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t c = 0; c < executables.size(); ++c) {
+      if (!executables[c]) continue;
+      std::vector<ir::Tensor> outputs = executables[c]->Run(inputs);  // warm
+      for (int r = 0; r < repeat; ++r) {
+        auto start = std::chrono::steady_clock::now();
+        executables[c]->RunInto(inputs, outputs);
+        samples[c].push_back(Seconds(start));
+      }
+    }
+  }
+  for (size_t c = 0; c < rows.size(); ++c) {
+    if (samples[c].empty()) continue;
+    std::sort(samples[c].begin(), samples[c].end());
+    rows[c].median_ms = samples[c][samples[c].size() / 2] * 1e3;
+  }
+  return rows;
+}
+
+void PrintTable(const std::vector<Row>& rows) {
+  fmt::print("{:<14} {:<16} {:>11} {:>12} {:>12} {:>7} {:>9}  {}\n", "subject", "configuration",
+             "latency ms", "vs onednn", "vs own", "extern", "tuning s", "note");
+  for (const Row& row : rows) {
+    auto ratio_to = [&](const std::string& other) -> std::string {
+      for (const Row& base : rows) {
+        if (base.subject == row.subject && base.configuration == other && base.median_ms > 0 &&
+            row.median_ms > 0) {
+          return fmt::format("{:.2f}x", base.median_ms / row.median_ms);
+        }
+      }
+      return "-";
+    };
+    fmt::print(
+        "{:<14} {:<16} {:>11} {:>12} {:>12} {:>7} {:>9}  {}\n", row.subject, row.configuration,
+        row.median_ms > 0 ? fmt::format("{:.3f}", row.median_ms) : std::string("-"),
+        ratio_to("all-onednn"), ratio_to("all-own"), row.extern_calls,
+        row.tuning_seconds > 0 ? fmt::format("{:.1f}", row.tuning_seconds) : std::string("-"),
+        row.failure);
+  }
+  fmt::print("(vs X: X's latency / this one's; above 1 means faster than X)\n");
+}
+
+void WriteCsv(const std::vector<Row>& rows, std::ostream& out) {
+  out << "subject,configuration,latency_ms,extern_calls,tuning_seconds,relative_error,failure\n";
+  for (const Row& row : rows) {
+    std::string failure = row.failure;
+    std::replace(failure.begin(), failure.end(), '"', '\'');
+    out << fmt::format("{},{},{:.6f},{},{:.3f},{:.3g},\"{}\"\n", row.subject, row.configuration,
+                       row.median_ms, row.extern_calls, row.tuning_seconds, row.error, failure);
+  }
+}
+
+}  // namespace
+
+Command AddBenchCommand(CLI::App& app) {
+  auto model = std::make_shared<std::string>();
+  auto shapes = std::make_shared<std::vector<std::string>>();
+  auto workloads = std::make_shared<std::string>();
+  auto configurations = std::make_shared<std::string>("all-own,all-onednn");
+  auto database = std::make_shared<std::string>();
+  auto csv = std::make_shared<std::string>();
+  auto trials = std::make_shared<int64_t>(64);
+  auto repeat = std::make_shared<int>(10);
+  auto rounds = std::make_shared<int>(5);
+  auto threads = std::make_shared<int>(0);
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "time a model or the operator workloads under named configurations (all-own, "
+      "all-onednn, all-own-tuned, placement-tuned) in one run");
+  cmd->add_option("model", *model, "ONNX model or Tandem IR text file (or use --workloads)");
+  cmd->add_option("--input-shape", *shapes, "NAME=1,3,224,224 for symbolic input dimensions");
+  cmd->add_option("--workloads", *workloads,
+                  "comma-separated MetaSchedule operator workloads (C1D,...,SFM) or \"all\"");
+  cmd->add_option("--configs", *configurations,
+                  "comma-separated: all-own, all-onednn, all-own-tuned, placement-tuned, or all")
+      ->capture_default_str();
+  cmd->add_option("--db", *database, "tuning database (SQLite) for the tuned configurations");
+  cmd->add_option("--trials", *trials, "TuneKernels trials of the tuned configurations")
+      ->capture_default_str();
+  cmd->add_option("--repeat", *repeat, "timed runs per configuration per round")
+      ->capture_default_str();
+  cmd->add_option("--rounds", *rounds, "rounds of taking turns")->capture_default_str();
+  cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)");
+  cmd->add_option("--csv", *csv, "also write the rows as CSV to this file (- for stdout)");
+  return [=]() {
+    if (!*cmd) return -1;
+    if (model->empty() == workloads->empty()) {
+      throw ir::Error("tandem bench: give either a model or --workloads");
+    }
+    if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
+    std::vector<Configuration> known = KnownConfigurations(*trials), chosen;
+    std::vector<std::string> names;
+    for (const Configuration& c : known) names.push_back(c.name);
+    std::string list =
+        *configurations == "all" ? fmt::format("{}", fmt::join(names, ",")) : *configurations;
+    std::stringstream stream(list);
+    for (std::string name; std::getline(stream, name, ',');) {
+      auto found = std::find_if(known.begin(), known.end(),
+                                [&](const Configuration& c) { return c.name == name; });
+      if (found == known.end()) {
+        throw ir::Error(fmt::format("tandem bench: unknown configuration '{}' (known: {})", name,
+                                    fmt::join(names, ", ")));
+      }
+      chosen.push_back(*found);
+    }
+    std::vector<Row> rows;
+    if (!model->empty()) {
+      ir::IRModule module = LoadModel(ModelOptions{*model, *shapes});
+      rows = Measure(std::filesystem::path(*model).parent_path().filename().string() + "/" +
+                         std::filesystem::path(*model).stem().string(),
+                     module, chosen, *database, *repeat, *rounds, 1);
+    } else {
+      std::vector<std::string> selected = bench::WorkloadNames();
+      if (*workloads != "all") {
+        selected.clear();
+        std::stringstream w(*workloads);
+        for (std::string name; std::getline(w, name, ',');) selected.push_back(name);
+      }
+      backends::OnednnContext context;
+      for (const std::string& name : selected) {
+        bench::Workload workload = bench::MakeWorkload(name, context);
+        std::vector<Row> more =
+            Measure(name, workload.module, chosen, *database, *repeat, *rounds, 1);
+        rows.insert(rows.end(), more.begin(), more.end());
+      }
+    }
+    PrintTable(rows);
+    if (*csv == "-") {
+      WriteCsv(rows, std::cout);
+    } else if (!csv->empty()) {
+      std::ofstream out(*csv);
+      if (!out) throw ir::Error(fmt::format("cannot write {}", *csv));
+      WriteCsv(rows, out);
+      fmt::print("rows written to {}\n", *csv);
+    }
+    return 0;
+  };
+}
+
+}  // namespace tandem::tools
