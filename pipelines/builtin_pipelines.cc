@@ -44,7 +44,7 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "alone, a dynamic program, then the best of it, all-own and all-backend "
                      "measured end to end), each candidate with its own kernels tuned.",
                      "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
-                     "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=32)]), "
+                     "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
                      "DeadCodeElimination",
                      ""});
   registry.Register({"unscheduled",

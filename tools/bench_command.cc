@@ -3,7 +3,9 @@
 //   all-own          default_heuristic: our code generator, default schedules
 //   all-onednn       every subgraph oneDNN takes placed on oneDNN, the rest ours
 //   all-own-tuned    default_tuning: our kernels tuned (TuneKernels, --trials) through --db
-//   placement-tuned  TuneBackendPlacement(eval=[FuseOps, TuneKernels]): placement by measurement
+//   placement-tuned  TuneBackendPlacement(eval=[FuseOps, TuneKernels(skip_tuned=1)]): placement
+//                    by measurement against our kernels tuned (by all-own-tuned when it runs
+//                    first: the configurations share one database)
 // Every configuration's outputs are checked against the reference interpreter before timing.
 // Timing takes turns (a few runs of each configuration per round, several rounds) so that a
 // change of machine load hits every configuration alike; the median of all runs is reported.
@@ -42,9 +44,9 @@ std::vector<Configuration> KnownConfigurations(int64_t trials) {
       {"all-own-tuned",
        prefix + fmt::format("FuseOps, DeadCodeElimination, TuneKernels(trials={})", trials), true},
       {"placement-tuned",
-       prefix + fmt::format("TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials={})]), "
-                            "DeadCodeElimination",
-                            trials),
+       prefix + fmt::format("TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials={}, "
+                            "skip_tuned=1)]), DeadCodeElimination",
+                            std::max<int64_t>(trials / 8, 1)),
        true},
   };
 }
@@ -70,6 +72,9 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
   std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), seed);
   std::vector<ir::Tensor> reference = backends::RunReference(module, inputs);
   std::vector<Row> rows;
+  // One database for the run: the tuned configurations share their measurements.
+  std::shared_ptr<tuning::Database> shared_database =
+      database.empty() ? tuning::MakeInMemoryDatabase() : tuning::OpenSqliteDatabase(database);
   std::vector<std::unique_ptr<backends::Executable>> executables;
   std::vector<std::vector<double>> samples(configurations.size());
   for (const Configuration& configuration : configurations) {

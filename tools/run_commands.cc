@@ -29,8 +29,9 @@ struct IoOptions {
 };
 
 void AddIoOptions(CLI::App* cmd, IoOptions& io) {
-  cmd->add_option("--inputs", io.inputs_dir,
-                  "directory with input_0.pb, input_1.pb, ... (ONNX TensorProto); random inputs when absent");
+  cmd->add_option(
+      "--inputs", io.inputs_dir,
+      "directory with input_0.pb, input_1.pb, ... (ONNX TensorProto); random inputs when absent");
   cmd->add_option("--check", io.check_dir,
                   "directory with the expected output_0.pb, ...; exit status 1 on mismatch");
   cmd->add_option("--outputs", io.outputs_dir, "directory to write output_0.pb, ... to");
@@ -43,7 +44,8 @@ void AddIoOptions(CLI::App* cmd, IoOptions& io) {
 std::string Summarize(const ir::Tensor& t) {
   std::vector<double> v = t.ToDoubles();
   std::string head;
-  for (size_t i = 0; i < std::min<size_t>(v.size(), 8); ++i) head += (i ? ", " : "") + fmt::format("{:.6g}", v[i]);
+  for (size_t i = 0; i < std::min<size_t>(v.size(), 8); ++i)
+    head += (i ? ", " : "") + fmt::format("{:.6g}", v[i]);
   if (v.size() > 8) head += ", ...";
   double lo = INFINITY, hi = -INFINITY, sum = 0;
   for (double x : v) {
@@ -51,15 +53,16 @@ std::string Summarize(const ir::Tensor& t) {
     hi = std::max(hi, x);
     sum += x;
   }
-  return fmt::format("{} [{}]\n    min {:.6g}  max {:.6g}  mean {:.6g}", ir::ToString(t.type()), head, lo,
-                     hi, v.empty() ? 0.0 : sum / static_cast<double>(v.size()));
+  return fmt::format("{} [{}]\n    min {:.6g}  max {:.6g}  mean {:.6g}", ir::ToString(t.type()),
+                     head, lo, hi, v.empty() ? 0.0 : sum / static_cast<double>(v.size()));
 }
 
 std::vector<ir::Tensor> Inputs(const ir::GraphFunction& fn, const IoOptions& io) {
   std::vector<ir::Tensor> inputs = io.inputs_dir.empty()
                                        ? backends::RandomInputs(fn, io.seed)
                                        : frontend::ReadTensorProtoDirectory(io.inputs_dir, "input");
-  fmt::print("inputs ({}):\n", io.inputs_dir.empty() ? fmt::format("random, seed {}", io.seed) : io.inputs_dir);
+  fmt::print("inputs ({}):\n",
+             io.inputs_dir.empty() ? fmt::format("random, seed {}", io.seed) : io.inputs_dir);
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string name = i < fn.params.size() ? fn.node(fn.params[i]).name : "?";
     fmt::print("  {} %{}: {}\n", i, name, ir::ToString(inputs[i].type()));
@@ -71,7 +74,8 @@ std::vector<ir::Tensor> Inputs(const ir::GraphFunction& fn, const IoOptions& io)
 bool Compare(const std::vector<ir::Tensor>& outputs, const std::vector<ir::Tensor>& expected,
              const std::string& against, double tolerance) {
   if (expected.size() != outputs.size()) {
-    fmt::print("check against {}: FAILED, {} outputs but {} expected\n", against, outputs.size(), expected.size());
+    fmt::print("check against {}: FAILED, {} outputs but {} expected\n", against, outputs.size(),
+               expected.size());
     return false;
   }
   bool ok = true;
@@ -85,8 +89,8 @@ bool Compare(const std::vector<ir::Tensor>& outputs, const std::vector<ir::Tenso
     double error = ir::RelativeError(outputs[i], expected[i]);
     bool pass = error <= tolerance;
     ok = ok && pass;
-    fmt::print("check output {} against {}: relative error {:.3g} (tolerance {:.3g}) {}\n", i, against,
-               error, tolerance, pass ? "ok" : "FAILED");
+    fmt::print("check output {} against {}: relative error {:.3g} (tolerance {:.3g}) {}\n", i,
+               against, error, tolerance, pass ? "ok" : "FAILED");
   }
   return ok;
 }
@@ -95,7 +99,8 @@ void WriteOutputs(const std::vector<ir::Tensor>& outputs, const std::string& dir
   if (dir.empty()) return;
   fs::create_directories(dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    frontend::WriteTensorProtoFile(outputs[i], (fs::path(dir) / fmt::format("output_{}.pb", i)).string());
+    frontend::WriteTensorProtoFile(outputs[i],
+                                   (fs::path(dir) / fmt::format("output_{}.pb", i)).string());
   }
   fmt::print("wrote {} outputs to {}\n", outputs.size(), dir);
 }
@@ -123,8 +128,8 @@ Command AddInterpretCommand(CLI::App& app) {
     for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
     WriteOutputs(outputs, io->outputs_dir);
     if (io->check_dir.empty()) return 0;
-    return Compare(outputs, frontend::ReadTensorProtoDirectory(io->check_dir, "output"), io->check_dir,
-                   io->tolerance)
+    return Compare(outputs, frontend::ReadTensorProtoDirectory(io->check_dir, "output"),
+                   io->check_dir, io->tolerance)
                ? 0
                : 1;
   };
@@ -142,9 +147,11 @@ Command AddRunCommand(CLI::App& app) {
   AddModelOptions(cmd, *model);
   AddPipelineOptions(cmd, *pipeline);
   AddIoOptions(cmd, *io);
-  cmd->add_option("--repeat", *repeat, "timed runs (the median is reported)")->capture_default_str();
+  cmd->add_option("--repeat", *repeat, "timed runs (the median is reported)")
+      ->capture_default_str();
   cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)");
-  cmd->add_flag("--no-reference", *no_reference, "skip the comparison with the reference interpreter");
+  cmd->add_flag("--no-reference", *no_reference,
+                "skip the comparison with the reference interpreter");
   return [=]() {
     if (!*cmd) return -1;
     if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
@@ -160,10 +167,12 @@ Command AddRunCommand(CLI::App& app) {
     build_options.function = io->function;
     auto exe = backends::Build(optimized, build_options);
     double build_seconds = Seconds(start);
-    fmt::print("pipeline {}: {:.2f} s; build: {:.2f} s ({} kernel calls, arena {:.1f} MiB, {:.1f} MiB without reuse)\n",
-               pipeline->text.empty() ? pipeline->name : pipeline->text, pipeline_seconds, build_seconds,
-               exe->num_kernel_calls(), static_cast<double>(exe->arena_bytes()) / (1 << 20),
-               static_cast<double>(exe->unplanned_bytes()) / (1 << 20));
+    fmt::print(
+        "pipeline {}: {:.2f} s; build: {:.2f} s ({} kernel calls, arena {:.1f} MiB, {:.1f} MiB "
+        "without reuse)\n",
+        pipeline->text.empty() ? pipeline->name : pipeline->text, pipeline_seconds, build_seconds,
+        exe->num_kernel_calls(), static_cast<double>(exe->arena_bytes()) / (1 << 20),
+        static_cast<double>(exe->unplanned_bytes()) / (1 << 20));
 
     std::vector<ir::Tensor> outputs = exe->Run(inputs);  // warm-up
     std::vector<double> times;
@@ -175,11 +184,18 @@ Command AddRunCommand(CLI::App& app) {
     }
     std::sort(times.begin(), times.end());
     double median = times[times.size() / 2];
-    fmt::print("latency: median {:.3f} ms over {} runs (min {:.3f} ms, max {:.3f} ms)\n", median * 1e3,
-               times.size(), times.front() * 1e3, times.back() * 1e3);
+    fmt::print("latency: median {:.3f} ms over {} runs (min {:.3f} ms, max {:.3f} ms)\n",
+               median * 1e3, times.size(), times.front() * 1e3, times.back() * 1e3);
     exe->set_profiling(true);
     for (int r = 0; r < std::max(1, std::min(*repeat, 5)); ++r) exe->RunInto(inputs, outputs);
     fmt::print("per-kernel profile:\n{}", exe->ProfileTable());
+    if (!exe->external_functions().empty()) {
+      fmt::print("external functions (implementation; activation reorders per call):\n");
+      for (const auto& [name, function] : exe->external_functions()) {
+        fmt::print("  {}: {}; {} reorders\n", name, function->Describe(),
+                   function->reorders_per_call());
+      }
+    }
     fmt::print("outputs:\n");
     for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
     WriteOutputs(outputs, io->outputs_dir);
@@ -192,8 +208,9 @@ Command AddRunCommand(CLI::App& app) {
       ok = Compare(outputs, reference, "the reference interpreter", io->tolerance) && ok;
     }
     if (!io->check_dir.empty()) {
-      ok = Compare(outputs, frontend::ReadTensorProtoDirectory(io->check_dir, "output"), io->check_dir,
-                   io->tolerance) && ok;
+      ok = Compare(outputs, frontend::ReadTensorProtoDirectory(io->check_dir, "output"),
+                   io->check_dir, io->tolerance) &&
+           ok;
     }
     return ok ? 0 : 1;
   };

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "ir/error.h"
 #include "ir/printer.h"
@@ -28,6 +28,7 @@ struct TuneOptions {
   int64_t trials = 0;
   int repeats = 5;
   int warmup = 1;
+  double min_warmup_ms = 50;
   double min_repeat_ms = 2;
   double timeout = 60;
   bool flush_cache = false;
@@ -38,15 +39,18 @@ struct TuneOptions {
   std::string trace_file;
 };
 
-std::string Milliseconds(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
+std::string Milliseconds(double seconds) {
+  return fmt::format("{:.3f} ms", seconds * 1e3);
+}
 
 // "TuneLayout=NHWC, FoldConstant, TuneFusion=fuse" from a trace.
 std::string DecisionSummary(const ir::Trace& trace) {
   std::vector<std::string> parts;
   for (const ir::Instruction& instruction : trace.instructions()) {
-    std::string decision = instruction.decision && std::holds_alternative<std::string>(*instruction.decision)
-                               ? std::get<std::string>(*instruction.decision)
-                               : "";
+    std::string decision =
+        instruction.decision && std::holds_alternative<std::string>(*instruction.decision)
+            ? std::get<std::string>(*instruction.decision)
+            : "";
     if (!decision.empty() && decision.front() == '{') {
       // TuneKernels: a map from workload to schedule trace.
       size_t schedules = std::count(decision.begin(), decision.end(), ':') > 0
@@ -84,6 +88,7 @@ int RunTune(TuneOptions& options) {
   session_options.max_measurements = options.trials;
   session_options.measure.repeats = options.repeats;
   session_options.measure.warmup_runs = options.warmup;
+  session_options.measure.min_warmup_seconds = options.min_warmup_ms / 1e3;
   session_options.measure.min_repeat_seconds = options.min_repeat_ms * 1e-3;
   session_options.measure.timeout_seconds = options.timeout;
   session_options.measure.flush_cache = options.flush_cache;
@@ -125,12 +130,13 @@ int RunTune(TuneOptions& options) {
   std::cout << "\ndecisions:\n\n| tuning pass | decisions of the best candidate | its latency |\n"
                "| --- | --- | ---: |\n";
   for (const tuning::TuningDecision& decision : session.decisions()) {
-    std::cout << fmt::format("| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
-                             decision.result.ok() ? Milliseconds(decision.result.median_seconds)
-                                                  : "-");
+    std::cout << fmt::format(
+        "| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
+        decision.result.ok() ? Milliseconds(decision.result.median_seconds) : "-");
   }
   std::cout << "\nevaluations:\n\n| pass | requested | from database | measured | failed | "
-               "over budget | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+               "over budget | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | "
+               "---: |\n";
   auto row = [](const std::string& name, const tuning::EvaluationCounts& c) {
     return fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", name, c.requested,
                        c.reused, c.measured, c.failed, c.over_budget, c.build_seconds,
@@ -145,7 +151,8 @@ int RunTune(TuneOptions& options) {
                   : "failed: " + r.error;
   };
   std::cout << "latency before (default_heuristic): " << latency(before) << "\n";
-  std::cout << "latency after (" << (options.pipeline.text.empty() ? options.pipeline.name : "pipeline")
+  std::cout << "latency after ("
+            << (options.pipeline.text.empty() ? options.pipeline.name : "pipeline")
             << "): " << latency(after) << "\n";
   if (before.ok() && after.ok() && after.median_seconds > 0) {
     std::cout << fmt::format("speedup: {:.2f}x\n", before.median_seconds / after.median_seconds);
@@ -175,13 +182,19 @@ Command AddTuneCommand(CLI::App& app) {
   auto options = std::make_shared<TuneOptions>();
   options->pipeline.name = "graph_tuning";
   CLI::App* cmd = app.add_subcommand(
-      "tune", "tune a model with a pipeline of tuning passes, recording measurements in a database");
+      "tune",
+      "tune a model with a pipeline of tuning passes, recording measurements in a database");
   AddModelOptions(cmd, options->model);
   AddPipelineOptions(cmd, options->pipeline);
   cmd->add_option("--trials", options->trials, "most real measurements in this run (0: no limit)")
       ->capture_default_str();
-  cmd->add_option("--repeats", options->repeats, "timed repeats per candidate")->capture_default_str();
-  cmd->add_option("--warmup", options->warmup, "untimed runs before the repeats")->capture_default_str();
+  cmd->add_option("--repeats", options->repeats, "timed repeats per candidate")
+      ->capture_default_str();
+  cmd->add_option("--warmup", options->warmup, "untimed runs before the repeats")
+      ->capture_default_str();
+  cmd->add_option("--min-warmup-ms", options->min_warmup_ms,
+                  "and untimed runs until this much time passed (a fresh worker runs slower)")
+      ->capture_default_str();
   cmd->add_option("--min-repeat-ms", options->min_repeat_ms,
                   "each repeat loops the program for at least this long")
       ->capture_default_str();

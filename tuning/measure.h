@@ -11,7 +11,10 @@
 namespace tandem::tuning {
 
 struct MeasureOptions {
-  int warmup_runs = 1;                // untimed runs before the repeats
+  int warmup_runs = 1;                // untimed runs before the repeats, at least
+  double min_warmup_seconds = 0.05;   // and untimed runs until this much time passed: a fresh
+                                      // worker process runs its first tens of milliseconds
+                                      // slower (copy-on-write faults, new thread pools)
   int repeats = 5;                    // timed repeats; the median is the candidate's latency
   double min_repeat_seconds = 0.002;  // each repeat loops the program until this much time passed
   bool flush_cache = false;           // overwrite a buffer larger than the last-level cache
@@ -33,7 +36,7 @@ struct MeasureResult {
   std::vector<double> run_seconds;  // seconds per run of each repeat
   double median_seconds = 0;
   double stddev_seconds = 0;
-  double max_relative_error = 0;    // against the expected outputs (0 when none were given)
+  double max_relative_error = 0;  // against the expected outputs (0 when none were given)
 
   bool ok() const { return error.empty(); }
   static MeasureResult Failure(std::string reason);

@@ -8,6 +8,7 @@
 // reaped with waitpid, whatever happens. The pipe only goes from worker to parent: the parent
 // never writes to it, so it cannot get SIGPIPE from it.
 #include <fcntl.h>
+#include <omp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -319,16 +320,13 @@ std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& input
     }
     return results;
   }
-  // Workers are forked from a fresh thread. A forked child keeps only the forking thread, with
-  // that thread's thread-local state: a thread that ever ran an OpenMP parallel region (oneDNN
-  // runs on OpenMP) carries a team of threads that do not exist in the child, and the child's
-  // first parallel region waits for them forever. A fresh thread has no team, so the child's
-  // OpenMP starts its own.
-  std::thread forker([&] {
-    size_t position = 0;
-    while (position < order.size()) position = RunWorker(inputs, order, position, options, results);
-  });
-  forker.join();
+  // A forked child keeps only the forking thread, with that thread's OpenMP state: a thread that
+  // ran a parallel region (oneDNN runs on OpenMP) carries a team of threads that do not exist in
+  // the child, whose first parallel region would wait for them forever. Releasing the team
+  // before forking makes the child's OpenMP start its own (the parent's next region does too).
+  omp_pause_resource_all(omp_pause_hard);
+  size_t position = 0;
+  while (position < order.size()) position = RunWorker(inputs, order, position, options, results);
   return results;
 }
 

@@ -29,6 +29,9 @@ double SecondsSince(Clock::time_point start) {
 std::optional<std::string> CheckOptions(const MeasureOptions& options) {
   if (options.warmup_runs < 0) return fmt::format("warmup_runs is {} (< 0)", options.warmup_runs);
   if (options.repeats < 1) return fmt::format("repeats is {} (< 1)", options.repeats);
+  if (!(options.min_warmup_seconds >= 0)) {
+    return fmt::format("min_warmup_seconds is {} (< 0)", options.min_warmup_seconds);
+  }
   if (!(options.min_repeat_seconds >= 0)) {
     return fmt::format("min_repeat_seconds is {} (< 0)", options.min_repeat_seconds);
   }
@@ -98,7 +101,10 @@ MeasureResult MeasureHere(const RunInput& input, const MeasureOptions& options) 
       return result;
     };
 
-    for (int w = 0; w < options.warmup_runs; ++w) {
+    Clock::time_point warmup_start = Clock::now();
+    for (int w = 0; w < options.warmup_runs ||
+                    (w > 0 && SecondsSince(warmup_start) < options.min_warmup_seconds);
+         ++w) {
       executable.RunInto(input.inputs, outputs);
       // A wrong result fails early, before the timed runs.
       if (!checked) {

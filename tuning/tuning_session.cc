@@ -113,6 +113,7 @@ std::string TuningSession::MeasuredBy(const std::string& runner) const {
   const MeasureOptions& m = options_.measure;
   nlohmann::json json = {{"runner", runner},
                          {"warmup_runs", m.warmup_runs},
+                         {"min_warmup_seconds", m.min_warmup_seconds},
                          {"repeats", m.repeats},
                          {"min_repeat_seconds", m.min_repeat_seconds},
                          {"flush_cache", m.flush_cache},

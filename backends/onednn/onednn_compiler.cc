@@ -187,9 +187,22 @@ std::optional<dnnl::algorithm> BinaryAlgorithm(const std::string& op, bool chain
 
 }  // namespace
 
+bool OnednnCompiler::HasFullSizeActivationOperand() const {
+  for (size_t k = 1; k < chain_.size(); ++k) {
+    const ir::Node& node = subgraph_.node(chain_[k]);
+    for (ir::ValueId input : node.inputs) {
+      if (input != chain_[k - 1] && !IsConstant(input) && subgraph_.type_of(input) == node.type) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
                                              const ir::TensorType& result,
-                                             std::unordered_map<int, dnnl::memory>& args) {
+                                             std::unordered_map<int, dnnl::memory>& args,
+                                             const memory::desc* full_operand) {
   dnnl::post_ops ops;
   std::optional<memory::desc> result_desc = LayoutDesc(result, canonical);
   if (!result_desc) {
@@ -229,6 +242,9 @@ dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
         operand = Own(plain, PlainDesc(plain.shape()));
       } else if (std::optional<memory::desc> desc = LayoutDesc(other_type, canonical)) {
         operand = Bind(other, *desc);
+        if (full_operand != nullptr && other_type == result) {
+          operand = ReorderInput(program_, operand, *full_operand, *context_);
+        }
       }
     } else if (other_type.layout.empty() && result.layout.empty() &&
                other_type.shape.size() <= result.shape.size()) {

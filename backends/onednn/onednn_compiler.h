@@ -76,9 +76,14 @@ class OnednnCompiler {
 
   // The epilogue as post-ops of a primitive whose result has logical dims `dims` in `canonical`
   // axes and the anchor's result type `result`. Throws ir::Error for an epilogue oneDNN cannot
-  // take. The binary operands' memories go into `args` of the primitive.
+  // take. The binary operands' memories go into `args` of the primitive. With `full_operand`
+  // set, an operand of the result's full size that is an activation (a residual) is reordered
+  // into that descriptor on every call (oneDNN's blocked kernels want it in their own layout).
   dnnl::primitive_attr PostOps(const std::string& canonical, const ir::TensorType& result,
-                               std::unordered_map<int, dnnl::memory>& args);
+                               std::unordered_map<int, dnnl::memory>& args,
+                               const dnnl::memory::desc* full_operand = nullptr);
+  // Whether an epilogue step takes an activation of the result's full size (a residual).
+  bool HasFullSizeActivationOperand() const;
 
   OnednnProgram& program() { return program_; }
   OnednnContext& context() { return *context_; }

@@ -23,27 +23,54 @@ memory::dims Dims(const std::vector<int64_t>& values, size_t begin, size_t count
   return dims;
 }
 
+// oneDNN's direct convolution kernels (jit:avx512..., brgconv...) as opposed to its fallbacks:
+// im2col + GEMM ("gemm") and the reference loops ("ref").
 bool IsFastImplementation(const std::string& implementation) {
-  return implementation.find("jit") != std::string::npos &&
-         implementation.find("gemm") == std::string::npos;
+  return implementation.find("gemm") == std::string::npos &&
+         implementation.find("ref") == std::string::npos;
 }
 
 // Picks the primitive descriptor: the graph's activation layouts when oneDNN has a fast kernel
-// for them, else the layouts oneDNN chooses.
+// for them, else the layouts oneDNN chooses. `make(src, dst, attr)` makes a descriptor. A
+// residual operand in the graph's layout keeps oneDNN off its blocked kernels; then the residual
+// is reordered per call into the layout oneDNN chooses for the result.
 template <typename PrimitiveDescriptor, typename MakeDescriptor>
-PrimitiveDescriptor Choose(const memory::desc& user_src, const memory::desc& user_dst,
+PrimitiveDescriptor Choose(OnednnCompiler& compiler, const std::string& canonical,
+                           const ir::TensorType& result, const memory::desc& user_src,
+                           const memory::desc& user_dst, std::unordered_map<int, memory>& args,
                            const MakeDescriptor& make) {
+  memory::desc any_src(user_src.dims(), memory::data_type::f32, Tag::any);
+  memory::desc any_dst(user_dst.dims(), memory::data_type::f32, Tag::any);
+  dnnl::primitive_attr attr = compiler.PostOps(canonical, result, args);
   PrimitiveDescriptor in_user_layout;
   try {
-    in_user_layout = make(user_src, user_dst);
+    in_user_layout = make(user_src, user_dst, attr);
     if (IsFastImplementation(in_user_layout.impl_info_str())) return in_user_layout;
   } catch (const dnnl::error&) {
   }
-  memory::desc any_src(user_src.dims(), memory::data_type::f32, Tag::any);
-  memory::desc any_dst(user_dst.dims(), memory::data_type::f32, Tag::any);
-  PrimitiveDescriptor chosen = make(any_src, any_dst);
-  if (in_user_layout && !IsFastImplementation(chosen.impl_info_str())) return in_user_layout;
-  return chosen;
+  PrimitiveDescriptor chosen = make(any_src, any_dst, attr);
+  if (IsFastImplementation(chosen.impl_info_str())) return chosen;
+  if (compiler.HasFullSizeActivationOperand()) {
+    // oneDNN's own choice for the result, then its channel-blocked layout.
+    std::vector<memory::desc> layouts = {make(any_src, any_dst, UserScratchpad()).dst_desc()};
+    size_t rank = user_dst.dims().size();
+    Tag blocked = rank == 3 ? Tag::aBc16b : rank == 4 ? Tag::aBcd16b : Tag::aBcde16b;
+    layouts.emplace_back(user_dst.dims(), memory::data_type::f32, blocked);
+    size_t mark = compiler.program().num_steps();
+    std::unordered_map<int, memory> first_args = args;
+    for (const memory::desc& layout : layouts) {
+      args.clear();
+      try {
+        PrimitiveDescriptor reordered =
+            make(any_src, layout, compiler.PostOps(canonical, result, args, &layout));
+        if (IsFastImplementation(reordered.impl_info_str())) return reordered;
+      } catch (const dnnl::error&) {
+      }
+      compiler.program().Truncate(mark);
+    }
+    args = first_args;
+  }
+  return in_user_layout ? in_user_layout : chosen;
 }
 
 }  // namespace
@@ -114,7 +141,6 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
   memory::desc any_weight(user_weight_desc.dims(), memory::data_type::f32, Tag::any);
 
   std::unordered_map<int, memory> args;
-  dnnl::primitive_attr attr = compiler.PostOps(canonical, result, args);
   memory::dims stride_dims = Dims(strides, 0, s), dilate_dims = Dims(dilation, 0, s, 1);
   auto kind = dnnl::prop_kind::forward_inference;
   OnednnContext& context = compiler.context();
@@ -135,8 +161,9 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
   };
   if (transpose) {
     using PD = dnnl::deconvolution_forward::primitive_desc;
-    PD descriptor =
-        Choose<PD>(*user_src, *user_dst, [&](const memory::desc& src, const memory::desc& dst) {
+    PD descriptor = Choose<PD>(
+        compiler, canonical, result, *user_src, *user_dst, args,
+        [&](const memory::desc& src, const memory::desc& dst, const dnnl::primitive_attr& attr) {
           dnnl::deconvolution_forward::desc desc(kind, dnnl::algorithm::deconvolution_direct, src,
                                                  any_weight, dst, stride_dims, dilate_dims,
                                                  padding_l, padding_r);
@@ -145,8 +172,9 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
     finish(descriptor, dnnl::deconvolution_forward(descriptor), "deconvolution");
   } else {
     using PD = dnnl::convolution_forward::primitive_desc;
-    PD descriptor =
-        Choose<PD>(*user_src, *user_dst, [&](const memory::desc& src, const memory::desc& dst) {
+    PD descriptor = Choose<PD>(
+        compiler, canonical, result, *user_src, *user_dst, args,
+        [&](const memory::desc& src, const memory::desc& dst, const dnnl::primitive_attr& attr) {
           dnnl::convolution_forward::desc desc(kind, dnnl::algorithm::convolution_direct, src,
                                                any_weight, dst, stride_dims, dilate_dims, padding_l,
                                                padding_r);

@@ -51,6 +51,9 @@ class OnednnProgram {
   std::string Implementations() const;
   // How many of the steps are reorders of activations (executed on every Run).
   int64_t NumReorders() const;
+  size_t num_steps() const { return steps_.size(); }
+  // Drops the steps after the first `count` (undoes a tentative Add).
+  void Truncate(size_t count) { steps_.resize(std::min(count, steps_.size())); }
 
  private:
   struct Step {

@@ -2,8 +2,8 @@
 // which on our own code generator, by measurement, in the way Collage does.
 //
 // Candidate pieces come from every backend's patterns (only matches the backend really
-// compiles) and, for our own code generator, from the same chains: every prefix, every suffix
-// and every single node of the longest chain at each anchor. Each piece is cut out of the graph
+// compiles) and, for our own code generator, from the same chains: every prefix and every
+// suffix of the longest chain at each anchor. Each piece is cut out of the graph
 // as a module of its own, expanded with this pass's eval passes (so TuneKernels tunes our side of
 // the comparison; a piece placed on a backend keeps its library kernel) and measured through the
 // shared builder and runner; results are cached in the database like every graph candidate, so a
@@ -246,8 +246,8 @@ class TuneBackendPlacement : public TuningPass {
     return placements;
   }
 
-  // Backend pieces are the matches; own pieces are the prefixes, suffixes and single nodes of
-  // the longest chain at each anchor.
+  // Backend pieces are the matches; own pieces are the prefixes and suffixes of the longest
+  // chain at each anchor (with the backend's prefixes they cover every split of a chain).
   static std::vector<Piece> MakePieces(const std::vector<backends::PatternMatch>& matches) {
     std::vector<Piece> pieces;
     std::map<ir::ValueId, std::vector<ir::ValueId>> chains;
@@ -263,7 +263,6 @@ class TuneBackendPlacement : public TuningPass {
                                             chain.begin() + static_cast<std::ptrdiff_t>(k)));
         own.insert(std::vector<ir::ValueId>(chain.begin() + static_cast<std::ptrdiff_t>(k - 1),
                                             chain.end()));
-        own.insert({chain[k - 1]});
       }
     }
     for (const std::vector<ir::ValueId>& nodes : own) pieces.push_back(Piece{nodes, "", ""});

@@ -56,8 +56,18 @@ class TuneKernels : public TuningPass {
     }
     tuning::CostModel& model =
         session.KernelCostModel(ParseChoice("cost_model", {"xgboost", "random"}));
-    if (scheduler.max_trials > 0 && !tasks.empty()) {
-      tuning::TaskScheduler run(tasks, session, model, space, search, scheduler, DecisionText());
+    // With skip_tuned, kernels the database already has a measured schedule for are not searched
+    // again (a tuning pass above evaluates many candidates that share most kernels).
+    std::vector<tuning::TuningTask> to_search;
+    for (const tuning::TuningTask& task : tasks) {
+      bool tuned =
+          IntArgument("skip_tuned", 0) != 0 &&
+          !session.database().Best(task.workload_hash, session.target_descriptor(), 1).empty();
+      if (!tuned) to_search.push_back(task);
+    }
+    if (scheduler.max_trials > 0 && !to_search.empty()) {
+      tuning::TaskScheduler run(to_search, session, model, space, search, scheduler,
+                                DecisionText());
       run.Run();
       session.SaveCostModels();
     }
@@ -144,7 +154,10 @@ void RegisterTuneKernels(PassRegistry& registry) {
                     {"scheduler", ir::AttrKind::kString, std::string("gradient"),
                      "gradient or round_robin"},
                     {"cost_model", ir::AttrKind::kString, std::string("xgboost"),
-                     "xgboost or random"}},
+                     "xgboost or random"},
+                    {"skip_tuned", ir::AttrKind::kInt, int64_t{0},
+                     "1: do not search kernels that already have a measured schedule in the "
+                     "database"}},
       .is_tuning = true,
       .takes_eval_passes = false,
       .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
