@@ -241,6 +241,7 @@ Command AddBenchCommand(CLI::App& app) {
       }
     }
     PrintTable(rows);
+    bool failed = std::any_of(rows.begin(), rows.end(), [](const Row& row) { return !row.failure.empty(); });
     if (*csv == "-") {
       WriteCsv(rows, std::cout);
     } else if (!csv->empty()) {
@@ -249,7 +250,7 @@ Command AddBenchCommand(CLI::App& app) {
       WriteCsv(rows, out);
       fmt::print("rows written to {}\n", *csv);
     }
-    return 0;
+    return failed ? 1 : 0;  // a configuration that failed to build or computed a wrong result
   };
 }
 

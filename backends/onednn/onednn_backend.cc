@@ -34,6 +34,8 @@ Refusal ConvolutionConstraint(const ir::GraphFunction& function, const ir::Node&
   if (node.inputs.size() != 2) return std::string("takes data and weight only");
   if (node.op == "conv2d_transpose") {
     if (node.attrs.GetInt("groups") != 1) return std::string("grouped transposed convolution");
+    if (!function.type_of(node.inputs[0]).tensor().layout.empty())
+      return std::string("a layout tag");
     return std::nullopt;
   }
   const ir::TensorType& data = function.type_of(node.inputs[0]).tensor();

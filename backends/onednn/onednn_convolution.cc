@@ -110,34 +110,30 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
     if (groups != 1) throw ir::Error("oneDNN: grouped conv2d_transpose is not supported");
   }
 
-  // Weights in oneDNN's logical order: {O, I, k...}, {G, O/G, I/G, k...} when grouped.
-  ir::Shape plain_weight;
-  memory::desc user_weight_desc;
-  memory user_weight;
-  if (compiler.IsConstant(compiler.Operand(1))) {
-    ir::Tensor w = compiler.ConstantIn(compiler.Operand(1), kernel_canonical);
-    plain_weight = w.shape();
-    if (transpose) {  // ours: [I, O, k...]; oneDNN's logical {O, I, k...} over the same data
-      memory::dims dims = {plain_weight[1], plain_weight[0], plain_weight[2], plain_weight[3]};
-      user_weight_desc = memory::desc(dims, memory::data_type::f32, Tag::iohw);
-    } else if (groups == 1) {
-      user_weight_desc = PlainDesc(plain_weight);
-    } else {
-      ir::Shape grouped = {groups, plain_weight[0] / groups};
-      grouped.insert(grouped.end(), plain_weight.begin() + 1, plain_weight.end());
-      user_weight_desc = PlainDesc(grouped);
-    }
-    user_weight = compiler.Own(w, user_weight_desc);
-  } else {
-    if (transpose || groups != 1) {
-      throw ir::Error("oneDNN: non-constant weights of a grouped or transposed convolution");
-    }
-    std::optional<memory::desc> desc = LayoutDesc(weight, kernel_canonical);
-    if (!desc)
-      throw ir::Error(fmt::format("oneDNN: kernel layout {} is not supported", weight.layout));
-    user_weight_desc = *desc;
-    user_weight = compiler.Bind(compiler.Operand(1), user_weight_desc);
+  // Weights in oneDNN's logical order: {O, I, k...}, {G, O/G, I/G, k...} when grouped, over
+  // plain data (a constant in another layout is converted here, once).
+  bool constant_weight = compiler.IsConstant(compiler.Operand(1));
+  ir::Tensor constant;
+  ir::Shape plain_weight = weight.shape;
+  if (constant_weight) {
+    constant = compiler.ConstantIn(compiler.Operand(1), kernel_canonical);
+    plain_weight = constant.shape();
+  } else if (!weight.layout.empty() && weight.layout != kernel_canonical) {
+    throw ir::Error(fmt::format("oneDNN: non-constant weights in layout {}", weight.layout));
   }
+  memory::desc user_weight_desc;
+  if (transpose) {  // ours: [I, O, k...]; oneDNN's logical {O, I, k...} over the same data
+    memory::dims dims = {plain_weight[1], plain_weight[0], plain_weight[2], plain_weight[3]};
+    user_weight_desc = memory::desc(dims, memory::data_type::f32, Tag::iohw);
+  } else if (groups == 1) {
+    user_weight_desc = PlainDesc(plain_weight);
+  } else {
+    ir::Shape grouped = {groups, plain_weight[0] / groups};
+    grouped.insert(grouped.end(), plain_weight.begin() + 1, plain_weight.end());
+    user_weight_desc = PlainDesc(grouped);
+  }
+  memory user_weight = constant_weight ? compiler.Own(constant, user_weight_desc)
+                                       : compiler.Bind(compiler.Operand(1), user_weight_desc);
   memory::desc any_weight(user_weight_desc.dims(), memory::data_type::f32, Tag::any);
 
   std::unordered_map<int, memory> args;

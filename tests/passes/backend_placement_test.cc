@@ -113,16 +113,19 @@ TEST(OnednnBackend, ConvolutionsOfEveryKindMatchTheReference) {
              {"padding", std::vector<int64_t>{1, 1, 1, 1}}}},
   };
   for (const ConvCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    GraphBuilder b("main");
-    ValueId x = b.Input("x", TensorType{c.data});
-    ValueId y = b.Call(c.op, {x, Weight(b, c.weight, 3)}, c.attrs);
-    int64_t channels = b.TensorTypeOf(y).shape[1];
-    ir::Shape bias_shape(b.TensorTypeOf(y).shape.size(), 1);
-    bias_shape[1] = channels;
-    y = b.Call("add", {y, Weight(b, bias_shape, 4)});
-    y = b.Call("relu", {y});
-    ExpectPlacedAndCorrect(ModuleOf(b.Finish(y)), 1);
+    for (bool constant_weight : {true, false}) {  // packed once, or an input of every call
+      SCOPED_TRACE(c.name + (constant_weight ? " (constant weights)" : " (weights as input)"));
+      GraphBuilder b("main");
+      ValueId x = b.Input("x", TensorType{c.data});
+      ValueId w = constant_weight ? Weight(b, c.weight, 3) : b.Input("w", TensorType{c.weight});
+      ValueId y = b.Call(c.op, {x, w}, c.attrs);
+      int64_t channels = b.TensorTypeOf(y).shape[1];
+      ir::Shape bias_shape(b.TensorTypeOf(y).shape.size(), 1);
+      bias_shape[1] = channels;
+      y = b.Call("add", {y, Weight(b, bias_shape, 4)});
+      y = b.Call("relu", {y});
+      ExpectPlacedAndCorrect(ModuleOf(b.Finish(y)), 1);
+    }
   }
 }
 
