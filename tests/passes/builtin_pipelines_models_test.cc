@@ -1,4 +1,5 @@
-// Every built-in lowering pipeline, on each shared ONNX model: optimize, build through LLVM,
+// The built-in lowering pipelines (ours alone, and with oneDNN placed), on each shared ONNX
+// model: optimize, build (LLVM and oneDNN),
 // run, and compare with the outputs stored beside the model.
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@ namespace {
 TEST(BuiltinPipelines, SharedModelsMatchTheirStoredOutputs) {
   std::filesystem::path dir = TANDEM_MODELS_DIR;
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared models at " << dir;
-  for (const char* pipeline : {"default_heuristic"}) {
+  for (const char* pipeline : {"default_heuristic", "all_onednn"}) {
     for (const char* name : {"resnet18", "mobilenet_v2", "bert_small"}) {
       SCOPED_TRACE(std::string(pipeline) + " on " + name);
       ir::IRModule module = frontend::ImportOnnxFile((dir / name / "model.onnx").string());
