@@ -1,6 +1,6 @@
 // The built-in lowering pipelines (ours alone, and with oneDNN placed), on each shared ONNX
-// model: optimize, build (LLVM and oneDNN),
-// run, and compare with the outputs stored beside the model.
+// model: optimize, build (LLVM and oneDNN), run, and compare with the outputs stored beside the
+// model.
 #include <gtest/gtest.h>
 
 #include <filesystem>
