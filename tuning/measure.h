@@ -12,9 +12,10 @@ namespace tandem::tuning {
 
 struct MeasureOptions {
   int warmup_runs = 1;                // untimed runs before the repeats, at least
-  double min_warmup_seconds = 0.05;   // and untimed runs until this much time passed: a fresh
-                                      // worker process runs its first tens of milliseconds
-                                      // slower (copy-on-write faults, new thread pools)
+  double min_warmup_seconds = 0.05;   // and untimed runs until this much time passed, for the
+                                      // first candidate a worker process measures: a fresh
+                                      // worker runs its first tens of milliseconds slower
+                                      // (copy-on-write faults, new thread pools)
   int repeats = 5;                    // timed repeats; the median is the candidate's latency
   double min_repeat_seconds = 0.002;  // each repeat loops the program until this much time passed
   bool flush_cache = false;           // overwrite a buffer larger than the last-level cache

@@ -145,7 +145,10 @@ int ThreadCount(const MeasureOptions& options) {
     for (size_t k = first; k < order.size(); ++k) {
       size_t index = order[k];
       if (!WriteAll(fd, EncodeMessage(kStarting, index, ""))) _exit(2);
-      MeasureResult result = MeasureHere(inputs[index], options);
+      // Only the worker's first candidate pays the minimum warm-up time (see MeasureOptions).
+      MeasureOptions candidate_options = options;
+      if (k != first) candidate_options.min_warmup_seconds = 0;
+      MeasureResult result = MeasureHere(inputs[index], candidate_options);
       if (!WriteAll(fd, EncodeMessage(kResult, index, EncodeResult(result)))) _exit(2);
     }
   } catch (...) {

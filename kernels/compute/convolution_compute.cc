@@ -5,11 +5,18 @@
 // the data layout ("n", "co", "d", "h", "w") and reduction iterators "ci", "kd", "kh", "kw"
 // ("ci" is left out for a depthwise convolution, whose every group has one input channel).
 //
-// conv2d_transpose: dilate + pad + convolution. The "pad" block places the input on a grid with
-// `stride` spacing and the border of a full convolution (d*(k-1) - pad_begin on the begin side,
-// possibly negative, which crops), and the "conv2d_transpose" block convolves that grid with the
-// spatially flipped kernel: out[n, o, h, w] = sum padded[n, c, h + kh*d, w + kw*d] *
-// weight[c, o % (O/g), kH-1-kh, kW-1-kw] over the input channels c of o's group.
+// conv2d_transpose with stride s > 1, no dilation and kernel and output extents divisible by s:
+// the sub-pixel (phase) form. Output row h = s*hq + ph receives kernel taps
+// kh = ((front - ph) mod s) + s*j only (the other taps meet inserted zeros), from input row
+// hq + ceil((ph - front) / s) + j, j in [0, kH/s): s^2 times fewer multiply-adds than convolving
+// the zero-inserted grid (front = kH - 1 - pad_begin). A "conv2d_transpose_phases" block
+// computes the phases apart, [n, co, ph, pw, hq, wq], and an "interleave" block places them.
+//
+// Other conv2d_transpose: dilate + pad + convolution. The "pad" block places the input on a grid
+// with `stride` spacing and the border of a full convolution (d*(k-1) - pad_begin on the begin
+// side, possibly negative, which crops), and the "conv2d_transpose" block convolves that grid with
+// the spatially flipped kernel: out[n, o, h, w] = sum padded[n, c, h + kh*d, w + kw*d] * weight[c,
+// o % (O/g), kH-1-kh, kW-1-kw] over the input channels c of o's group.
 #include <fmt/format.h>
 
 #include "ir/error.h"
@@ -163,6 +170,57 @@ void LowerConvolutionTranspose(ComputeBuilder& builder, const OpCall& call) {
     front[s] = dilation[s] * (taps - 1) - padding[s];
     extent[s] = out->shape[2 + s] + dilation[s] * (taps - 1);
     needs_pad = needs_pad || strides[s] != 1 || front[s] != 0 || extent[s] > data->shape[2 + s];
+  }
+  bool phase_form = true;
+  for (size_t s = 0; s < 2; ++s) {
+    phase_form = phase_form && dilation[s] == 1 && strides[s] > 1 &&
+                 weight->shape[2 + s] % strides[s] == 0 && out->shape[2 + s] % strides[s] == 0;
+  }
+  if (phase_form) {
+    // "conv2d_transpose_phases" computes [n, co, ph, pw, hq, wq] (output row h = s*hq + ph), so
+    // that along wq the input is read contiguously; "interleave" puts the phases in place.
+    ir::Buffer phases =
+        builder.AddIntermediate(out->name + "_phases", out->dtype,
+                                {out->shape[0], out->shape[1], strides[0], strides[1],
+                                 out->shape[2] / strides[0], out->shape[3] / strides[1]});
+    std::vector<ReduceAxis> reduce;
+    if (!depthwise) reduce.push_back(ReduceAxis{"ci", group_in});
+    reduce.push_back(ReduceAxis{"jh", weight->shape[2] / strides[0]});
+    reduce.push_back(ReduceAxis{"jw", weight->shape[3] / strides[1]});
+    builder.Reduce(
+        "conv2d_transpose_phases", phases, {"n", "co", "ph", "pw", "hq", "wq"}, reduce,
+        Reducer::kSum, [&](const std::vector<Var>& sp, const std::vector<Var>& r) {
+          const Expr& co = sp[1];
+          Expr ci = depthwise ? Expr() : r[0];
+          Expr channel = InputChannel(co, ci, groups, group_in, group_out);
+          Expr out_channel = groups == 1 ? co : ir::FloorMod(co, Expr(group_out));
+          std::vector<Expr> data_index = {sp[0], channel};
+          std::vector<Expr> weight_index = {channel, out_channel};
+          std::vector<Expr> inside;
+          for (size_t s = 0; s < 2; ++s) {
+            const Expr& phase = sp[2 + s];
+            const Expr& block = sp[4 + s];
+            const Expr& j = r[(depthwise ? 0 : 1) + s];
+            int64_t stride = strides[s];
+            int64_t taps = weight->shape[2 + s];
+            Expr offset = ir::FloorDiv(AddConst(phase, stride - 1 - front[s]), Expr(stride));
+            Expr row = block + offset + j;
+            Expr tap = ir::FloorMod(Expr(front[s]) - phase, Expr(stride)) + MulConst(j, stride);
+            inside.push_back(row >= Expr(0));
+            inside.push_back(row <= Expr(data->shape[2 + s] - 1));
+            data_index.push_back(row);
+            weight_index.push_back(Expr(taps - 1) - tap);
+          }
+          Expr x = ir::Select(All(inside), ir::Load(data, data_index), Constant(data->dtype, 0));
+          return x * ir::Load(weight, weight_index);
+        });
+    builder.Compute("interleave", out, {"n", "co", "h", "w"}, [&](const std::vector<Var>& i) {
+      return ir::Load(
+          phases,
+          {i[0], i[1], ir::FloorMod(i[2], Expr(strides[0])), ir::FloorMod(i[3], Expr(strides[1])),
+           ir::FloorDiv(i[2], Expr(strides[0])), ir::FloorDiv(i[3], Expr(strides[1]))});
+    });
+    return;
   }
   ir::Buffer source = data;
   if (needs_pad) {
