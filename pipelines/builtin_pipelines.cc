@@ -47,6 +47,22 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
                      "DeadCodeElimination",
                      ""});
+  registry.Register({"sequential",
+                     "Layout, then backend placement, then kernels, each tuned alone: every "
+                     "decision is taken with the later ones at their defaults.",
+                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
+                     "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
+                     "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
+                     "TuneKernels",
+                     ""});
+  registry.Register({"joint",
+                     "Layout, backend placement and kernels tuned jointly: every layout is "
+                     "measured with its own best placement, and every placement with our "
+                     "kernels tuned.",
+                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
+                     "TuneLayout(eval=[FoldConstant, InferType, TuneBackendPlacement(eval=[FuseOps, "
+                     "TuneKernels(trials=16, skip_tuned=1)])]), DeadCodeElimination",
+                     ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "
                      "(a baseline for measuring what schedules buy).",
