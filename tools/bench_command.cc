@@ -7,8 +7,9 @@
 //                    by measurement against our kernels tuned (by all-own-tuned when it runs
 //                    first: the configurations share one database)
 // Every configuration's outputs are checked against the reference interpreter before timing.
-// Timing takes turns (a few runs of each configuration per round, several rounds) so that a
-// change of machine load hits every configuration alike; the median of all runs is reported.
+// Timing takes turns (a block of --repeat runs of each configuration per round, several rounds;
+// bench/interleaved_timing.h) so that a change of machine load hits every configuration alike;
+// the median of the blocks' medians is reported.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
+#include "bench/interleaved_timing.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
 #include "passes/pipeline_text.h"
@@ -76,7 +78,6 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
   std::shared_ptr<tuning::Database> shared_database =
       database.empty() ? tuning::MakeInMemoryDatabase() : tuning::OpenSqliteDatabase(database);
   std::vector<std::unique_ptr<backends::Executable>> executables;
-  std::vector<std::vector<double>> samples(configurations.size());
   for (const Configuration& configuration : configurations) {
     Row row{subject, configuration.name};
     std::unique_ptr<backends::Executable> exe;
@@ -114,21 +115,24 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
     executables.push_back(std::move(exe));
     rows.push_back(row);
   }
-  for (int round = 0; round < rounds; ++round) {
-    for (size_t c = 0; c < executables.size(); ++c) {
-      if (!executables[c]) continue;
-      std::vector<ir::Tensor> outputs = executables[c]->Run(inputs);  // warm
-      for (int r = 0; r < repeat; ++r) {
-        auto start = std::chrono::steady_clock::now();
-        executables[c]->RunInto(inputs, outputs);
-        samples[c].push_back(Seconds(start));
-      }
-    }
+  // Fixed-size blocks of `repeat` runs, in turns (bench/interleaved_timing.h); the latency is
+  // the median of the blocks' medians.
+  bench::TimingOptions timing{
+      .passes = rounds, .min_time = 0, .min_repeats = repeat, .max_block_time = 1e9};
+  std::vector<bench::Contender> contenders(executables.size());
+  std::vector<bench::Contender*> turns;
+  std::vector<std::vector<ir::Tensor>> outputs(executables.size());
+  for (size_t c = 0; c < executables.size(); ++c) {
+    if (!executables[c]) continue;
+    outputs[c] = executables[c]->Run(inputs);
+    contenders[c].run = [&, c] { executables[c]->RunInto(inputs, outputs[c]); };
+    turns.push_back(&contenders[c]);
   }
+  bench::MeasureInTurns(turns, timing);
   for (size_t c = 0; c < rows.size(); ++c) {
-    if (samples[c].empty()) continue;
-    std::sort(samples[c].begin(), samples[c].end());
-    rows[c].median_ms = samples[c][samples[c].size() / 2] * 1e3;
+    if (!contenders[c].block_medians.empty()) {
+      rows[c].median_ms = bench::Median(contenders[c].block_medians) * 1e3;
+    }
   }
   return rows;
 }
@@ -241,7 +245,8 @@ Command AddBenchCommand(CLI::App& app) {
       }
     }
     PrintTable(rows);
-    bool failed = std::any_of(rows.begin(), rows.end(), [](const Row& row) { return !row.failure.empty(); });
+    bool failed =
+        std::any_of(rows.begin(), rows.end(), [](const Row& row) { return !row.failure.empty(); });
     if (*csv == "-") {
       WriteCsv(rows, std::cout);
     } else if (!csv->empty()) {

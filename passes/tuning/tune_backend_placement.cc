@@ -154,22 +154,29 @@ class TuneBackendPlacement : public TuningPass {
       options.push_back({"all-" + backend, GreedyPlacements(function, own)});
     }
     if (!matches.empty() && IntArgument("measure_pieces", 1) != 0) {
-      options.push_back({"dynamic-program", DynamicProgram(candidate, function, matches, context)});
+      options.push_back({"dynamic-program", DynamicProgram(function, matches, context)});
     }
 
-    std::vector<Candidate> candidates;
-    std::vector<std::string> seen, considered;
+    // Distinct placements only (the program's choice often equals one of the others).
+    std::vector<std::pair<std::string, std::vector<Placement>>> distinct;
+    std::vector<std::string> texts, considered;
     for (const auto& [label, placements] : options) {
       std::string text = PlacementText(placements);
-      if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
-      seen.push_back(text);
+      if (std::find(texts.begin(), texts.end(), text) != texts.end()) continue;
+      texts.push_back(text);
       considered.push_back(label);
+      distinct.emplace_back(label, placements);
+    }
+    std::vector<Candidate> candidates;
+    for (size_t k = 0; k < distinct.size(); ++k) {
+      const auto& [label, placements] = distinct[k];
       Candidate next = candidate;
       ir::Instruction instruction;
       instruction.kind = name();
       instruction.attrs.Set("pass", DecisionText());
       instruction.attrs.Set("choice", label);
-      instruction.decision = ir::AttrValue(text);
+      instruction.attrs.Set("considered", fmt::format("{}", fmt::join(considered, ",")));
+      instruction.decision = ir::AttrValue(texts[k]);
       next.trace.Append(std::move(instruction));
       next.result.reset();
       try {
@@ -179,10 +186,6 @@ class TuneBackendPlacement : public TuningPass {
             fmt::format("{} placement {} failed: {}", name(), label, e.what()));
       }
       candidates.push_back(ExpandWithEvalPasses(std::move(next), context));
-    }
-    for (Candidate& c : candidates) {
-      c.trace.mutable_instructions()[candidate.trace.instructions().size()].attrs.Set(
-          "considered", fmt::format("{}", fmt::join(considered, ",")));
     }
     int64_t best = EvaluateAndSelect(candidates, context);
     if (best < 0) return candidate;
@@ -199,8 +202,7 @@ class TuneBackendPlacement : public TuningPass {
   }
 
  private:
-  std::vector<Placement> DynamicProgram(const Candidate& candidate,
-                                        const ir::GraphFunction& function,
+  std::vector<Placement> DynamicProgram(const ir::GraphFunction& function,
                                         const std::vector<backends::PatternMatch>& matches,
                                         PassContext& context) const {
     std::vector<Piece> pieces = MakePieces(matches);
