@@ -178,6 +178,22 @@ TEST(ScheduleIllegal, EveryPrimitiveRejectsIllegalUses) {
   }
 }
 
+// A producer placed under a loop whose iterations do not move its writes (softmax's column sums
+// recomputed for every row): that loop cannot run in parallel, its iterations would write the
+// same elements at once. Found by OpCases.SampledProgramsKeepTheirResults (a flaky race).
+TEST(ScheduleIllegal, ParallelLoopsCannotShareWrittenElements) {
+  Schedule s(testing::LowerOp("softmax", {testing::F32({4, 3})}, ir::Attrs{{"axis", int64_t{0}}}));
+  BlockRV out = s.GetBlock("softmax");
+  auto loops = s.GetLoops(out);  // rows, columns
+  s.ComputeAt(s.GetBlock("softmax_exp_sum"), loops[0]);
+  s.ComputeAt(s.GetBlock("softmax_max"), loops[0]);
+  ExpectSame(s);  // recomputing per row is legal serially
+  ExpectIllegal(
+      s, [&] { s.Parallel(loops[0]); }, "parallelize", "same elements in every iteration");
+  s.Parallel(loops[1]);  // columns: each iteration writes its own elements
+  ExpectSame(s);
+}
+
 TEST(ScheduleIllegal, BlocksUnderAConditionKeepIt) {
   {
     Schedule s(GuardBlock(ConvBiasRelu(2, 3, 5), "pad", "h", 5));

@@ -1,6 +1,8 @@
 // parallel / vectorize / unroll / annotate: change how a loop runs, or attach a hint.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/primitives.h"
@@ -30,13 +32,55 @@ void CheckNotBoundToReduction(const Stmt& body, const ir::Var& loop_var, const c
   });
 }
 
+// Throws when a block under `body` writes a buffer allocated outside the loop at elements that
+// do not depend on `loop_var`: parallel iterations would all write the same elements (a block
+// recomputed whole in every iteration of the loop it was placed under).
+void CheckWritesDependOnLoop(const Stmt& body, const ir::Var& loop_var) {
+  std::set<const ir::BufferNode*> inner;  // allocated under the loop: private per iteration
+  ir::VisitStmtTree(body, [&](const Stmt& s) {
+    if (const auto* realize = ir::As<ir::BlockRealizeNode>(s)) {
+      for (const ir::Buffer& b : realize->block->alloc_buffers) inner.insert(b.get());
+    }
+  });
+  ir::VisitStmtTree(body, [&](const Stmt& s) {
+    const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+    if (!realize || realize->block->writes.empty()) return;
+    // The block's iterators whose binding moves with the loop.
+    std::vector<ir::Var> moving;
+    for (size_t k = 0; k < realize->iter_values.size(); ++k) {
+      if (ir::UsesVar(realize->iter_values[k], loop_var)) {
+        moving.push_back(realize->block->iter_vars[k].var);
+      }
+    }
+    for (const ir::BufferRegion& write : realize->block->writes) {
+      if (inner.count(write.buffer.get())) continue;
+      bool depends = false;
+      for (const ir::Range& range : write.region) {
+        for (const ir::Expr& e : {range.min, range.extent}) {
+          depends = depends || ir::UsesVar(e, loop_var);
+          for (const ir::Var& v : moving) depends = depends || ir::UsesVar(e, v);
+        }
+      }
+      if (!depends) {
+        throw Error(fmt::format(
+            "cannot parallelize loop '{}': block '{}' writes '{}' at the same elements in "
+            "every iteration",
+            loop_var->name, realize->block->name, write.buffer->name));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 ir::KernelFunction SetLoopKind(const ir::KernelFunction& fn, const ir::Var& loop_var,
                                ir::ForKind kind) {
   StmtPath path = GetLoopPath(fn, loop_var);
   const auto* loop = ir::As<ir::ForNode>(path.target);
-  if (kind == ir::ForKind::kParallel) CheckNotBoundToReduction(loop->body, loop_var, "parallelize");
+  if (kind == ir::ForKind::kParallel) {
+    CheckNotBoundToReduction(loop->body, loop_var, "parallelize");
+    if (loop->extent > 1) CheckWritesDependOnLoop(loop->body, loop_var);
+  }
   if (kind == ir::ForKind::kVectorized) {
     CheckNotBoundToReduction(loop->body, loop_var, "vectorize");
     ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
