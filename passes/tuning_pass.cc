@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "ir/error.h"
 #include "passes/pipeline_text.h"
 
@@ -39,6 +42,13 @@ Candidate ExpandWith(Candidate candidate, const PassPtr& eval, PassContext& cont
         fmt::format("eval pass {} failed: {}", eval->name(), e.what()));
   }
   return candidate;
+}
+
+bool NestsTuning(const std::vector<PassPtr>& passes) {
+  for (const PassPtr& pass : passes) {
+    if (pass->info().is_tuning || NestsTuning(pass->nested())) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -87,7 +97,22 @@ ir::IRModule TuningPass::ApplyDecision(const ir::IRModule& module,
   return MakeKnob(module, context).Apply(module, std::get<std::string>(*instruction.decision));
 }
 
-Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& context) const {
+Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& context,
+                                           int64_t candidates_left) const {
+  tuning::TuningSession& session = context.Tuning();
+  int64_t remaining = session.RemainingBudget();
+  bool share = candidates_left > 0 && NestsTuning(eval_) &&
+               remaining != std::numeric_limits<int64_t>::max();
+  if (share) {
+    session.PushBudgetShare(std::max<int64_t>(0, remaining - candidates_left) / candidates_left);
+  }
+  struct PopShare {
+    tuning::TuningSession& session;
+    bool active;
+    ~PopShare() {
+      if (active) session.PopBudgetShare();
+    }
+  } pop{session, share};
   for (const PassPtr& eval : eval_) candidate = ExpandWith(std::move(candidate), eval, context);
   return candidate;
 }
@@ -138,7 +163,8 @@ Candidate TuningPass::Tune(const Candidate& candidate, PassContext& context) con
       next.result = tuning::MeasureResult::Failure(
           fmt::format("{} choice {} failed: {}", name(), choice, e.what()));
     }
-    candidates.push_back(ExpandWithEvalPasses(std::move(next), context));
+    candidates.push_back(ExpandWithEvalPasses(
+        std::move(next), context, static_cast<int64_t>(considered.size() - candidates.size())));
   }
   int64_t best = EvaluateAndSelect(candidates, context);
   if (best < 0) return candidate;

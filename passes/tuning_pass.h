@@ -74,8 +74,13 @@ class TuningPass : public Pass {
   // The search strategy from the arguments strategy="exhaustive"|"random", sample=k,
   // max_candidates=n.
   tuning::SearchStrategy Strategy() const;
-  // Expands a candidate with every eval pass in order (step 2 of the file comment).
-  Candidate ExpandWithEvalPasses(Candidate candidate, PassContext& context) const;
+  // Expands a candidate with every eval pass in order (step 2 of the file comment). With
+  // `candidates_left` > 0 (this candidate and the ones the caller will expand after it) and a
+  // limited budget, the nested tuning passes run under an equal share of what is left, less one
+  // measurement per candidate for measuring the candidates themselves: the budget is shared down
+  // the nesting instead of going to whichever candidate is expanded first.
+  Candidate ExpandWithEvalPasses(Candidate candidate, PassContext& context,
+                                 int64_t candidates_left = 0) const;
   // Evaluates the candidates without a result and returns the index of the best one (-1 when
   // every candidate failed).
   int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;

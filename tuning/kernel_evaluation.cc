@@ -53,7 +53,7 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
     }
     if (RemainingBudget() <= static_cast<int64_t>(to_measure.size())) {
       ++counts.over_budget;
-      results[i] = MeasureResult::Failure("trial budget spent");
+      results[i] = MeasureResult::Failure(BudgetSpentReason());
       continue;
     }
     to_measure.push_back(i);

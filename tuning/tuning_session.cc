@@ -51,7 +51,8 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
                              std::shared_ptr<Builder> builder, std::shared_ptr<Runner> runner,
                              Options options)
     : target_(std::move(target)),
-      target_descriptor_(TargetDescriptor(target_)),
+      target_descriptor_(options.target_descriptor.empty() ? TargetDescriptor(target_)
+                                                            : options.target_descriptor),
       database_(std::move(database)),
       builder_(std::move(builder)),
       runner_(std::move(runner)),
@@ -84,6 +85,12 @@ EvaluationCounts TuningSession::TotalCounts() const {
   EvaluationCounts total;
   for (const auto& [pass, counts] : counts_) total += counts;
   return total;
+}
+
+std::string TuningSession::BudgetSpentReason() const {
+  return options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds
+             ? "time budget spent"
+             : "trial budget spent";
 }
 
 bool TuningSession::BudgetSpent() const {
@@ -158,9 +165,27 @@ void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& 
 }
 
 int64_t TuningSession::RemainingBudget() const {
-  if (options_.max_measurements <= 0) return std::numeric_limits<int64_t>::max();
-  return std::max<int64_t>(
-      0, options_.max_measurements - (TotalCounts().measured - uncharged_measurements_));
+  if (options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds) return 0;
+  int64_t charged = TotalCounts().measured - uncharged_measurements_;
+  int64_t remaining = std::numeric_limits<int64_t>::max();
+  if (options_.max_measurements > 0) remaining = options_.max_measurements - charged;
+  for (const BudgetShare& share : budget_shares_) {
+    remaining = std::min(remaining, share.trials - (charged - share.measured_at_start));
+  }
+  return std::max<int64_t>(0, remaining);
+}
+
+void TuningSession::PushBudgetShare(int64_t trials) {
+  budget_shares_.push_back({TotalCounts().measured - uncharged_measurements_, trials});
+}
+
+void TuningSession::PopBudgetShare() {
+  if (budget_shares_.empty()) throw ir::Error("PopBudgetShare without a PushBudgetShare");
+  budget_shares_.pop_back();
+}
+
+double TuningSession::ElapsedSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
 std::vector<MeasureResult> TuningSession::EvaluateModules(
@@ -186,7 +211,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     if (same_as[i] >= 0) continue;
     if (charge_budget && RemainingBudget() <= static_cast<int64_t>(to_measure.size())) {
       ++counts.over_budget;
-      results[i] = MeasureResult::Failure("trial budget spent");
+      results[i] = MeasureResult::Failure(BudgetSpentReason());
       continue;
     }
     to_measure.push_back(i);
@@ -222,6 +247,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
   for (const MeasureResult& r : results) {
     if (r.ok() && (best == 0 || r.median_seconds < best)) best = r.median_seconds;
   }
+  graph_curve_.push_back({pass, TotalCounts().measured, best, ElapsedSeconds()});
   if (on_progress) {
     on_progress(
         {pass, static_cast<int64_t>(requests.size()), static_cast<int64_t>(requests.size()), best});

@@ -10,6 +10,7 @@
 // ones with their reason.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -82,6 +83,18 @@ struct CurvePoint {
   bool all_tasks_measured = false;
 };
 
+// A point of a graph-level tuning curve, taken after every evaluated batch of graph candidates:
+// the pass, the real measurements of the whole run so far, the pass's best latency so far (0:
+// none yet) and the seconds since the session began.
+struct GraphCurvePoint {
+  std::string pass;
+  int64_t measured = 0;
+  double best_seconds = 0;
+  double elapsed_seconds = 0;
+
+  bool operator==(const GraphCurvePoint& other) const = default;
+};
+
 // The tuning curve of one kernel search (one TuneKernels run over one module's tasks).
 struct KernelTuningCurve {
   std::string pass;  // the pass's pipeline text
@@ -110,6 +123,12 @@ class TuningSession {
     // Largest number of real measurements in the whole run (0: no limit). Requests beyond it
     // fail with reason "trial budget spent" and are not recorded in the database.
     int64_t max_measurements = 0;
+    // Wall-clock seconds the run may spend measuring (0: no limit): once past, requests fail
+    // with reason "time budget spent" like requests over the trial budget.
+    double max_seconds = 0;
+    // The target descriptor records are stored and looked up under; empty: this machine's
+    // (TargetDescriptor(target)). Set to replay a recorded database from another machine.
+    std::string target_descriptor;
     uint64_t seed = 0;
     std::string function = "main";  // the graph function that is measured
   };
@@ -125,8 +144,16 @@ class TuningSession {
   // latency before and after tuning).
   std::vector<MeasureResult> EvaluateModules(const std::vector<EvaluationRequest>& requests,
                                              const std::string& pass, bool charge_budget = true);
-  // Measurements the trial budget still allows (a large number when there is no budget).
+  // Measurements the budget still allows: the trial budget less what was measured, the innermost
+  // budget share's limit, and 0 once the time budget is spent (a large number when unlimited).
   int64_t RemainingBudget() const;
+  // Limits the measurements of what runs until the matching PopBudgetShare to `trials` (or
+  // less, when the enclosing budget has less left): a tuning pass splits its budget among the
+  // candidates it expands with nested tuning passes, so that the first does not spend it all.
+  void PushBudgetShare(int64_t trials);
+  void PopBudgetShare();
+  // Seconds since the session was made.
+  double ElapsedSeconds() const;
 
   // Evaluates scheduled programs of one kernel task: each is built alone (SingleKernelModule),
   // measured, and checked against the task's default-scheduled kernel on the same random
@@ -149,12 +176,16 @@ class TuningSession {
   const std::map<std::string, EvaluationCounts>& counts() const { return counts_; }
   EvaluationCounts TotalCounts() const;
   bool BudgetSpent() const;
+  // "time budget spent" or "trial budget spent": the reason a request over budget fails with.
+  std::string BudgetSpentReason() const;
 
   void RecordDecision(TuningDecision decision) { decisions_.push_back(std::move(decision)); }
   const std::vector<TuningDecision>& decisions() const { return decisions_; }
   void RecordKernelCurve(KernelTuningCurve curve) { kernel_curves_.push_back(std::move(curve)); }
   // Every kernel search of this run, in the order they finished.
   const std::vector<KernelTuningCurve>& kernel_curves() const { return kernel_curves_; }
+  // A point after every evaluated batch of graph candidates.
+  const std::vector<GraphCurvePoint>& graph_curve() const { return graph_curve_; }
 
   kernels::RandomState& random() { return random_; }
   Database& database() { return *database_; }
@@ -207,6 +238,13 @@ class TuningSession {
   std::map<std::string, Reference> kernel_references_;     // by workload hash
   std::vector<TuningDecision> decisions_;
   std::vector<KernelTuningCurve> kernel_curves_;
+  std::vector<GraphCurvePoint> graph_curve_;
+  struct BudgetShare {
+    int64_t measured_at_start = 0;  // charged measurements when pushed
+    int64_t trials = 0;
+  };
+  std::vector<BudgetShare> budget_shares_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
 };

@@ -185,7 +185,8 @@ class TuneBackendPlacement : public TuningPass {
         next.result = tuning::MeasureResult::Failure(
             fmt::format("{} placement {} failed: {}", name(), label, e.what()));
       }
-      candidates.push_back(ExpandWithEvalPasses(std::move(next), context));
+      candidates.push_back(ExpandWithEvalPasses(std::move(next), context,
+                                                static_cast<int64_t>(distinct.size() - k)));
     }
     int64_t best = EvaluateAndSelect(candidates, context);
     if (best < 0) return candidate;
@@ -227,7 +228,8 @@ class TuneBackendPlacement : public TuningPass {
         continue;
       }
       Candidate piece = Candidate::Start(alone);
-      measured.push_back(ExpandWithEvalPasses(std::move(piece), context));
+      measured.push_back(ExpandWithEvalPasses(std::move(piece), context,
+                                              static_cast<int64_t>(pieces.size() - p)));
       piece_of.push_back(p);
     }
     EvaluateAndSelect(measured, context);
