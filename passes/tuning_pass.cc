@@ -79,8 +79,8 @@ std::string TuningPass::DecisionText() const {
   if (arguments().empty()) return text;
   // The pass text of this pass without eval passes: reuse the canonical printer on a pass that
   // has only the arguments.
-  FunctionPass plain(info(), arguments(), [](const ir::IRModule& m, PassContext&,
-                                             const PassArguments&) { return m; });
+  FunctionPass plain(info(), arguments(),
+                     [](const ir::IRModule& m, PassContext&, const PassArguments&) { return m; });
   return PrintPipeline(plain);
 }
 
@@ -98,13 +98,14 @@ ir::IRModule TuningPass::ApplyDecision(const ir::IRModule& module,
 }
 
 Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& context,
-                                           int64_t candidates_left) const {
+                                           BudgetSplit split) const {
   tuning::TuningSession& session = context.Tuning();
   int64_t remaining = session.RemainingBudget();
-  bool share = candidates_left > 0 && NestsTuning(eval_) &&
+  bool share = split.candidates_left > 0 && NestsTuning(eval_) &&
                remaining != std::numeric_limits<int64_t>::max();
   if (share) {
-    session.PushBudgetShare(std::max<int64_t>(0, remaining - candidates_left) / candidates_left);
+    session.PushBudgetShare(std::max<int64_t>(0, remaining - split.reserved) /
+                            split.candidates_left);
   }
   struct PopShare {
     tuning::TuningSession& session;
@@ -135,7 +136,8 @@ int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
   for (size_t i = 0; i < candidates.size(); ++i) {
     const auto& r = candidates[i].result;
     if (!r || !r->ok()) continue;
-    if (best < 0 || r->median_seconds < candidates[static_cast<size_t>(best)].result->median_seconds) {
+    if (best < 0 ||
+        r->median_seconds < candidates[static_cast<size_t>(best)].result->median_seconds) {
       best = static_cast<int64_t>(i);
     }
   }
@@ -163,8 +165,10 @@ Candidate TuningPass::Tune(const Candidate& candidate, PassContext& context) con
       next.result = tuning::MeasureResult::Failure(
           fmt::format("{} choice {} failed: {}", name(), choice, e.what()));
     }
+    int64_t total = static_cast<int64_t>(considered.size());
     candidates.push_back(ExpandWithEvalPasses(
-        std::move(next), context, static_cast<int64_t>(considered.size() - candidates.size())));
+        std::move(next), context,
+        {total - static_cast<int64_t>(candidates.size()), /*reserved=*/total}));
   }
   int64_t best = EvaluateAndSelect(candidates, context);
   if (best < 0) return candidate;
@@ -181,8 +185,8 @@ ir::IRModule TuningPass::Run(const ir::IRModule& module, PassContext& context) c
   decision.pass = PrintPipeline(*this);
   decision.input = module;
   decision.trace = best.trace;
-  decision.result = best.result ? *best.result
-                                : tuning::MeasureResult::Failure("not measured end to end");
+  decision.result =
+      best.result ? *best.result : tuning::MeasureResult::Failure("not measured end to end");
   session.RecordDecision(std::move(decision));
   return best.output;
 }
@@ -199,17 +203,16 @@ ir::IRModule ReplayTrace(const ir::IRModule& input, const ir::Trace& trace, Pass
       }
       PassPtr parsed = ParsePipeline(instruction.attrs.GetString(kPassAttr, ""), registry);
       const auto* sequence = dynamic_cast<const Sequential*>(parsed.get());
-      PassPtr pass = sequence != nullptr && sequence->passes().size() == 1
-                         ? sequence->passes()[0]
-                         : parsed;
+      PassPtr pass =
+          sequence != nullptr && sequence->passes().size() == 1 ? sequence->passes()[0] : parsed;
       if (const auto* tuning = dynamic_cast<const TuningPass*>(pass.get())) {
         module = tuning->ApplyDecision(module, instruction, context);
       } else {
         module = context.RunPass(*pass, module);
       }
     } catch (const ir::Error& e) {
-      throw ir::Error(fmt::format("replaying instruction {} ({}): {}", i, instruction.kind,
-                                  e.what()));
+      throw ir::Error(
+          fmt::format("replaying instruction {} ({}): {}", i, instruction.kind, e.what()));
     }
   }
   return module;

@@ -38,9 +38,9 @@
 namespace tandem::passes {
 
 struct Candidate {
-  ir::IRModule input;   // where tuning started
-  ir::Trace trace;      // decisions since `input`
-  ir::IRModule output;  // `input` with the decisions applied
+  ir::IRModule input;                           // where tuning started
+  ir::Trace trace;                              // decisions since `input`
+  ir::IRModule output;                          // `input` with the decisions applied
   std::optional<tuning::MeasureResult> result;  // set once evaluated (ok or failed)
 
   // A fresh candidate: no decisions yet.
@@ -48,6 +48,14 @@ struct Candidate {
   bool failed() const { return result && !result->ok(); }
 };
 
+// How a tuning pass shares its budget among the candidates it expands: `candidates_left` is
+// this candidate and the ones the caller will expand after it, `reserved` the measurements
+// the caller needs after expanding (typically one per candidate, measured together at the
+// end).
+struct BudgetSplit {
+  int64_t candidates_left = 0;
+  int64_t reserved = 0;
+};
 class TuningPass : public Pass {
  public:
   ir::IRModule Run(const ir::IRModule& module, PassContext& context) const override;
@@ -61,8 +69,7 @@ class TuningPass : public Pass {
   // The knob this pass decides for `module` (one-knob passes).
   virtual tuning::Knob MakeKnob(const ir::IRModule& module, PassContext& context) const;
   // Re-applies a decision this pass recorded (replay). The default applies the knob's choice.
-  virtual ir::IRModule ApplyDecision(const ir::IRModule& module,
-                                     const ir::Instruction& instruction,
+  virtual ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
                                      PassContext& context) const;
 
   // The pass's text without its eval passes (what an instruction records to be replayable).
@@ -75,12 +82,11 @@ class TuningPass : public Pass {
   // max_candidates=n.
   tuning::SearchStrategy Strategy() const;
   // Expands a candidate with every eval pass in order (step 2 of the file comment). With
-  // `candidates_left` > 0 (this candidate and the ones the caller will expand after it) and a
-  // limited budget, the nested tuning passes run under an equal share of what is left, less one
-  // measurement per candidate for measuring the candidates themselves: the budget is shared down
-  // the nesting instead of going to whichever candidate is expanded first.
+  // split.candidates_left > 0 and a limited budget, the nested tuning passes run under an equal
+  // share of what is left after the reserve: the budget is shared down the nesting instead of
+  // going to whichever candidate is expanded first.
   Candidate ExpandWithEvalPasses(Candidate candidate, PassContext& context,
-                                 int64_t candidates_left = 0) const;
+                                 BudgetSplit split = {}) const;
   // Evaluates the candidates without a result and returns the index of the best one (-1 when
   // every candidate failed).
   int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;

@@ -173,11 +173,11 @@ std::string TraceDiff(const ir::Trace& expected, const ir::Trace& actual) {
     if (i < n && j < m && a[i] == b[j]) {
       diff += "  " + a[i++] + "\n";
       ++j;
-    } else if (j < m && (i == n || common[i][j + 1] >= common[i + 1][j])) {
-      diff += "+ " + b[j++] + "\n";
+    } else if (i < n && (j == m || common[i + 1][j] >= common[i][j + 1])) {
+      diff += "- " + a[i++] + "\n";  // removals first, as unified diffs show them
       lines_differ = true;
     } else {
-      diff += "- " + a[i++] + "\n";
+      diff += "+ " + b[j++] + "\n";
       lines_differ = true;
     }
   }

@@ -185,8 +185,9 @@ class TuneBackendPlacement : public TuningPass {
         next.result = tuning::MeasureResult::Failure(
             fmt::format("{} placement {} failed: {}", name(), label, e.what()));
       }
-      candidates.push_back(ExpandWithEvalPasses(std::move(next), context,
-                                                static_cast<int64_t>(distinct.size() - k)));
+      int64_t total = static_cast<int64_t>(distinct.size());
+      candidates.push_back(ExpandWithEvalPasses(
+          std::move(next), context, {total - static_cast<int64_t>(k), /*reserved=*/total}));
     }
     int64_t best = EvaluateAndSelect(candidates, context);
     if (best < 0) return candidate;
@@ -228,8 +229,10 @@ class TuneBackendPlacement : public TuningPass {
         continue;
       }
       Candidate piece = Candidate::Start(alone);
+      // The pieces are measured together at the end, then up to 2 + backends placements.
+      int64_t total = static_cast<int64_t>(pieces.size());
       measured.push_back(ExpandWithEvalPasses(std::move(piece), context,
-                                              static_cast<int64_t>(pieces.size() - p)));
+                                              {total - static_cast<int64_t>(p), total + 3}));
       piece_of.push_back(p);
     }
     EvaluateAndSelect(measured, context);
