@@ -58,10 +58,10 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
   registry.Register({"joint",
                      "Layout, backend placement and kernels tuned jointly: every layout is "
                      "measured with its own best placement, and every placement with our "
-                     "kernels tuned.",
+                     "kernels tuned; the trial budget is split evenly down the nesting.",
                      "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
                      "TuneLayout(eval=[FoldConstant, InferType, TuneBackendPlacement(eval=[FuseOps, "
-                     "TuneKernels(trials=16, skip_tuned=1)])]), DeadCodeElimination",
+                     "TuneKernels(skip_tuned=1)])]), DeadCodeElimination",
                      ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "

@@ -6,6 +6,10 @@
 //   placement-tuned  TuneBackendPlacement(eval=[FuseOps, TuneKernels(skip_tuned=1)]): placement
 //                    by measurement against our kernels tuned (by all-own-tuned when it runs
 //                    first: the configurations share one database)
+// Any registered pipeline name is a configuration too (default_heuristic, default_tuning,
+// sequential, joint, ...): a pipeline with tuning passes runs under a trial budget of --trials
+// measurements, and its run is committed to the database as a tuning::TuningRun, so a second
+// bench with the same database and budget replays its decisions instead of tuning again.
 // Every configuration's outputs are checked against the reference interpreter before timing.
 // Timing takes turns (a block of --repeat runs of each configuration per round, several rounds;
 // bench/interleaved_timing.h) so that a change of machine load hits every configuration alike;
@@ -23,9 +27,13 @@
 #include "bench/interleaved_timing.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
+#include "ir/structural.h"
 #include "passes/pipeline_text.h"
+#include "passes/pipeline_trace.h"
+#include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
+#include "tuning/tuning_run.h"
 #include "tuning/tuning_session.h"
 
 namespace tandem::tools {
@@ -36,7 +44,16 @@ struct Configuration {
   std::string name;
   std::string pipeline;  // pipeline text
   bool tunes = false;
+  bool budgeted = false;  // a registered pipeline: the run's trial budget is --trials
 };
+
+bool HasTuningPass(const passes::Pass& pass) {
+  if (pass.info().is_tuning) return true;
+  for (const passes::PassPtr& nested : pass.nested()) {
+    if (HasTuningPass(*nested)) return true;
+  }
+  return false;
+}
 
 std::vector<Configuration> KnownConfigurations(int64_t trials) {
   std::string prefix = "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, ";
@@ -62,6 +79,8 @@ struct Row {
   std::string configuration;
   double median_ms = 0;
   double tuning_seconds = 0;
+  int64_t measurements = 0;  // real measurements the tuning took
+  bool replayed = false;     // decisions replayed from an earlier run in the database
   int64_t extern_calls = 0;
   double error = 0;
   std::string failure;
@@ -70,31 +89,60 @@ struct Row {
 // Builds `module` under each configuration, checks it, times all in turns.
 std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
                          const std::vector<Configuration>& configurations,
-                         const std::string& database, int repeat, int rounds, uint64_t seed) {
+                         const std::string& database, int64_t trials, int repeat, int rounds,
+                         uint64_t seed) {
   std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), seed);
   std::vector<ir::Tensor> reference = backends::RunReference(module, inputs);
   std::vector<Row> rows;
   // One database for the run: the tuned configurations share their measurements.
   std::shared_ptr<tuning::Database> shared_database =
       database.empty() ? tuning::MakeInMemoryDatabase() : tuning::OpenSqliteDatabase(database);
+  std::string model_hash = ir::HashToHex(ir::StructuralHash(module));
+  std::vector<tuning::TuningRun> runs;  // of the configurations tuned now
+  std::vector<size_t> run_of_row;
   std::vector<std::unique_ptr<backends::Executable>> executables;
   for (const Configuration& configuration : configurations) {
     Row row{subject, configuration.name};
     std::unique_ptr<backends::Executable> exe;
     try {
       passes::PassContext context;
+      passes::PassPtr pipeline = passes::ParsePipeline(configuration.pipeline);
+      std::string pipeline_text = passes::PrintPipeline(*pipeline);
+      std::optional<tuning::TuningRun> previous;
       if (configuration.tunes) {
+        // The pipeline seed of `tandem tune` (0), so that bench and tune replay each other's
+        // runs; `seed` only draws the inputs.
+        tuning::TuningSession::Options options{.seed = 0};
+        if (configuration.budgeted) options.max_measurements = trials;
         context.tuning = std::make_shared<tuning::TuningSession>(
-            context.target,
-            database.empty() ? tuning::MakeInMemoryDatabase()
-                             : tuning::OpenSqliteDatabase(database),
-            std::make_shared<tuning::LocalBuilder>(), std::make_shared<tuning::ProcessRunner>(),
-            tuning::TuningSession::Options{.seed = seed});
+            context.target, shared_database, std::make_shared<tuning::LocalBuilder>(),
+            std::make_shared<tuning::ProcessRunner>(), options);
+        previous = tuning::LatestTuningRun(*shared_database, model_hash, pipeline_text,
+                                           context.tuning->target_descriptor());
+        if (previous &&
+            (previous->trial_budget != options.max_measurements || previous->seed != options.seed)) {
+          previous.reset();
+        }
       }
       auto start = std::chrono::steady_clock::now();
-      ir::IRModule optimized =
-          context.RunPipeline(*passes::ParsePipeline(configuration.pipeline), module);
-      row.tuning_seconds = configuration.tunes ? Seconds(start) : 0;
+      ir::IRModule optimized;
+      if (previous) {
+        optimized = passes::ReplayTrace(module, previous->trace, context);
+        row.replayed = true;
+        row.tuning_seconds = previous->tuning_seconds;
+        for (const auto& [pass, counts] : previous->counts) row.measurements += counts.measured;
+      } else if (configuration.tunes) {
+        passes::RecordedRun recorded = passes::RunPipelineRecorded(*pipeline, module, context);
+        optimized = recorded.module;
+        row.tuning_seconds = Seconds(start);
+        row.measurements = context.tuning->TotalCounts().measured;
+        runs.push_back(tuning::SummarizeTuningRun(*context.tuning, subject, model_hash,
+                                                  pipeline_text, recorded.trace,
+                                                  row.tuning_seconds));
+        run_of_row.push_back(rows.size());
+      } else {
+        optimized = context.RunPipeline(*pipeline, module);
+      }
       for (const ir::Node& node : optimized.Get("main").nodes) {
         row.extern_calls += node.kind == ir::NodeKind::kCallExtern;
       }
@@ -134,39 +182,64 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
       rows[c].median_ms = bench::Median(contenders[c].block_medians) * 1e3;
     }
   }
+  // The tuning runs go to the database with the latencies measured here (before: all-own or
+  // default_heuristic when it ran).
+  std::vector<double> before;
+  for (size_t c = 0; c < rows.size(); ++c) {
+    if ((rows[c].configuration == "all-own" || rows[c].configuration == "default_heuristic") &&
+        !contenders[c].block_medians.empty()) {
+      before = contenders[c].block_medians;
+    }
+  }
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const Row& row = rows[run_of_row[k]];
+    runs[k].before_seconds = before;
+    runs[k].after_seconds = contenders[run_of_row[k]].block_medians;
+    runs[k].after_error = row.failure;
+    tuning::CommitTuningRun(*shared_database, runs[k]);
+  }
   return rows;
 }
 
 void PrintTable(const std::vector<Row>& rows) {
-  fmt::print("{:<14} {:<16} {:>11} {:>12} {:>12} {:>7} {:>9}  {}\n", "subject", "configuration",
-             "latency ms", "vs onednn", "vs own", "extern", "tuning s", "note");
+  fmt::print("{:<14} {:<18} {:>11} {:>10} {:>10} {:>7} {:>9} {:>8}  {}\n", "subject",
+             "configuration", "latency ms", "vs onednn", "vs own", "extern", "tuning s", "measured",
+             "note");
   for (const Row& row : rows) {
     auto ratio_to = [&](const std::string& other) -> std::string {
       for (const Row& base : rows) {
-        if (base.subject == row.subject && base.configuration == other && base.median_ms > 0 &&
-            row.median_ms > 0) {
+        bool same = base.configuration == other ||
+                    (other == "all-own" && base.configuration == "default_heuristic") ||
+                    (other == "all-onednn" && base.configuration == "all_onednn");
+        if (base.subject == row.subject && same && base.median_ms > 0 && row.median_ms > 0) {
           return fmt::format("{:.2f}x", base.median_ms / row.median_ms);
         }
       }
       return "-";
     };
     fmt::print(
-        "{:<14} {:<16} {:>11} {:>12} {:>12} {:>7} {:>9}  {}\n", row.subject, row.configuration,
+        "{:<14} {:<18} {:>11} {:>10} {:>10} {:>7} {:>9} {:>8}  {}\n", row.subject,
+        row.configuration,
         row.median_ms > 0 ? fmt::format("{:.3f}", row.median_ms) : std::string("-"),
         ratio_to("all-onednn"), ratio_to("all-own"), row.extern_calls,
         row.tuning_seconds > 0 ? fmt::format("{:.1f}", row.tuning_seconds) : std::string("-"),
-        row.failure);
+        row.tuning_seconds > 0 ? fmt::format("{}", row.measurements) : std::string("-"),
+        row.replayed ? "decisions replayed from the database" +
+                           std::string(row.failure.empty() ? "" : "; ") + row.failure
+                     : row.failure);
   }
   fmt::print("(vs X: X's latency / this one's; above 1 means faster than X)\n");
 }
 
 void WriteCsv(const std::vector<Row>& rows, std::ostream& out) {
-  out << "subject,configuration,latency_ms,extern_calls,tuning_seconds,relative_error,failure\n";
+  out << "subject,configuration,latency_ms,extern_calls,tuning_seconds,measurements,replayed,"
+         "relative_error,failure\n";
   for (const Row& row : rows) {
     std::string failure = row.failure;
     std::replace(failure.begin(), failure.end(), '"', '\'');
-    out << fmt::format("{},{},{:.6f},{},{:.3f},{:.3g},\"{}\"\n", row.subject, row.configuration,
-                       row.median_ms, row.extern_calls, row.tuning_seconds, row.error, failure);
+    out << fmt::format("{},{},{:.6f},{},{:.3f},{},{},{:.3g},\"{}\"\n", row.subject,
+                       row.configuration, row.median_ms, row.extern_calls, row.tuning_seconds,
+                       row.measurements, row.replayed ? 1 : 0, row.error, failure);
   }
 }
 
@@ -192,10 +265,13 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("--workloads", *workloads,
                   "comma-separated MetaSchedule operator workloads (C1D,...,SFM) or \"all\"");
   cmd->add_option("--configs", *configurations,
-                  "comma-separated: all-own, all-onednn, all-own-tuned, placement-tuned, or all")
+                  "comma-separated: all-own, all-onednn, all-own-tuned, placement-tuned, a "
+                  "registered pipeline name (default_tuning, sequential, joint, ...), or all")
       ->capture_default_str();
   cmd->add_option("--db", *database, "tuning database (SQLite) for the tuned configurations");
-  cmd->add_option("--trials", *trials, "TuneKernels trials of the tuned configurations")
+  cmd->add_option("--trials", *trials,
+                  "TuneKernels trials of the tuned configurations; the trial budget of each "
+                  "tuning pipeline")
       ->capture_default_str();
   cmd->add_option("--repeat", *repeat, "timed runs per configuration per round")
       ->capture_default_str();
@@ -217,18 +293,29 @@ Command AddBenchCommand(CLI::App& app) {
     for (std::string name; std::getline(stream, name, ',');) {
       auto found = std::find_if(known.begin(), known.end(),
                                 [&](const Configuration& c) { return c.name == name; });
-      if (found == known.end()) {
-        throw ir::Error(fmt::format("tandem bench: unknown configuration '{}' (known: {})", name,
-                                    fmt::join(names, ", ")));
+      if (found != known.end()) {
+        chosen.push_back(*found);
+        continue;
       }
-      chosen.push_back(*found);
+      std::vector<std::string> pipeline_names;
+      for (const pipelines::PipelineDef& def : pipelines::PipelineRegistry::Global().List()) {
+        pipeline_names.push_back(def.name);
+        if (def.name != name) continue;
+        passes::PassPtr pipeline = pipelines::PipelineRegistry::Global().Create(name);
+        chosen.push_back({name, passes::PrintPipeline(*pipeline), HasTuningPass(*pipeline), true});
+      }
+      if (chosen.empty() || chosen.back().name != name) {
+        throw ir::Error(fmt::format(
+            "tandem bench: unknown configuration '{}' (known: {}, or a registered pipeline: {})",
+            name, fmt::join(names, ", "), fmt::join(pipeline_names, ", ")));
+      }
     }
     std::vector<Row> rows;
     if (!model->empty()) {
       ir::IRModule module = LoadModel(ModelOptions{*model, *shapes});
       rows = Measure(std::filesystem::path(*model).parent_path().filename().string() + "/" +
                          std::filesystem::path(*model).stem().string(),
-                     module, chosen, *database, *repeat, *rounds, 1);
+                     module, chosen, *database, *trials, *repeat, *rounds, 1);
     } else {
       std::vector<std::string> selected = bench::WorkloadNames();
       if (*workloads != "all") {
@@ -240,7 +327,7 @@ Command AddBenchCommand(CLI::App& app) {
       for (const std::string& name : selected) {
         bench::Workload workload = bench::MakeWorkload(name, context);
         std::vector<Row> more =
-            Measure(name, workload.module, chosen, *database, *repeat, *rounds, 1);
+            Measure(name, workload.module, chosen, *database, *trials, *repeat, *rounds, 1);
         rows.insert(rows.end(), more.begin(), more.end());
       }
     }
