@@ -89,8 +89,8 @@ struct Row {
 // Builds `module` under each configuration, checks it, times all in turns.
 std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
                          const std::vector<Configuration>& configurations,
-                         const std::string& database, int64_t trials, int repeat, int rounds,
-                         uint64_t seed) {
+                         const std::string& database, bool isolate, int64_t trials, int repeat,
+                         int rounds, uint64_t seed) {
   std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), seed);
   std::vector<ir::Tensor> reference = backends::RunReference(module, inputs);
   std::vector<Row> rows;
@@ -114,13 +114,19 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
         // runs; `seed` only draws the inputs.
         tuning::TuningSession::Options options{.seed = 0};
         if (configuration.budgeted) options.max_measurements = trials;
+        if (isolate) {
+          // Records under a descriptor of their own: no configuration reuses another's
+          // measurements, so equal budgets buy equal numbers of measurements.
+          options.target_descriptor =
+              tuning::TargetDescriptor(context.target) + "|isolated=" + configuration.name;
+        }
         context.tuning = std::make_shared<tuning::TuningSession>(
             context.target, shared_database, std::make_shared<tuning::LocalBuilder>(),
             std::make_shared<tuning::ProcessRunner>(), options);
         previous = tuning::LatestTuningRun(*shared_database, model_hash, pipeline_text,
                                            context.tuning->target_descriptor());
-        if (previous &&
-            (previous->trial_budget != options.max_measurements || previous->seed != options.seed)) {
+        if (previous && (previous->trial_budget != options.max_measurements ||
+                         previous->seed != options.seed)) {
           previous.reset();
         }
       }
@@ -252,6 +258,7 @@ Command AddBenchCommand(CLI::App& app) {
   auto configurations = std::make_shared<std::string>("all-own,all-onednn");
   auto database = std::make_shared<std::string>();
   auto csv = std::make_shared<std::string>();
+  auto isolate = std::make_shared<bool>(false);
   auto trials = std::make_shared<int64_t>(64);
   auto repeat = std::make_shared<int>(10);
   auto rounds = std::make_shared<int>(5);
@@ -273,6 +280,9 @@ Command AddBenchCommand(CLI::App& app) {
                   "TuneKernels trials of the tuned configurations; the trial budget of each "
                   "tuning pipeline")
       ->capture_default_str();
+  cmd->add_flag("--isolate", *isolate,
+                "tuned configurations do not reuse each other's measurements (each keeps its "
+                "records apart in the database), for comparing pipelines under equal budgets");
   cmd->add_option("--repeat", *repeat, "timed runs per configuration per round")
       ->capture_default_str();
   cmd->add_option("--rounds", *rounds, "rounds of taking turns")->capture_default_str();
@@ -315,7 +325,7 @@ Command AddBenchCommand(CLI::App& app) {
       ir::IRModule module = LoadModel(ModelOptions{*model, *shapes});
       rows = Measure(std::filesystem::path(*model).parent_path().filename().string() + "/" +
                          std::filesystem::path(*model).stem().string(),
-                     module, chosen, *database, *trials, *repeat, *rounds, 1);
+                     module, chosen, *database, *isolate, *trials, *repeat, *rounds, 1);
     } else {
       std::vector<std::string> selected = bench::WorkloadNames();
       if (*workloads != "all") {
@@ -326,8 +336,8 @@ Command AddBenchCommand(CLI::App& app) {
       backends::OnednnContext context;
       for (const std::string& name : selected) {
         bench::Workload workload = bench::MakeWorkload(name, context);
-        std::vector<Row> more =
-            Measure(name, workload.module, chosen, *database, *trials, *repeat, *rounds, 1);
+        std::vector<Row> more = Measure(name, workload.module, chosen, *database, *isolate, *trials,
+                                        *repeat, *rounds, 1);
         rows.insert(rows.end(), more.begin(), more.end());
       }
     }
