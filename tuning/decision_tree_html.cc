@@ -122,8 +122,8 @@ std::string KernelScheduleList(const nlohmann::json& decision, const Database* d
     std::string detail;
     try {
       ir::Trace trace = ir::Trace::FromJson(trace_json);
-      detail = fmt::format("{} instructions</summary><pre>{}</pre>", trace.size(),
-                           HtmlEscape(trace.ToText()));
+      detail = fmt::format("{} instruction{}</summary><pre>{}</pre>", trace.size(),
+                           trace.size() == 1 ? "" : "s", HtmlEscape(trace.ToText()));
     } catch (const ir::Error& e) {
       detail = fmt::format("unreadable trace</summary><pre>{}</pre>", HtmlEscape(e.what()));
     }
