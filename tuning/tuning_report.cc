@@ -47,15 +47,28 @@ double Median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// The tuning passes of a pipeline, nested ones in parentheses: "TuneLayout(TuneKernels)".
+std::vector<std::string> TuningPassNames(const std::vector<PipelineNode>& nodes) {
+  std::vector<std::string> names;
+  for (const PipelineNode& node : nodes) {
+    std::vector<std::string> inner = TuningPassNames(node.eval);
+    if (node.name.rfind("Tune", 0) != 0) {
+      names.insert(names.end(), inner.begin(), inner.end());
+    } else if (inner.empty()) {
+      names.push_back(node.name);
+    } else {
+      names.push_back(fmt::format("{}({})", node.name, fmt::join(inner, ", ")));
+    }
+  }
+  return names;
+}
+
 std::string PipelineLabel(const TuningRun& run, const ReportOptions& options) {
   auto known = options.pipeline_names.find(run.pipeline);
   if (known != options.pipeline_names.end()) return known->second;
-  // The tuning passes, which tell pipelines apart better than the heuristic ones around them.
-  std::vector<std::string> tuning;
-  for (const PipelineNode& node : PipelineStructure(run.pipeline)) {
-    if (node.name.rfind("Tune", 0) == 0) tuning.push_back(node.name);
-  }
-  return tuning.empty() ? Shorten(run.pipeline, 40) : fmt::format("{}", fmt::join(tuning, " + "));
+  // The tuning passes tell pipelines apart better than the heuristic ones around them.
+  std::vector<std::string> tuning = TuningPassNames(PipelineStructure(run.pipeline));
+  return tuning.empty() ? Shorten(run.pipeline, 40) : fmt::format("{}", fmt::join(tuning, ", "));
 }
 
 // The kernel workloads a run's kernel searches scheduled (their decisions' keys).

@@ -178,7 +178,9 @@ TuningRun TuningRunFromJson(const std::string& text, const std::string& trace_js
     decision.baseline_seconds = Field<double>(d, "baseline_seconds", "a decision");
     run.decisions.push_back(std::move(decision));
   }
-  for (const auto& [pass, c] : Field<json>(object, "counts", where).items()) {
+  // A named object: items() of a temporary would dangle (the range-for keeps only the proxy).
+  const json counts = Field<json>(object, "counts", where);
+  for (const auto& [pass, c] : counts.items()) {
     run.counts[pass] = CountsFromJson(c, "the counts of " + pass);
   }
   for (const json& c : Field<json>(object, "kernel_curves", where)) {
