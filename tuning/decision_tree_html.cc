@@ -223,7 +223,9 @@ std::string DecisionTreeHtml(const TuningRun& run, const Database* database) {
         run.decisions[next_decision].trace.instructions().front() == *root.instruction) {
       const TuningDecision& decision = run.decisions[next_decision++];
       result = decision.result.ok() ? "best " + FormatDuration(decision.result.median_seconds)
-                                    : "failed: " + HtmlEscape(Shorten(decision.result.error, 80));
+               : decision.result.error.rfind("not measured", 0) == 0
+                   ? "<span class=\"muted\">" + HtmlEscape(decision.result.error) + "</span>"
+                   : "failed: " + HtmlEscape(Shorten(decision.result.error, 80));
       if (decision.baseline_seconds > 0) {
         result += " (input " + FormatDuration(decision.baseline_seconds) + ")";
       }

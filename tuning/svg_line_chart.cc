@@ -34,6 +34,7 @@ std::vector<double> Ticks(double lo, double hi) {
 }
 
 std::string TickLabel(double value, bool seconds) {
+  if (value == 0) return "0";
   if (seconds) return FormatDuration(value);
   if (value == std::floor(value) && std::abs(value) < 1e12) {
     return fmt::format("{}", static_cast<int64_t>(value));

@@ -36,7 +36,7 @@ ul.tree { padding-left: 4px; border-left: none; } ul.tree li { margin: 3px 0; }
 .pass { font-weight: 600; } .result { color: #1a7f37; } .kernel { color: #555; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 90%; }
 pre { background: #f7f7f7; padding: 6px; overflow-x: auto; max-height: 400px; }
-summary { cursor: pointer; } details.pipeline code { white-space: pre-wrap; }
+summary { cursor: pointer; } ul.targets code { overflow-wrap: anywhere; } details.pipeline code { white-space: pre-wrap; }
 .empty { font-size: 120%; color: #555; }
 )";
 
@@ -154,20 +154,25 @@ std::string RunCurves(const TuningRun& run) {
   }
   if (!run.kernel_curves.empty()) {
     LineChart chart{"Kernel search: weighted latency", "trials", "sum of weight x best latency"};
+    bool partial = false;
     for (const KernelTuningCurve& curve : run.kernel_curves) {
-      ChartSeries series{fmt::format("{} ({} tasks)", curve.pass, curve.num_tasks)};
-      series.markers = true;
+      ChartSeries complete{fmt::format("{} ({} tasks)", curve.pass, curve.num_tasks)};
+      complete.markers = true;
+      ChartSeries incomplete{""};
+      incomplete.line = false, incomplete.color = "#aaa";
       for (const CurvePoint& point : curve.points) {
-        if (point.all_tasks_measured) {
-          series.points.emplace_back(static_cast<double>(point.trials), point.weighted_seconds);
-        }
+        (point.all_tasks_measured ? complete : incomplete)
+            .points.emplace_back(static_cast<double>(point.trials), point.weighted_seconds);
       }
-      chart.series.push_back(std::move(series));
+      partial = partial || !incomplete.points.empty();
+      chart.series.push_back(std::move(complete));
+      if (!incomplete.points.empty()) chart.series.push_back(std::move(incomplete));
     }
-    html += Figure(
-        chart, fmt::format("{} kernel search{}; points once every task has a "
-                           "measured schedule",
-                           run.kernel_curves.size(), run.kernel_curves.size() == 1 ? "" : "es"));
+    size_t searches = run.kernel_curves.size();
+    html += Figure(chart, fmt::format("{} kernel search{}{}", searches, searches == 1 ? "" : "es",
+                                      partial ? "; grey dots: sums over the tasks measured so "
+                                                "far, before every task had a measured schedule"
+                                              : ""));
   }
   if (run.graph_curve.empty() && run.kernel_curves.empty()) {
     html += "<p class=\"muted\">No tuning curve was recorded for this run.</p>";
@@ -243,7 +248,7 @@ std::string KernelSection(const Database& database, const std::vector<Workload>&
     const std::string& text = entry.workload->text;
     std::string name =
         text.rfind("kernel @", 0) == 0 ? text.substr(7, text.find('(') - 7) : Shorten(text, 40);
-    LineChart chart{name + " " + entry.workload->hash, "record", "latency"};
+    LineChart chart{name, "record", "latency"};
     chart.width = 320, chart.height = 190;
     size_t failed = 0;
     double best = std::numeric_limits<double>::infinity();

@@ -202,7 +202,7 @@ TEST(TuningReportChromium, RealRunRendersInHeadlessChromium) {
   std::string html = tuning::TuningReportHtml(*database, options);
   EXPECT_NE(html.find("<summary>default_tuning</summary>"), std::string::npos);
   EXPECT_NE(html.find("resnet_block&lt;8&gt;"), std::string::npos);
-  EXPECT_NE(html.find("kernels scheduled"), std::string::npos);
+  EXPECT_NE(html.find(" scheduled"), std::string::npos);
   fs::path page = dir / "report.html";
   std::ofstream(page) << html;
 
