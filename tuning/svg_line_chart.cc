@@ -58,7 +58,7 @@ std::string RenderLineChart(const LineChart& chart) {
   }
   bool legend = named > 1;
   size_t legend_lines = legend ? std::min(named, kMaxLegendEntries + 1) : 0;
-  const double left = 64, right = 12, top = 24 + 14.0 * legend_lines, bottom = 40;
+  const double left = 64, right = 12, top = 26 + 14.0 * legend_lines, bottom = 40;
   const double width = chart.width, height = chart.height + 14.0 * legend_lines;
   const double plot_w = width - left - right, plot_h = height - top - bottom;
 
@@ -135,7 +135,7 @@ std::string RenderLineChart(const LineChart& chart) {
     }
     svg += markers;
     if (legend && !series.name.empty()) {
-      double y = 24 + 14.0 * legend_index;
+      double y = 32 + 14.0 * legend_index;
       if (legend_index < kMaxLegendEntries) {
         svg += fmt::format(
             "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"3\"/>"
