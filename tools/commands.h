@@ -61,6 +61,7 @@ Command AddRunCommand(CLI::App& app);
 Command AddDbCommand(CLI::App& app);
 Command AddTuneCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
+Command AddFixtureCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
 
 }  // namespace tandem::tools

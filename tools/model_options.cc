@@ -9,11 +9,14 @@
 #include "frontend/onnx_importer.h"
 #include "ir/error.h"
 #include "ir/parser.h"
+#include "ir/structural.h"
 #include "passes/instruments.h"
 #include "passes/pipeline_text.h"
+#include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
-#include "tuning/tuning_session.h"
 #include "tools/commands.h"
+#include "tuning/tuning_run.h"
+#include "tuning/tuning_session.h"
 
 namespace tandem::tools {
 
@@ -36,7 +39,8 @@ void ParseInputShape(const std::string& text, std::map<std::string, ir::Shape>& 
       if (used != dim.size() || d < 0) throw std::invalid_argument(dim);
       shape.push_back(d);
     } catch (const std::exception&) {
-      throw ir::Error(fmt::format("--input-shape '{}': '{}' is not a non-negative integer", text, dim));
+      throw ir::Error(
+          fmt::format("--input-shape '{}': '{}' is not a non-negative integer", text, dim));
     }
   }
   shapes[text.substr(0, eq)] = shape;
@@ -45,7 +49,8 @@ void ParseInputShape(const std::string& text, std::map<std::string, ir::Shape>& 
 }  // namespace
 
 void AddModelOptions(CLI::App* command, ModelOptions& options) {
-  command->add_option("model", options.path, "ONNX model (.onnx) or Tandem IR text file")->required();
+  command->add_option("model", options.path, "ONNX model (.onnx) or Tandem IR text file")
+      ->required();
   command->add_option("--input-shape", options.input_shapes,
                       "concrete shape for an input with symbolic dimensions, NAME=1,3,224,224 "
                       "(repeatable)");
@@ -53,10 +58,12 @@ void AddModelOptions(CLI::App* command, ModelOptions& options) {
 
 ir::IRModule LoadModel(const ModelOptions& options) {
   if (!fs::exists(options.path)) throw ir::Error(fmt::format("no such file: {}", options.path));
-  if (fs::is_directory(options.path)) throw ir::Error(fmt::format("{} is a directory, not a model file", options.path));
+  if (fs::is_directory(options.path))
+    throw ir::Error(fmt::format("{} is a directory, not a model file", options.path));
   if (fs::path(options.path).extension() == ".onnx") {
     frontend::OnnxImportOptions import_options;
-    for (const std::string& s : options.input_shapes) ParseInputShape(s, import_options.input_shapes);
+    for (const std::string& s : options.input_shapes)
+      ParseInputShape(s, import_options.input_shapes);
     return frontend::ImportOnnxFile(options.path, import_options);
   }
   std::ifstream in(options.path, std::ios::binary);
@@ -73,7 +80,8 @@ void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {
                       "--pipeline)");
   command->add_option("--pipeline-file", options.pipeline_file,
                       "file of user pipelines to register before looking up --pipeline");
-  command->add_option("--target", options.target, "target, e.g. \"llvm -threads=2\"")->capture_default_str();
+  command->add_option("--target", options.target, "target, e.g. \"llvm -threads=2\"")
+      ->capture_default_str();
   command->add_option("--print-ir-before", options.print_before,
                       "print the IR before this pass (repeatable; * for every pass)");
   command->add_option("--print-ir-after", options.print_after,
@@ -83,10 +91,13 @@ void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {
   command->add_flag("--time-passes", options.time_passes, "print the time spent in each pass");
   command->add_option("--reproducer-dir", options.reproducer_dir,
                       "write a crash reproducer (input IR + pipeline) here when a pass fails");
-  command->add_option("--pipeline-seed", options.seed, "random seed of the pipeline (tuning decisions)");
-  command->add_option("--db", options.database,
-                      "tuning database (SQLite file): kernels get their best recorded schedules; "
-                      "tuning passes record their measurements there");
+  command->add_option("--pipeline-seed", options.seed,
+                      "random seed of the pipeline (tuning decisions)");
+  command->add_option(
+      "--db", options.database,
+      "tuning database (SQLite file): a pipeline tuned on this model by `tandem tune` "
+      "is replayed from its recorded decisions; otherwise kernels get their best "
+      "recorded schedules and tuning passes record their measurements there");
 }
 
 passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
@@ -120,6 +131,18 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
   passes::PassContext context;
   std::shared_ptr<passes::TimingInstrument> timing;
   passes::PassPtr pipeline = PreparePipeline(options, context, timing);
+  if (context.tuning) {
+    // The database has a tuning run of this pipeline on this model: rebuild its result.
+    std::string text = passes::PrintPipeline(*pipeline);
+    if (std::optional<tuning::TuningRun> run = tuning::LatestTuningRun(
+            context.tuning->database(), ir::HashToHex(ir::StructuralHash(module)), text,
+            context.tuning->target_descriptor())) {
+      std::cerr << fmt::format(
+          "replaying the {} decisions of the tuning run of {} from the database\n",
+          run->trace.size(), run->measured_at);
+      return passes::ReplayTrace(module, run->trace, context);
+    }
+  }
   ir::IRModule out = context.RunPipeline(*pipeline, module);
   if (timing) std::cerr << timing->Report();
   return out;

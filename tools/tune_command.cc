@@ -1,24 +1,32 @@
 // `tandem tune`: runs a pipeline with tuning passes on a model, measuring candidates through the
 // shared builder and runner and recording every measurement in a database file, with progress on
 // standard error and, at the end, the decisions taken, how the evaluations were spent, and the
-// latency before (default_heuristic) and after.
+// latency before (default_heuristic) and after. The run itself is committed to the database as a
+// tuning::TuningRun (its replayable trace included); run again with the same budget, the command
+// replays it instead of tuning.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/structural.h"
 #include "passes/pipeline_text.h"
+#include "passes/pipeline_trace.h"
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
+#include "tuning/tuning_run.h"
 #include "tuning/tuning_session.h"
 
 namespace tandem::tools {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -37,6 +45,8 @@ struct TuneOptions {
   bool in_process = false;
   std::string output;
   std::string trace_file;
+  double time_budget = 0;
+  bool retune = false;
 };
 
 std::string Milliseconds(double seconds) {
@@ -65,9 +75,70 @@ std::string DecisionSummary(const ir::Trace& trace) {
   return parts.empty() ? "(none)" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw ir::Error(fmt::format("cannot write {}", path));
+}
+
 tuning::MeasureResult MeasureOne(tuning::TuningSession& session, const ir::IRModule& module,
                                  const std::string& label) {
   return session.EvaluateModules({{module, ir::Trace()}}, label, /*charge_budget=*/false).front();
+}
+
+// The model's name for reports: the file's stem, or its folder's name for a file named like
+// ONNX model zoo folders ("resnet18/model.onnx").
+std::string ModelName(const std::string& path) {
+  fs::path file(path);
+  std::string stem = file.stem().string();
+  if (stem == "model" && file.has_parent_path() && !file.parent_path().filename().empty()) {
+    return file.parent_path().filename().string();
+  }
+  return stem;
+}
+
+std::string Latency(const std::vector<double>& run_seconds, const std::string& error) {
+  if (run_seconds.empty()) return "failed: " + (error.empty() ? "not measured" : error);
+  tuning::MeasureResult r = tuning::MeasureResult::FromRunSeconds(run_seconds, 0);
+  return fmt::format("{} (+-{:.3f})", Milliseconds(r.median_seconds), r.stddev_seconds * 1e3);
+}
+
+void PrintRun(const tuning::TuningRun& run, const std::string& pipeline_label) {
+  std::cout << "\ndecisions:\n\n| tuning pass | decisions of the best candidate | its latency |\n"
+               "| --- | --- | ---: |\n";
+  for (const tuning::TuningDecision& decision : run.decisions) {
+    std::cout << fmt::format(
+        "| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
+        decision.result.ok() ? Milliseconds(decision.result.median_seconds) : "-");
+  }
+  std::cout << "\nevaluations (budget: "
+            << (run.trial_budget > 0 ? fmt::format("{} measurements", run.trial_budget)
+                                     : std::string("no trial limit"))
+            << (run.time_budget_seconds > 0 ? fmt::format(", {:.0f} s", run.time_budget_seconds)
+                                            : std::string(""))
+            << fmt::format("; tuning took {:.1f} s):", run.tuning_seconds)
+            << "\n\n| pass | requested | from database | measured | failed | "
+               "over budget | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | "
+               "---: |\n";
+  auto row = [](const std::string& name, const tuning::EvaluationCounts& c) {
+    return fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", name, c.requested,
+                       c.reused, c.measured, c.failed, c.over_budget, c.build_seconds,
+                       c.run_seconds);
+  };
+  tuning::EvaluationCounts total;
+  for (const auto& [pass, counts] : run.counts) {
+    std::cout << row(pass, counts);
+    total += counts;
+  }
+  std::cout << row("total", total) << "\n";
+  std::cout << "latency before (default_heuristic): " << Latency(run.before_seconds, "") << "\n";
+  std::cout << "latency after (" << pipeline_label
+            << "): " << Latency(run.after_seconds, run.after_error) << "\n";
+  if (!run.before_seconds.empty() && !run.after_seconds.empty()) {
+    double before = tuning::MeasureResult::FromRunSeconds(run.before_seconds, 0).median_seconds;
+    double after = tuning::MeasureResult::FromRunSeconds(run.after_seconds, 0).median_seconds;
+    if (after > 0) std::cout << fmt::format("speedup: {:.2f}x\n", before / after);
+  }
 }
 
 int RunTune(TuneOptions& options) {
@@ -75,6 +146,9 @@ int RunTune(TuneOptions& options) {
   passes::PassContext context;
   std::shared_ptr<passes::TimingInstrument> timing;
   passes::PassPtr pipeline = PreparePipeline(options.pipeline, context, timing);
+  std::string pipeline_text = passes::PrintPipeline(*pipeline);
+  std::string pipeline_label =
+      options.pipeline.text.empty() ? options.pipeline.name : std::string("pipeline");
 
   std::shared_ptr<tuning::Database> database;
   if (context.tuning) {
@@ -86,6 +160,7 @@ int RunTune(TuneOptions& options) {
   tuning::TuningSession::Options session_options;
   session_options.seed = context.seed;
   session_options.max_measurements = options.trials;
+  session_options.max_seconds = options.time_budget;
   session_options.measure.repeats = options.repeats;
   session_options.measure.warmup_runs = options.warmup;
   session_options.measure.min_warmup_seconds = options.min_warmup_ms / 1e3;
@@ -105,16 +180,42 @@ int RunTune(TuneOptions& options) {
   tuning::TuningSession& session = *context.tuning;
   session.on_progress = [&session](const tuning::ProgressEvent& event) {
     tuning::EvaluationCounts total = session.TotalCounts();
-    std::cerr << fmt::format("[{}] {}/{} | best {} | measured {}, from database {}, failed {}\n",
-                             event.pass, event.done, event.total,
-                             event.best_seconds > 0 && std::isfinite(event.best_seconds)
-                                 ? Milliseconds(event.best_seconds)
-                                 : "-",
-                             total.measured, total.reused, total.failed);
+    std::cerr << fmt::format(
+        "[{}] {}/{} | best {} | measured {}, from database {}, failed {} | "
+        "{:.0f} s\n",
+        event.pass, event.done, event.total,
+        event.best_seconds > 0 && std::isfinite(event.best_seconds)
+            ? Milliseconds(event.best_seconds)
+            : "-",
+        total.measured, total.reused, total.failed, session.ElapsedSeconds());
   };
 
-  std::cerr << "pipeline: " << passes::PrintPipeline(*pipeline) << "\n";
+  std::cerr << "pipeline: " << pipeline_text << "\n";
   std::cerr << "target: " << session.target_descriptor() << "\n";
+  std::string model_hash = ir::HashToHex(ir::StructuralHash(model));
+
+  // A run of this pipeline on this model under the same budget is in the database: replay its
+  // decisions instead of tuning again (--retune tunes anyway; measurements are still reused).
+  std::optional<tuning::TuningRun> previous =
+      options.retune ? std::nullopt
+                     : tuning::LatestTuningRun(*database, model_hash, pipeline_text,
+                                               session.target_descriptor());
+  if (previous && previous->trial_budget == options.trials &&
+      previous->time_budget_seconds == options.time_budget && previous->seed == context.seed &&
+      !previous->after_seconds.empty()) {
+    std::cerr << fmt::format(
+        "reusing the tuning run of {} from the database (same model, pipeline and budget; "
+        "--retune tunes again): replaying its {} decisions\n",
+        previous->measured_at, previous->trace.size());
+    ir::IRModule tuned = passes::ReplayTrace(model, previous->trace, context);
+    tuning::MeasureResult after = MeasureOne(session, tuned, "(after: tuned module)");
+    previous->after_seconds = after.run_seconds;
+    previous->after_error = after.error;
+    PrintRun(*previous, pipeline_label);
+    if (!options.output.empty()) WriteText(options.output, ir::PrintModule(tuned));
+    return after.ok() ? 0 : 1;
+  }
+
   std::cerr << "computing reference outputs on the reference interpreter...\n";
   session.EnsureReference(model);
   passes::PassContext baseline_context;
@@ -123,55 +224,32 @@ int RunTune(TuneOptions& options) {
       *pipelines::PipelineRegistry::Global().Create("default_heuristic", context.target), model);
   tuning::MeasureResult before = MeasureOne(session, baseline, "(before: default_heuristic)");
 
-  ir::IRModule tuned = context.RunPipeline(*pipeline, model);
+  double tuning_start = session.ElapsedSeconds();
+  passes::RecordedRun recorded = passes::RunPipelineRecorded(*pipeline, model, context);
+  double tuning_seconds = session.ElapsedSeconds() - tuning_start;
   if (timing) std::cerr << timing->Report();
-  tuning::MeasureResult after = MeasureOne(session, tuned, "(after: tuned module)");
+  tuning::MeasureResult after = MeasureOne(session, recorded.module, "(after: tuned module)");
 
-  std::cout << "\ndecisions:\n\n| tuning pass | decisions of the best candidate | its latency |\n"
-               "| --- | --- | ---: |\n";
-  for (const tuning::TuningDecision& decision : session.decisions()) {
-    std::cout << fmt::format(
-        "| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
-        decision.result.ok() ? Milliseconds(decision.result.median_seconds) : "-");
-  }
-  std::cout << "\nevaluations:\n\n| pass | requested | from database | measured | failed | "
-               "over budget | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | "
-               "---: |\n";
-  auto row = [](const std::string& name, const tuning::EvaluationCounts& c) {
-    return fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", name, c.requested,
-                       c.reused, c.measured, c.failed, c.over_budget, c.build_seconds,
-                       c.run_seconds);
-  };
-  for (const auto& [pass, counts] : session.counts()) std::cout << row(pass, counts);
-  std::cout << row("total", session.TotalCounts());
-  std::cout << "\n";
-  auto latency = [](const tuning::MeasureResult& r) {
-    return r.ok() ? fmt::format("{} (+-{:.3f})", Milliseconds(r.median_seconds),
-                                r.stddev_seconds * 1e3)
-                  : "failed: " + r.error;
-  };
-  std::cout << "latency before (default_heuristic): " << latency(before) << "\n";
-  std::cout << "latency after ("
-            << (options.pipeline.text.empty() ? options.pipeline.name : "pipeline")
-            << "): " << latency(after) << "\n";
-  if (before.ok() && after.ok() && after.median_seconds > 0) {
-    std::cout << fmt::format("speedup: {:.2f}x\n", before.median_seconds / after.median_seconds);
-  }
+  tuning::TuningRun run =
+      tuning::SummarizeTuningRun(session, ModelName(options.model.path), model_hash, pipeline_text,
+                                 recorded.trace, tuning_seconds);
+  run.before_seconds = before.run_seconds;
+  run.after_seconds = after.run_seconds;
+  run.after_error = after.error;
+  tuning::CommitTuningRun(*database, run);
+
+  PrintRun(run, pipeline_label);
   if (!options.pipeline.database.empty()) {
     std::cout << fmt::format("database: {} ({} records)\n", options.pipeline.database,
                              database->NumRecords());
   }
-  if (!options.output.empty()) {
-    std::ofstream out(options.output);
-    out << ir::PrintModule(tuned);
-    if (!out) throw ir::Error(fmt::format("cannot write {}", options.output));
-  }
+  if (!options.output.empty()) WriteText(options.output, ir::PrintModule(recorded.module));
   if (!options.trace_file.empty()) {
-    std::ofstream out(options.trace_file);
+    std::string lines;
     for (const tuning::TuningDecision& decision : session.decisions()) {
-      out << decision.trace.ToJson() << "\n";
+      lines += decision.trace.ToJson() + "\n";
     }
-    if (!out) throw ir::Error(fmt::format("cannot write {}", options.trace_file));
+    WriteText(options.trace_file, lines);
   }
   return after.ok() ? 0 : 1;
 }
@@ -188,6 +266,12 @@ Command AddTuneCommand(CLI::App& app) {
   AddPipelineOptions(cmd, options->pipeline);
   cmd->add_option("--trials", options->trials, "most real measurements in this run (0: no limit)")
       ->capture_default_str();
+  cmd->add_option("--time-budget", options->time_budget,
+                  "seconds the run may spend measuring (0: no limit)")
+      ->capture_default_str();
+  cmd->add_flag("--retune", options->retune,
+                "tune even when the database has a run of this pipeline on this model with the "
+                "same budget (by default its decisions are replayed)");
   cmd->add_option("--repeats", options->repeats, "timed repeats per candidate")
       ->capture_default_str();
   cmd->add_option("--warmup", options->warmup, "untimed runs before the repeats")

@@ -12,8 +12,8 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
                                               kernels::SearchSpace space,
                                               std::shared_ptr<HistoryBestStats> stats) {
   return [database = std::move(database), target = std::move(target_descriptor),
-          space = std::move(space),
-          stats = std::move(stats)](const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
+          space = std::move(space), stats = std::move(stats)](
+             const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
     std::string hash = KernelWorkloadHash(kernel);
     for (const TuningRecord& record : database->Best(hash, target, 3)) {
       try {

@@ -21,8 +21,8 @@ struct BuildInput {
 
 struct BuildOutput {
   std::shared_ptr<backends::Executable> executable;  // null when the build failed
-  std::string error;                                  // why it failed ("" on success)
-  double seconds = 0;                                 // wall time of this build
+  std::string error;                                 // why it failed ("" on success)
+  double seconds = 0;                                // wall time of this build
   bool ok() const { return executable != nullptr; }
 };
 

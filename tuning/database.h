@@ -38,10 +38,10 @@ struct Workload {
 
 struct TuningRecord {
   std::string workload_hash;
-  std::string target;          // TargetDescriptor(...) of the machine that measured it
-  std::string candidate_hash;  // identifies the measured program within the workload (hash of
-                               // the scheduled kernel / optimized module); "" = the workload
-  std::string trace_json;      // ir::Trace::ToJson of the decisions that produced it
+  std::string target;               // TargetDescriptor(...) of the machine that measured it
+  std::string candidate_hash;       // identifies the measured program within the workload (hash of
+                                    // the scheduled kernel / optimized module); "" = the workload
+  std::string trace_json;           // ir::Trace::ToJson of the decisions that produced it
   std::vector<double> run_seconds;  // empty when the candidate failed
   std::string error;                // failure reason; "" when measured
   std::string measured_at;          // UTC, ISO 8601 ("2026-11-22T05:40:00Z")

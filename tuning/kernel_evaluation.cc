@@ -34,6 +34,10 @@ const TuningSession::Reference& TuningSession::KernelReferenceFor(const TuningTa
   return kernel_references_.emplace(task.workload_hash, std::move(reference)).first->second;
 }
 
+bool TuningSession::HasMeasuredSchedule(const std::string& workload_hash) const {
+  return !database_->Best(workload_hash, target_descriptor_, 1).empty();
+}
+
 std::vector<MeasureResult> TuningSession::EvaluateKernels(
     const TuningTask& task, const std::vector<KernelCandidate>& candidates,
     const std::string& pass) {
@@ -46,7 +50,7 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
     hashes[i] =
         candidates[i].hash.empty() ? CandidateHash(candidates[i].scheduled) : candidates[i].hash;
     if (auto record = database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i])) {
-      ++counts.reused;
+      CountAnswer(task.workload_hash + "/" + hashes[i], counts);
       results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                 : MeasureResult::Failure(record->error);
       continue;

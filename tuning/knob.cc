@@ -18,7 +18,8 @@ Knob::Knob(std::string name, std::vector<Choice> choices)
       throw ir::Error(fmt::format("knob {}: choice '{}' is declared twice", name_, choice.name));
     }
     if (!choice.apply) {
-      throw ir::Error(fmt::format("knob {}: choice '{}' has no transformation", name_, choice.name));
+      throw ir::Error(
+          fmt::format("knob {}: choice '{}' has no transformation", name_, choice.name));
     }
   }
 }
@@ -47,7 +48,8 @@ ir::IRModule Knob::Apply(const ir::IRModule& module, const std::string& choice) 
                                 fmt::join(known, ", ")));
   }
   if (!c->AppliesTo(module)) {
-    throw ir::Error(fmt::format("knob {}: choice '{}' does not apply to this module", name_, choice));
+    throw ir::Error(
+        fmt::format("knob {}: choice '{}' does not apply to this module", name_, choice));
   }
   return c->apply(module);
 }
@@ -61,7 +63,8 @@ std::string Knob::ToString() const {
 SearchStrategy::Kind SearchStrategy::ParseKind(const std::string& text) {
   if (text == "exhaustive") return Kind::kExhaustive;
   if (text == "random") return Kind::kRandom;
-  throw ir::Error(fmt::format("unknown search strategy '{}' (expected exhaustive or random)", text));
+  throw ir::Error(
+      fmt::format("unknown search strategy '{}' (expected exhaustive or random)", text));
 }
 
 std::vector<std::string> SearchStrategy::Select(const std::vector<std::string>& applicable,

@@ -18,9 +18,14 @@ int64_t CountFloatOps(const ir::Expr& e) {
   ir::VisitExprTree(e, [&](const ir::Expr& x) {
     if (!ir::IsFloat(x->dtype)) return;
     switch (x->kind) {
-      case ir::ExprKind::kAdd: case ir::ExprKind::kSub: case ir::ExprKind::kMul:
-      case ir::ExprKind::kDiv: case ir::ExprKind::kMin: case ir::ExprKind::kMax:
-      case ir::ExprKind::kCall: case ir::ExprKind::kSelect:
+      case ir::ExprKind::kAdd:
+      case ir::ExprKind::kSub:
+      case ir::ExprKind::kMul:
+      case ir::ExprKind::kDiv:
+      case ir::ExprKind::kMin:
+      case ir::ExprKind::kMax:
+      case ir::ExprKind::kCall:
+      case ir::ExprKind::kSelect:
         ++count;
         break;
       default:
@@ -66,8 +71,8 @@ ir::IRModule SingleKernelModule(const ir::KernelFunction& kernel) {
   size_t num_inputs = kernel.params.size() - static_cast<size_t>(kernel.num_outputs);
   for (size_t i = 0; i < num_inputs; ++i) {
     const ir::BufferNode& buffer = *kernel.params[i];
-    inputs.push_back(b.Input(fmt::format("in{}", i),
-                             ir::TensorType{buffer.shape, buffer.dtype, ""}));
+    inputs.push_back(
+        b.Input(fmt::format("in{}", i), ir::TensorType{buffer.shape, buffer.dtype, ""}));
   }
   ir::IRModule module;
   module.Add(b.Finish(b.CallKernel(kernel, inputs, "kernel")));

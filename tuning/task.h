@@ -15,11 +15,11 @@
 namespace tandem::tuning {
 
 struct TuningTask {
-  std::string workload_hash;   // 16 hex digits
-  std::string name;            // the kernel's name in the legalized module (readable)
-  ir::KernelFunction kernel;   // unscheduled
-  int64_t weight = 1;          // calls per run of the model
-  double flops = 0;            // floating-point operations per call (estimate)
+  std::string workload_hash;  // 16 hex digits
+  std::string name;           // the kernel's name in the legalized module (readable)
+  ir::KernelFunction kernel;  // unscheduled
+  int64_t weight = 1;         // calls per run of the model
+  double flops = 0;           // floating-point operations per call (estimate)
 };
 
 std::vector<TuningTask> ExtractTasks(const ir::IRModule& module);

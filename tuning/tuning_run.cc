@@ -178,8 +178,7 @@ TuningRun TuningRunFromJson(const std::string& text, const std::string& trace_js
     decision.baseline_seconds = Field<double>(d, "baseline_seconds", "a decision");
     run.decisions.push_back(std::move(decision));
   }
-  // A named object: items() of a temporary would dangle (the range-for keeps only the proxy).
-  const json counts = Field<json>(object, "counts", where);
+  json counts = Field<json>(object, "counts", where);  // items() does not keep it alive
   for (const auto& [pass, c] : counts.items()) {
     run.counts[pass] = CountsFromJson(c, "the counts of " + pass);
   }
@@ -204,6 +203,33 @@ TuningRun TuningRunFromJson(const std::string& text, const std::string& trace_js
   run.after_error = Field<std::string>(object, "after_error", where);
   run.tuning_seconds = Field<double>(object, "tuning_seconds", where);
   run.measured_at = Field<std::string>(object, "measured_at", where);
+  return run;
+}
+
+TuningRun SummarizeTuningRun(const TuningSession& session, const std::string& model,
+                             const std::string& model_hash, const std::string& pipeline,
+                             const ir::Trace& trace, double tuning_seconds) {
+  TuningRun run;
+  run.model = model;
+  run.model_hash = model_hash;
+  run.pipeline = pipeline;
+  run.target = session.target_descriptor();
+  run.trial_budget = session.options().max_measurements;
+  run.time_budget_seconds = session.options().max_seconds;
+  run.seed = session.options().seed;
+  run.trace = trace;
+  for (const TuningDecision& decision : session.decisions()) {
+    TuningDecision stored = decision;
+    stored.input = ir::IRModule();
+    run.decisions.push_back(std::move(stored));
+  }
+  for (const auto& [pass, counts] : session.counts()) {
+    if (pass.rfind("(", 0) != 0) run.counts[pass] = counts;
+  }
+  run.kernel_curves = session.kernel_curves();
+  run.graph_curve = session.graph_curve();
+  run.tuning_seconds = tuning_seconds;
+  run.measured_at = NowUtc();
   return run;
 }
 

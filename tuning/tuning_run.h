@@ -58,6 +58,14 @@ std::string TuningRunKey(const std::string& model_hash, const std::string& pipel
 std::string TuningRunToJson(const TuningRun& run);
 TuningRun TuningRunFromJson(const std::string& json, const std::string& trace_json);
 
+// A run summarized from `session` after a pipeline ran: its decisions (without their input
+// modules: the model is stored once, by hash), the counts of the tuning passes (not of
+// measurements labelled "(...)", which callers take outside the pipeline), the curves, the
+// budgets, seed and target of the session, and the time of now. Latencies are left empty.
+TuningRun SummarizeTuningRun(const TuningSession& session, const std::string& model,
+                             const std::string& model_hash, const std::string& pipeline,
+                             const ir::Trace& trace, double tuning_seconds);
+
 void CommitTuningRun(Database& database, const TuningRun& run);
 // Every stored run of every model and pipeline on every target, in commit order.
 std::vector<TuningRun> TuningRuns(const Database& database);

@@ -52,7 +52,7 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
                              Options options)
     : target_(std::move(target)),
       target_descriptor_(options.target_descriptor.empty() ? TargetDescriptor(target_)
-                                                            : options.target_descriptor),
+                                                           : options.target_descriptor),
       database_(std::move(database)),
       builder_(std::move(builder)),
       runner_(std::move(runner)),
@@ -164,9 +164,18 @@ void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& 
   database_->CommitRecord(record);
 }
 
+int64_t TuningSession::ChargedMeasurements() const {
+  return TotalCounts().measured - uncharged_measurements_ + charged_answers_;
+}
+
+void TuningSession::CountAnswer(const std::string& key, EvaluationCounts& counts) {
+  ++counts.reused;
+  if (options_.charge_first_answers && answered_.insert(key).second) ++charged_answers_;
+}
+
 int64_t TuningSession::RemainingBudget() const {
   if (options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds) return 0;
-  int64_t charged = TotalCounts().measured - uncharged_measurements_;
+  int64_t charged = ChargedMeasurements();
   int64_t remaining = std::numeric_limits<int64_t>::max();
   if (options_.max_measurements > 0) remaining = options_.max_measurements - charged;
   for (const BudgetShare& share : budget_shares_) {
@@ -176,7 +185,7 @@ int64_t TuningSession::RemainingBudget() const {
 }
 
 void TuningSession::PushBudgetShare(int64_t trials) {
-  budget_shares_.push_back({TotalCounts().measured - uncharged_measurements_, trials});
+  budget_shares_.push_back({ChargedMeasurements(), trials});
 }
 
 void TuningSession::PopBudgetShare() {
@@ -199,7 +208,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     ++counts.requested;
     hashes[i] = ir::HashToHex(ir::StructuralHash(requests[i].module));
     if (auto record = database_->FindRecord(hashes[i], target_descriptor_, "")) {
-      ++counts.reused;
+      CountAnswer(hashes[i], counts);
       results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                 : MeasureResult::Failure(record->error);
       continue;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,10 @@ class TuningSession {
     // The target descriptor records are stored and looked up under; empty: this machine's
     // (TargetDescriptor(target)). Set to replay a recorded database from another machine.
     std::string target_descriptor;
+    // Replaying a recorded database (a pipeline fixture): the first answer from the database for
+    // each candidate is charged to the budget like the measurement it stands for, so the run
+    // spends its budget exactly as the recorded run did and takes the same decisions.
+    bool charge_first_answers = false;
     uint64_t seed = 0;
     std::string function = "main";  // the graph function that is measured
   };
@@ -162,6 +167,8 @@ class TuningSession {
   std::vector<MeasureResult> EvaluateKernels(const TuningTask& task,
                                              const std::vector<KernelCandidate>& candidates,
                                              const std::string& pass);
+  // Whether the workload has a successfully measured schedule in the database.
+  bool HasMeasuredSchedule(const std::string& workload_hash) const;
   // The hash that identifies a scheduled program within its workload.
   static std::string CandidateHash(const ir::KernelFunction& scheduled);
 
@@ -247,6 +254,13 @@ class TuningSession {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
+  // charge_first_answers: the candidates answered from the database so far, and how many of
+  // those answers were charged.
+  std::set<std::string> answered_;
+  int64_t charged_answers_ = 0;
+  int64_t ChargedMeasurements() const;
+  // Counts an answer from the database for `key` (workload and candidate).
+  void CountAnswer(const std::string& key, EvaluationCounts& counts);
 };
 
 }  // namespace tandem::tuning

@@ -61,8 +61,7 @@ class TuneKernels : public TuningPass {
     std::vector<tuning::TuningTask> to_search;
     for (const tuning::TuningTask& task : tasks) {
       bool tuned =
-          IntArgument("skip_tuned", 0) != 0 &&
-          !session.database().Best(task.workload_hash, session.target_descriptor(), 1).empty();
+          IntArgument("skip_tuned", 0) != 0 && session.HasMeasuredSchedule(task.workload_hash);
       if (!tuned) to_search.push_back(task);
     }
     if (scheduler.max_trials > 0 && !to_search.empty()) {
