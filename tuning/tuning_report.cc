@@ -96,8 +96,12 @@ std::string RunsTable(const std::vector<TuningRun>& runs, const ReportOptions& o
     double before = Median(run.before_seconds), after = Median(run.after_seconds);
     std::string speedup = "-";
     if (before > 0 && after > 0) {
+      double ratio = before / after;
       speedup = fmt::format("<span class=\"{}\">{:.2f}x</span>",
-                            before >= after ? "speedup" : "slowdown", before / after);
+                            ratio >= 1.005   ? "speedup"
+                            : ratio <= 0.995 ? "slowdown"
+                                             : "same",
+                            ratio);
     }
     size_t target = std::find(targets.begin(), targets.end(), run.target) - targets.begin();
     html += fmt::format(
@@ -248,7 +252,7 @@ std::string KernelSection(const Database& database, const std::vector<Workload>&
     const std::string& text = entry.workload->text;
     std::string name =
         text.rfind("kernel @", 0) == 0 ? text.substr(7, text.find('(') - 7) : Shorten(text, 40);
-    LineChart chart{name, "record", "latency"};
+    LineChart chart{Shorten(name, 36), "record", "latency"};
     chart.width = 320, chart.height = 190;
     size_t failed = 0;
     double best = std::numeric_limits<double>::infinity();
@@ -272,9 +276,9 @@ std::string KernelSection(const Database& database, const std::vector<Workload>&
       chart.series.push_back(std::move(measured));
       chart.series.push_back(std::move(best_so_far));
     }
-    html += Figure(chart, fmt::format("<code>{}</code>: {} records, {} failed, best {}",
-                                      HtmlEscape(entry.workload->hash), entry.records, failed,
-                                      FormatDuration(best)));
+    html += Figure(chart, fmt::format("{} <code>{}</code>: {} records, {} failed, best {}",
+                                      HtmlEscape(name), HtmlEscape(entry.workload->hash),
+                                      entry.records, failed, FormatDuration(best)));
   }
   return html + "</div></section>";
 }

@@ -135,7 +135,7 @@ PngStats InspectPng(const std::string& png) {
 }
 
 // Tunes a small ResNet block with default_tuning under a budget of 16 measurements into the
-// SQLite database at `path` and commits the run, as `tandem tune` does.
+// SQLite database at `path` and commits the run as `tandem tune` does.
 void TuneIntoDatabase(const std::string& path) {
   ir::IRModule model =
       frontend::ResNetBasicBlock({.batch = 1, .channels = 8, .height = 8, .width = 8});
@@ -158,26 +158,18 @@ void TuneIntoDatabase(const std::string& path) {
   tuning::MeasureResult before =
       session.EvaluateModules({{baseline, {}}}, "(before)", /*charge_budget=*/false).front();
 
-  tuning::TuningRun run;
-  run.model = "resnet_block<8>";
-  run.model_hash = "00000000000000aa";
-  run.pipeline = registry.Get("default_tuning").text;
-  run.target = session.target_descriptor();
-  run.trial_budget = options.max_measurements;
+  std::string pipeline = registry.Get("default_tuning").text;
+  double start = session.ElapsedSeconds();
   passes::RecordedRun recorded =
-      passes::RunPipelineRecorded(*passes::ParsePipeline(run.pipeline), model, context);
-  run.tuning_seconds = session.ElapsedSeconds();
+      passes::RunPipelineRecorded(*passes::ParsePipeline(pipeline), model, context);
+  double tuning_seconds = session.ElapsedSeconds() - start;
   tuning::MeasureResult after =
       session.EvaluateModules({{recorded.module, {}}}, "(after)", /*charge_budget=*/false).front();
-  run.trace = recorded.trace;
-  run.decisions = session.decisions();
-  run.counts = session.counts();
-  run.kernel_curves = session.kernel_curves();
-  run.graph_curve = session.graph_curve();
+  tuning::TuningRun run = tuning::SummarizeTuningRun(session, "resnet_block<8>", "00000000000000aa",
+                                                     pipeline, recorded.trace, tuning_seconds);
   run.before_seconds = before.run_seconds;
   run.after_seconds = after.run_seconds;
   run.after_error = after.error;
-  run.measured_at = tuning::NowUtc();
   tuning::CommitTuningRun(*database, run);
 }
 
