@@ -153,7 +153,7 @@ std::string NodeHtml(const TreeNode& node, const Database* database, const std::
   if (kernels.is_object()) {
     summary +=
         fmt::format(": {} kernel{} scheduled", kernels.size(), kernels.size() == 1 ? "" : "s");
-    body += KernelScheduleList(kernels, database);
+    if (!kernels.empty()) body += KernelScheduleList(kernels, database);
   } else if (instruction.attrs.Has("choice")) {
     summary += " = <code class=\"decision\">" +
                HtmlEscape(instruction.attrs.GetString("choice", "")) + "</code>";
