@@ -14,6 +14,7 @@
 #include "ir/target.h"
 #include "passes/instruments.h"
 #include "passes/pass.h"
+#include "tuning/database.h"
 
 namespace tandem::tools {
 
@@ -49,6 +50,9 @@ passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassCont
 // Runs the chosen pipeline on the module (printing timing/IR dumps as asked).
 ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options);
 
+// Opens a tuning database file that must already exist (reading commands never create one).
+std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path);
+
 Command AddShowCommand(CLI::App& app);
 Command AddInterpretCommand(CLI::App& app);
 Command AddPipelinesCommand(CLI::App& app);
@@ -58,5 +62,6 @@ Command AddDbCommand(CLI::App& app);
 Command AddTuneCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
 Command AddFixtureCommand(CLI::App& app);
+Command AddReportCommand(CLI::App& app);
 
 }  // namespace tandem::tools

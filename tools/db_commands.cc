@@ -20,10 +20,7 @@ namespace tandem::tools {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// Opens a database that must already exist (reading commands never create one).
-std::unique_ptr<tuning::Database> OpenExisting(const std::string& path) {
+std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path) {
   std::error_code error;
   if (!fs::exists(path, error)) {
     throw Error("no tuning database here: the file does not exist", {.file = path});
@@ -33,6 +30,8 @@ std::unique_ptr<tuning::Database> OpenExisting(const std::string& path) {
   }
   return tuning::OpenSqliteDatabase(path);
 }
+
+namespace {
 
 std::string FirstLine(const std::string& text, size_t max_length) {
   std::string line = text.substr(0, text.find('\n'));
@@ -101,7 +100,7 @@ std::vector<std::string> SelectTargets(const std::vector<std::string>& stored,
 }
 
 void List(const std::string& path) {
-  std::unique_ptr<tuning::Database> db = OpenExisting(path);
+  std::unique_ptr<tuning::Database> db = OpenExistingDatabase(path);
   std::vector<tuning::Workload> workloads = db->Workloads();
   fmt::print("{:<16}  {:<6}  {:>7}  {:>12}  {}\n", "hash", "kind", "records", "best (us)", "text");
   for (const tuning::Workload& workload : workloads) {
@@ -120,7 +119,7 @@ void List(const std::string& path) {
 
 void Show(const std::string& path, const std::string& hash_text, size_t top,
           const std::string& target_text) {
-  std::unique_ptr<tuning::Database> db = OpenExisting(path);
+  std::unique_ptr<tuning::Database> db = OpenExistingDatabase(path);
   std::string hash = ResolveHash(*db, hash_text, path);
   tuning::Workload workload = *db->GetWorkload(hash);
   std::vector<std::string> stored = db->Targets(hash);
@@ -150,7 +149,7 @@ void Show(const std::string& path, const std::string& hash_text, size_t top,
 }
 
 void Export(const std::string& path, const std::string& output) {
-  std::unique_ptr<tuning::Database> db = OpenExisting(path);
+  std::unique_ptr<tuning::Database> db = OpenExistingDatabase(path);
   if (output.empty() || output == "-") {
     db->ExportJsonLines(std::cout);
     return;
