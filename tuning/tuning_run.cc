@@ -227,7 +227,9 @@ TuningRun SummarizeTuningRun(const TuningSession& session, const std::string& mo
     if (pass.rfind("(", 0) != 0) run.counts[pass] = counts;
   }
   run.kernel_curves = session.kernel_curves();
-  run.graph_curve = session.graph_curve();
+  for (const GraphCurvePoint& point : session.graph_curve()) {
+    if (point.pass.rfind("(", 0) != 0) run.graph_curve.push_back(point);
+  }
   run.tuning_seconds = tuning_seconds;
   run.measured_at = NowUtc();
   return run;
