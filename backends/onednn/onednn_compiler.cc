@@ -246,11 +246,26 @@ dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
           operand = ReorderInput(program_, operand, *full_operand, *context_);
         }
       }
-    } else if (other_type.layout.empty() && result.layout.empty() &&
-               other_type.shape.size() <= result.shape.size()) {
+    } else if (other_type.shape.size() <= result.shape.size() &&
+               (other_type.layout.empty() ||
+                (other_type.shape.size() < result.shape.size() &&
+                 result.layout.size() > other_type.layout.size() &&
+                 result.layout.ends_with(other_type.layout)))) {
+      // Broadcast over the result's physical shape: padded with leading 1s, and described in
+      // the result's layout when that is a permutation (a [1,1,C] bias of an NHWC result, also
+      // when tagged HWC).
       ir::Shape shape(result.shape.size() - other_type.shape.size(), 1);
       shape.insert(shape.end(), other_type.shape.begin(), other_type.shape.end());
-      operand = Bind(other, PlainDesc(shape));
+      if (result.layout.empty()) {
+        operand = Bind(other, PlainDesc(shape));
+      } else if (result.layout.find_first_of("0123456789") == std::string::npos) {
+        ir::TensorType physical = other_type;
+        physical.shape = shape;
+        physical.layout = result.layout;
+        if (std::optional<memory::desc> desc = LayoutDesc(physical, canonical)) {
+          operand = Bind(other, *desc);
+        }
+      }
     }
     if (!operand) {
       throw ir::Error(fmt::format("oneDNN: operand %{} of {} ({}) cannot be a post-op operand",

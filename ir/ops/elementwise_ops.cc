@@ -18,17 +18,16 @@ namespace tandem::ir::ops {
 namespace {
 
 // The layout of an elementwise result: the layout shared by every operand of the result's rank.
-// Operands of rank <= 1 that are broadcast against a higher-rank operand (scalars, bias vectors)
-// do not count. When the counted operands disagree, or one of them has another rank, the result
-// has no layout.
+// Operands of a lower rank are broadcast against the physical shape of the others (scalars,
+// bias vectors, a [1,1,C] bias of an NHWC convolution) and do not count. When the counted
+// operands disagree, the result has no layout.
 std::string ResultLayout(const std::vector<Type>& inputs, const Shape& result_shape) {
   int64_t result_rank = static_cast<int64_t>(result_shape.size());
   std::string layout;
   bool seen = false;
   for (const Type& input : inputs) {
     const TensorType& t = input.tensor();
-    if (t.rank() <= 1 && t.rank() < result_rank) continue;
-    if (t.rank() != result_rank) return "";
+    if (t.rank() < result_rank) continue;
     if (!seen) {
       layout = t.layout;
       seen = true;

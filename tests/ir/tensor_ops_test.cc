@@ -149,6 +149,10 @@ TEST(ElementwiseOps, LayoutPropagation) {
   EXPECT_EQ(InferTensor("add", {F32({1, 8, 4, 4}, "NCHW"), F32({1, 8, 4, 4}, "NCHW")}).layout,
             "NCHW");
   EXPECT_EQ(InferTensor("add", {F32({1, 8, 4, 4}, "NCHW"), F32({1, 8, 4, 4}, "NHWC")}).layout, "");
+  // A lower-rank operand broadcasts over the physical shape and does not change the layout (an
+  // ONNX bias [C,1,1] becomes [1,1,C] tagged HWC next to an NHWC convolution).
+  EXPECT_EQ(InferTensor("add", {F32({1, 4, 4, 8}, "NHWC"), F32({1, 1, 8}, "HWC")}).layout, "NHWC");
+  EXPECT_EQ(InferTensor("add", {F32({1, 1, 8}), F32({1, 4, 4, 8}, "NHWC")}).layout, "NHWC");
   EXPECT_EQ(InferTensor("relu", {F32({1, 2, 4, 4, 8}, "NCHW8c")}).layout, "NCHW8c");
   EXPECT_EQ(InferTensor("cast", {F32({2, 3}, "NC")}, {{"dtype", std::string("f64")}}).layout, "NC");
 }

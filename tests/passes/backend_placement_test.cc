@@ -147,6 +147,33 @@ TEST(OnednnBackend, BlockedAndChannelsLastLayoutsAreTakenAsTheyAre) {
   }
 }
 
+// An ONNX-style bias ([C,1,1], converted to [1,1,C] tagged HWC by ConvertLayout to NHWC) and a
+// clip after a depthwise convolution are post-ops of the convolution in every layout: nothing
+// of the chains is left to our own kernels.
+TEST(OnednnBackend, LowerRankBiasAndClipFuseInEveryLayout) {
+  for (const char* layout : {"NCHW", "NHWC"}) {
+    SCOPED_TRACE(layout);
+    GraphBuilder b("main");
+    ValueId x = b.Input("x", TensorType{{1, 16, 9, 9}});
+    ValueId y =
+        b.Call("conv2d", {x, Weight(b, {16, 1, 3, 3}, 7)},
+               Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", int64_t{16}}});
+    y = b.Call("add", {y, Weight(b, {16, 1, 1}, 8)});
+    y = b.Call("clip", {y}, Attrs{{"min", 0.0}, {"max", 6.0}});
+    y = b.Call("conv2d", {y, Weight(b, {24, 16, 1, 1}, 9)});
+    y = b.Call("add", {y, Weight(b, {24, 1, 1}, 10)});
+    ir::IRModule module = ModuleOf(b.Finish(y));
+    std::string pipeline = fmt::format(
+        "InferType, ConvertLayout(layout=\"{}\"), FoldConstant, InferType, PlaceOnBackend", layout);
+    ExpectPlacedAndCorrect(module, 2, pipeline);
+    ir::IRModule placed = testing::RunText(pipeline, module);
+    for (const ir::Node& node : placed.Get("main").nodes) {
+      EXPECT_NE(node.op, "add") << ir::PrintModule(placed);
+      EXPECT_NE(node.op, "clip") << ir::PrintModule(placed);
+    }
+  }
+}
+
 TEST(OnednnBackend, ResidualAddWithAnActivationOperand) {
   GraphBuilder b("main");
   ValueId x = b.Input("x", TensorType{{1, 8, 10, 10}});
