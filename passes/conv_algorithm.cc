@@ -38,6 +38,7 @@ std::string Trim(const std::string& text) {
 
 std::vector<std::string> SplitOn(const std::string& text, char separator) {
   std::vector<std::string> parts;
+  if (Trim(text).empty()) return {""};
   std::stringstream stream(text);
   std::string part;
   while (std::getline(stream, part, separator)) parts.push_back(Trim(part));
