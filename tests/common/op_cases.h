@@ -440,9 +440,15 @@ inline std::vector<Case> ShapeCases() {
 // padding and batch 2. y operands of the output transform are [a*a, N*tilesH*tilesW, K].
 inline std::vector<Case> WinogradCases() {
   return {
-      {"winograd_weight_transform", {F32({4, 3, 3, 3})}, {{"tile", int64_t{2}}}, {{-1, 1}},
+      {"winograd_weight_transform",
+       {F32({4, 3, 3, 3})},
+       {{"tile", int64_t{2}}},
+       {{-1, 1}},
        "tile2"},
-      {"winograd_weight_transform", {F32({5, 2, 3, 3})}, {{"tile", int64_t{4}}}, {{-1, 1}},
+      {"winograd_weight_transform",
+       {F32({5, 2, 3, 3})},
+       {{"tile", int64_t{4}}},
+       {{-1, 1}},
        "tile4"},
       {"winograd_input_transform",
        {F32({1, 3, 7, 7})},
@@ -480,8 +486,7 @@ inline std::vector<Case> WinogradCases() {
 inline std::vector<Case> AllCases() {
   std::vector<Case> all;
   for (auto cases : {ConvolutionCases(), MatmulCases(), ElementwiseCases(), NormalizationCases(),
-                     PoolingCases(), ReductionCases(), ShapeCases(),
-                     WinogradCases()}) {
+                     PoolingCases(), ReductionCases(), ShapeCases(), WinogradCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;
