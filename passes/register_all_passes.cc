@@ -21,6 +21,7 @@ void RegisterTuneCodegenFlags(PassRegistry& registry);
 void RegisterTuneKernels(PassRegistry& registry);
 void RegisterPlaceOnBackend(PassRegistry& registry);
 void RegisterTuneBackendPlacement(PassRegistry& registry);
+void RegisterTuneConvAlgorithm(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
@@ -40,6 +41,7 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterTuneKernels(registry);
   RegisterPlaceOnBackend(registry);
   RegisterTuneBackendPlacement(registry);
+  RegisterTuneConvAlgorithm(registry);
 }
 
 }  // namespace tandem::passes

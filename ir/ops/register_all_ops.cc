@@ -11,6 +11,7 @@ void RegisterElementwiseOps(OpRegistry& registry);    // elementwise_ops.cc
 void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc
 void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc
 void RegisterLayoutOps(OpRegistry& registry);         // layout_ops.cc
+void RegisterWinogradOps(OpRegistry& registry);       // winograd_ops.cc
 }  // namespace ops
 
 void RegisterAllOps(OpRegistry& registry) {
@@ -22,6 +23,7 @@ void RegisterAllOps(OpRegistry& registry) {
   ops::RegisterReductionOps(registry);
   ops::RegisterShapeOps(registry);
   ops::RegisterLayoutOps(registry);
+  ops::RegisterWinogradOps(registry);
 }
 
 }  // namespace tandem::ir

@@ -44,6 +44,9 @@ std::vector<std::string> ComputeOpNames();
 // Family entry points, one per *_compute.cc file.
 void LowerConvolution(ComputeBuilder& builder, const OpCall& call);  // conv1d/2d/3d
 void LowerConvolutionTranspose(ComputeBuilder& builder, const OpCall& call);
+void LowerWinogradWeightTransform(ComputeBuilder& builder, const OpCall& call);
+void LowerWinogradInputTransform(ComputeBuilder& builder, const OpCall& call);
+void LowerWinogradOutputTransform(ComputeBuilder& builder, const OpCall& call);
 void LowerDense(ComputeBuilder& builder, const OpCall& call);
 void LowerMatmul(ComputeBuilder& builder, const OpCall& call);
 void LowerBatchMatmul(ComputeBuilder& builder, const OpCall& call);

@@ -436,10 +436,57 @@ inline std::vector<Case> ShapeCases() {
   };
 }
 
+// Winograd transforms: both tiles, partial tiles at the edges (odd extents), asymmetric
+// padding and batch 2. y operands of the output transform are [a*a, N*tilesH*tilesW, K].
+inline std::vector<Case> WinogradCases() {
+  return {
+      {"winograd_weight_transform",
+       {F32({4, 3, 3, 3})},
+       {{"tile", int64_t{2}}},
+       {{-1, 1}},
+       "tile2"},
+      {"winograd_weight_transform",
+       {F32({5, 2, 3, 3})},
+       {{"tile", int64_t{4}}},
+       {{-1, 1}},
+       "tile4"},
+      {"winograd_input_transform",
+       {F32({1, 3, 7, 7})},
+       {{"tile", int64_t{2}}, {"padding", Ints{1, 1, 1, 1}}},
+       {{-1, 1}},
+       "tile2_pad1_partial"},
+      {"winograd_input_transform",
+       {F32({2, 2, 9, 6})},
+       {{"tile", int64_t{4}}, {"padding", Ints{0, 1, 2, 1}}},
+       {{-1, 1}},
+       "tile4_asymmetric_pad_batch2"},
+      {"winograd_input_transform",
+       {F32({1, 4, 5, 5})},
+       {{"tile", int64_t{4}}},
+       {{-1, 1}},
+       "tile4_no_pad_one_partial_tile"},
+      {"winograd_output_transform",
+       {F32({16, 16, 3})},
+       {{"tile", int64_t{2}}, {"output_shape", Ints{1, 3, 7, 7}}},
+       {{-1, 1}},
+       "tile2_partial"},
+      {"winograd_output_transform",
+       {F32({36, 12, 5})},
+       {{"tile", int64_t{4}}, {"output_shape", Ints{2, 5, 9, 6}}},
+       {{-1, 1}},
+       "tile4_batch2_partial"},
+      {"winograd_output_transform",
+       {F32({36, 2, 16})},
+       {{"tile", int64_t{4}}, {"output_shape", Ints{1, 16, 5, 3}}},
+       {{-1, 1}},
+       "tile4_odd"},
+  };
+}
+
 inline std::vector<Case> AllCases() {
   std::vector<Case> all;
   for (auto cases : {ConvolutionCases(), MatmulCases(), ElementwiseCases(), NormalizationCases(),
-                     PoolingCases(), ReductionCases(), ShapeCases()}) {
+                     PoolingCases(), ReductionCases(), ShapeCases(), WinogradCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -382,6 +382,11 @@ const std::map<std::string, OpSample>& OpSamples() {
         {{"pad_width", Ints{1, 0, 2, 1}}, {"pad_value", 0.5}, {"mode", S("constant")}}}},
       {"layout_transform",
        {{F32({1, 16, 4, 4})}, {{"src_layout", S("NCHW")}, {"dst_layout", S("NCHW8c")}}}},
+      {"winograd_weight_transform", {{F32({4, 3, 3, 3})}, {{"tile", int64_t{4}}}}},
+      {"winograd_input_transform",
+       {{F32({1, 3, 7, 7})}, {{"tile", int64_t{2}}, {"padding", Ints{1, 0, 2, 1}}}}},
+      {"winograd_output_transform",
+       {{F32({16, 16, 3})}, {{"tile", int64_t{2}}, {"output_shape", Ints{1, 3, 7, 7}}}}},
   };
   return *samples;
 }

@@ -1,0 +1,220 @@
+// TuneConvAlgorithm: chooses by measurement how the eligible 3x3 stride-1 convolutions of the
+// main function are computed: directly, or as Winograd F(2x2,3x3) or F(4x4,3x3) chains of graph
+// ops (passes/conv_algorithm.h), whose kernels the eval passes (FuseOps, TuneKernels ...) treat
+// like any other.
+//
+// Candidates: the `algorithms` applied to every eligible convolution (picked by the search
+// arguments), and with per_conv=1 also a per-convolution assignment: each eligible convolution
+// is cut out as a module of its own, expanded with the eval passes and measured with every
+// algorithm, and the fastest algorithm of each forms one more end-to-end candidate (kept only
+// when it differs from the uniform ones, so the result is never slower, as measured, than the
+// best uniform choice). The decision recorded in the trace is the choice text, so replay applies
+// it without measuring.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "ir/error.h"
+#include "ir/structural.h"
+#include "passes/backend_placement.h"
+#include "passes/conv_algorithm.h"
+#include "passes/heuristic/rewrite_helpers.h"
+#include "passes/pass_registry.h"
+#include "passes/tuning_pass.h"
+#include "tuning/tuning_session.h"
+
+namespace tandem::passes {
+
+namespace {
+
+const char* const kDefaultAlgorithms = "direct,winograd_2x2,winograd_4x4";
+
+std::vector<std::string> ParseAlgorithms(const std::string& text) {
+  std::vector<std::string> algorithms;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string name = text.substr(begin, end - begin);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    if (name != "direct" && name != "winograd_2x2" && name != "winograd_4x4") {
+      throw ir::Error(fmt::format(
+          "TuneConvAlgorithm: unknown algorithm '{}' in algorithms=\"{}\" (known: direct, "
+          "winograd_2x2, winograd_4x4)",
+          name, text));
+    }
+    if (std::find(algorithms.begin(), algorithms.end(), name) == algorithms.end()) {
+      algorithms.push_back(name);
+    }
+    begin = end + 1;
+  }
+  return algorithms;
+}
+
+class TuneConvAlgorithm : public TuningPass {
+ public:
+  TuneConvAlgorithm(PassArguments arguments, std::vector<PassPtr> eval)
+      : TuningPass(std::move(arguments), std::move(eval)) {}
+  const PassInfo& info() const override {
+    static const PassInfo info{"TuneConvAlgorithm", {"InferType"}, true};
+    return info;
+  }
+
+  // The uniform choices: each algorithm applied to every eligible convolution.
+  tuning::Knob MakeKnob(const ir::IRModule&, PassContext& context) const override {
+    std::string function = context.Tuning().options().function;
+    std::vector<tuning::Choice> choices;
+    for (const std::string& algorithm : Algorithms()) {
+      tuning::Choice choice{algorithm,
+                            [function, algorithm](const ir::IRModule& m) {
+                              return ApplyConvAlgorithm(m, function, algorithm);
+                            },
+                            nullptr};
+      if (algorithm != "direct") {
+        choice.constraint = [function](const ir::IRModule& m) {
+          return m.Has(function) && m.Get(function).ExternBackend().empty() &&
+                 !EligibleConvolutions(m.Get(function)).empty();
+        };
+      }
+      choices.push_back(std::move(choice));
+    }
+    return tuning::Knob(name(), std::move(choices));
+  }
+
+  Candidate Tune(const Candidate& candidate, PassContext& context) const override {
+    const std::string& function_name = context.Tuning().options().function;
+    tuning::Knob knob = MakeKnob(candidate.output, context);
+    std::vector<std::string> texts =
+        Strategy().Select(knob.ApplicableChoices(candidate.output), context.Tuning().random());
+    std::vector<std::string> labels = texts;
+    if (IntArgument("per_conv", 0) != 0 && knob.ApplicableChoices(candidate.output).size() > 1) {
+      std::string mixed = PerConvolution(candidate.output.Get(function_name), context);
+      if (std::find(texts.begin(), texts.end(), mixed) == texts.end()) {
+        texts.push_back(mixed);
+        labels.push_back("per_conv");
+      }
+    }
+    std::string pass_text = DecisionText();
+    std::vector<Candidate> candidates;
+    for (size_t k = 0; k < texts.size(); ++k) {
+      Candidate next = candidate;
+      ir::Instruction instruction;
+      instruction.kind = name();
+      instruction.attrs.Set("pass", pass_text);
+      instruction.attrs.Set("considered", fmt::format("{}", fmt::join(labels, ",")));
+      instruction.decision = ir::AttrValue(texts[k]);
+      next.trace.Append(std::move(instruction));
+      next.result.reset();
+      try {
+        next.output = ApplyConvAlgorithm(candidate.output, function_name, texts[k]);
+      } catch (const ir::Error& e) {
+        next.result = tuning::MeasureResult::Failure(
+            fmt::format("{} choice {} failed: {}", name(), texts[k], e.what()));
+      }
+      candidates.push_back(
+          ExpandWithEvalPasses(std::move(next), context, static_cast<int64_t>(texts.size() - k)));
+    }
+    int64_t best = EvaluateAndSelect(candidates, context);
+    if (best < 0) return candidate;
+    return candidates[static_cast<size_t>(best)];
+  }
+
+  ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
+                             PassContext& context) const override {
+    if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
+      throw ir::Error("TuneConvAlgorithm: the instruction has no algorithm choice as its decision");
+    }
+    return ApplyConvAlgorithm(module, context.Tuning().options().function,
+                              std::get<std::string>(*instruction.decision));
+  }
+
+ private:
+  std::vector<std::string> Algorithms() const {
+    return ParseAlgorithms(StringArgument("algorithms", kDefaultAlgorithms));
+  }
+
+  // Measures every eligible convolution alone with each algorithm (expanded with the eval
+  // passes) and returns the choice text of the fastest algorithm per convolution.
+  std::string PerConvolution(const ir::GraphFunction& function, PassContext& context) const {
+    std::vector<std::string> algorithms = Algorithms();
+    std::vector<std::string> convs = EligibleConvolutions(function);
+    std::vector<Candidate> measured;
+    std::vector<std::pair<std::string, std::string>> measured_as;  // (conv, algorithm)
+    for (size_t c = 0; c < convs.size(); ++c) {
+      ir::IRModule alone;
+      try {
+        ir::GraphFunction piece =
+            ExtractSubgraph(function, {function.Find(convs[c])}, function.name);
+        alone.Add(piece);
+        // Every algorithm of one convolution is checked against the same reference.
+        alone.attrs().Set(tuning::kReferenceKeyAttr,
+                          fmt::format("{:016x}", ir::StructuralHash(piece)));
+        context.Tuning().EnsureReference(alone);
+      } catch (const ir::Error&) {
+        continue;
+      }
+      for (size_t k = 0; k < algorithms.size(); ++k) {
+        Candidate piece = Candidate::Start(alone);
+        try {
+          piece = Candidate::Start(ApplyConvAlgorithm(alone, function.name, algorithms[k]));
+        } catch (const ir::Error& e) {
+          piece.result = tuning::MeasureResult::Failure(e.what());
+        }
+        int64_t left = static_cast<int64_t>((convs.size() - c) * algorithms.size() - k);
+        measured.push_back(ExpandWithEvalPasses(std::move(piece), context, left));
+        measured_as.emplace_back(convs[c], algorithms[k]);
+      }
+    }
+    EvaluateAndSelect(measured, context);
+    std::map<std::string, std::pair<double, std::string>> fastest;  // conv -> (seconds, algo)
+    for (size_t i = 0; i < measured.size(); ++i) {
+      const auto& result = measured[i].result;
+      if (!result || !result->ok()) continue;
+      auto [it, inserted] = fastest.try_emplace(measured_as[i].first,
+                                                std::numeric_limits<double>::infinity(), "direct");
+      if (result->median_seconds < it->second.first) {
+        it->second = {result->median_seconds, measured_as[i].second};
+      }
+    }
+    std::map<std::string, int64_t> tiles;
+    for (const auto& [conv, best] : fastest) {
+      if (best.second == "winograd_2x2") tiles[conv] = 2;
+      if (best.second == "winograd_4x4") tiles[conv] = 4;
+    }
+    // A uniform assignment is written in its short form, so that it is recognized as one.
+    if (!tiles.empty() && tiles.size() == convs.size()) {
+      bool same = std::all_of(tiles.begin(), tiles.end(),
+                              [&](const auto& t) { return t.second == tiles.begin()->second; });
+      if (same) return tiles.begin()->second == 2 ? "winograd_2x2" : "winograd_4x4";
+    }
+    return ConvAlgorithmText(tiles);
+  }
+};
+
+}  // namespace
+
+void RegisterTuneConvAlgorithm(PassRegistry& registry) {
+  std::vector<ir::AttrSpec> arguments = SearchArguments();
+  arguments.push_back({"algorithms", ir::AttrKind::kString, std::string(kDefaultAlgorithms),
+                       "comma-separated algorithms applied to every eligible convolution: "
+                       "direct, winograd_2x2, winograd_4x4"});
+  arguments.push_back({"per_conv", ir::AttrKind::kInt, int64_t{0},
+                       "1: also measure each convolution alone with every algorithm and try "
+                       "the fastest per convolution as one more candidate"});
+  registry.Register(PassDef{
+      .name = "TuneConvAlgorithm",
+      .doc = "Choose by measurement between direct and Winograd F(2x2,3x3) / F(4x4,3x3) "
+             "convolution for the 3x3 stride-1 conv2d calls (uniformly or per convolution).",
+      .arguments = std::move(arguments),
+      .is_tuning = true,
+      .takes_eval_passes = true,
+      .create = [](PassArguments args, std::vector<PassPtr> eval) -> PassPtr {
+        ParseAlgorithms(StringArgument(args, "algorithms", kDefaultAlgorithms));
+        return std::make_shared<TuneConvAlgorithm>(std::move(args), std::move(eval));
+      }});
+}
+
+}  // namespace tandem::passes
