@@ -51,6 +51,20 @@ bool NestsTuning(const std::vector<PassPtr>& passes) {
   return false;
 }
 
+// Whether expanding with `passes` leaves the candidate measured: the last pass is a tuning pass
+// that returns a measured candidate (through sequences).
+bool EndsMeasured(const std::vector<PassPtr>& passes) {
+  if (passes.empty()) return false;
+  const PassPtr& last = passes.back();
+  if (const auto* tuning = dynamic_cast<const TuningPass*>(last.get())) {
+    return tuning->MeasuresItsResult();
+  }
+  if (const auto* sequence = dynamic_cast<const Sequential*>(last.get())) {
+    return EndsMeasured(sequence->passes());
+  }
+  return false;
+}
+
 }  // namespace
 
 Candidate Candidate::Start(const ir::IRModule& module) {
@@ -104,8 +118,8 @@ Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& con
   bool share = split.candidates_left > 0 && NestsTuning(eval_) &&
                remaining != std::numeric_limits<int64_t>::max();
   if (share) {
-    session.PushBudgetShare(std::max<int64_t>(0, remaining - split.reserved) /
-                            split.candidates_left);
+    int64_t reserved = EndsMeasured(eval_) ? 0 : split.reserved;
+    session.PushBudgetShare(std::max<int64_t>(0, remaining - reserved) / split.candidates_left);
   }
   struct PopShare {
     tuning::TuningSession& session;

@@ -66,6 +66,11 @@ class TuningPass : public Pass {
   // file comment). Passes that are not one-knob passes override this.
   virtual Candidate Tune(const Candidate& candidate, PassContext& context) const;
 
+  // Whether the candidate Tune returns carries its measurement (true for passes that pick the
+  // fastest of measured candidates; TuneKernels returns its lowered module unmeasured). Budget
+  // splitting reserves measurements only for candidates that will still need one.
+  virtual bool MeasuresItsResult() const { return true; }
+
   // The knob this pass decides for `module` (one-knob passes).
   virtual tuning::Knob MakeKnob(const ir::IRModule& module, PassContext& context) const;
   // Re-applies a decision this pass recorded (replay). The default applies the knob's choice.

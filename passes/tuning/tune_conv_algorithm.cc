@@ -114,8 +114,9 @@ class TuneConvAlgorithm : public TuningPass {
         next.result = tuning::MeasureResult::Failure(
             fmt::format("{} choice {} failed: {}", name(), texts[k], e.what()));
       }
-      candidates.push_back(
-          ExpandWithEvalPasses(std::move(next), context, static_cast<int64_t>(texts.size() - k)));
+      int64_t total = static_cast<int64_t>(texts.size());
+      candidates.push_back(ExpandWithEvalPasses(
+          std::move(next), context, {total - static_cast<int64_t>(k), /*reserved=*/total}));
     }
     int64_t best = EvaluateAndSelect(candidates, context);
     if (best < 0) return candidate;
@@ -164,7 +165,8 @@ class TuneConvAlgorithm : public TuningPass {
           piece.result = tuning::MeasureResult::Failure(e.what());
         }
         int64_t left = static_cast<int64_t>((convs.size() - c) * algorithms.size() - k);
-        measured.push_back(ExpandWithEvalPasses(std::move(piece), context, left));
+        int64_t total = static_cast<int64_t>(convs.size() * algorithms.size());
+        measured.push_back(ExpandWithEvalPasses(std::move(piece), context, {left, total + 2}));
         measured_as.emplace_back(convs[c], algorithms[k]);
       }
     }

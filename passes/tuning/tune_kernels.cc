@@ -33,6 +33,8 @@ class TuneKernels : public TuningPass {
     return info;
   }
 
+  bool MeasuresItsResult() const override { return false; }
+
   Candidate Tune(const Candidate& candidate, PassContext& context) const override {
     tuning::TuningSession& session = context.Tuning();
     kernels::SearchSpace space =

@@ -157,5 +157,33 @@ TEST_F(CountingRules, BudgetCapsRealMeasurements) {
   EXPECT_EQ(runner_->runs, 4);
 }
 
+// A budget share limits what runs under it to its trials or to what the enclosing budget has
+// left, whichever is less; a spent time budget leaves nothing and says so.
+TEST(TuningSessionBudget, SharesNestAndTimeBudgetsStopTheRun) {
+  tuning::TuningSession::Options options;
+  options.max_measurements = 10;
+  tuning::TuningSession session(ir::Target{}, tuning::MakeInMemoryDatabase(),
+                                std::make_shared<tuning::LocalBuilder>(1),
+                                std::make_shared<testing::MockRunner>(), options);
+  EXPECT_EQ(session.RemainingBudget(), 10);
+  session.PushBudgetShare(3);
+  EXPECT_EQ(session.RemainingBudget(), 3);
+  session.PushBudgetShare(20);
+  EXPECT_EQ(session.RemainingBudget(), 3);
+  session.PopBudgetShare();
+  session.PopBudgetShare();
+  EXPECT_EQ(session.RemainingBudget(), 10);
+  EXPECT_THROW(session.PopBudgetShare(), ir::Error);
+  EXPECT_EQ(session.BudgetSpentReason(), "trial budget spent");
+
+  options.max_seconds = 1e-9;
+  tuning::TuningSession timed(ir::Target{}, tuning::MakeInMemoryDatabase(),
+                              std::make_shared<tuning::LocalBuilder>(1),
+                              std::make_shared<testing::MockRunner>(), options);
+  EXPECT_EQ(timed.RemainingBudget(), 0);
+  EXPECT_TRUE(timed.BudgetSpent());
+  EXPECT_EQ(timed.BudgetSpentReason(), "time budget spent");
+}
+
 }  // namespace
 }  // namespace tandem
