@@ -235,7 +235,16 @@ class TuneBackendPlacement : public TuningPass {
                                               {total - static_cast<int64_t>(p), total + 3}));
       piece_of.push_back(p);
     }
-    EvaluateAndSelect(measured, context);
+    {
+      // Leave the end-to-end measurements of the placements (none, all-<backend>, this
+      // program's) to be taken after the pieces.
+      tuning::TuningSession& session = context.Tuning();
+      int64_t remaining = session.RemainingBudget();
+      bool limited = remaining != std::numeric_limits<int64_t>::max();
+      if (limited) session.PushBudgetShare(std::max<int64_t>(0, remaining - 3));
+      EvaluateAndSelect(measured, context);
+      if (limited) session.PopBudgetShare();
+    }
     for (size_t k = 0; k < measured.size(); ++k) {
       const auto& result = measured[k].result;
       if (result && result->ok()) pieces[piece_of[k]].seconds = result->median_seconds;
