@@ -50,7 +50,10 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
     hashes[i] =
         candidates[i].hash.empty() ? CandidateHash(candidates[i].scheduled) : candidates[i].hash;
     if (auto record = database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i])) {
-      CountAnswer(task.workload_hash + "/" + hashes[i], counts);
+      if (!AcceptAnswer(task.workload_hash + "/" + hashes[i], counts)) {
+        results[i] = MeasureResult::Failure(BudgetSpentReason());
+        continue;
+      }
       results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                 : MeasureResult::Failure(record->error);
       continue;

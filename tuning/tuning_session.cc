@@ -168,9 +168,17 @@ int64_t TuningSession::ChargedMeasurements() const {
   return TotalCounts().measured - uncharged_measurements_ + charged_answers_;
 }
 
-void TuningSession::CountAnswer(const std::string& key, EvaluationCounts& counts) {
+bool TuningSession::AcceptAnswer(const std::string& key, EvaluationCounts& counts) {
+  if (options_.charge_first_answers && !answered_.count(key)) {
+    if (RemainingBudget() <= 0) {
+      ++counts.over_budget;
+      return false;
+    }
+    answered_.insert(key);
+    ++charged_answers_;
+  }
   ++counts.reused;
-  if (options_.charge_first_answers && answered_.insert(key).second) ++charged_answers_;
+  return true;
 }
 
 int64_t TuningSession::RemainingBudget() const {
@@ -208,7 +216,10 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     ++counts.requested;
     hashes[i] = ir::HashToHex(ir::StructuralHash(requests[i].module));
     if (auto record = database_->FindRecord(hashes[i], target_descriptor_, "")) {
-      CountAnswer(hashes[i], counts);
+      if (!AcceptAnswer(hashes[i], counts)) {
+        results[i] = MeasureResult::Failure(BudgetSpentReason());
+        continue;
+      }
       results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                 : MeasureResult::Failure(record->error);
       continue;

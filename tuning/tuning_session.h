@@ -259,8 +259,10 @@ class TuningSession {
   std::set<std::string> answered_;
   int64_t charged_answers_ = 0;
   int64_t ChargedMeasurements() const;
-  // Counts an answer from the database for `key` (workload and candidate).
-  void CountAnswer(const std::string& key, EvaluationCounts& counts);
+  // Counts an answer from the database for `key` (workload and candidate). False when,
+  // replaying a fixture, this first answer stands for a measurement the budget no longer allows
+  // (counted over budget, as the recorded run counted it).
+  bool AcceptAnswer(const std::string& key, EvaluationCounts& counts);
 };
 
 }  // namespace tandem::tuning
