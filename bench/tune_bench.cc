@@ -33,7 +33,6 @@
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
 #include "bench/interleaved_timing.h"
-#include "bench/line_plot.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
 #include "passes/pass.h"
@@ -42,6 +41,7 @@
 #include "tuning/builder.h"
 #include "tuning/database.h"
 #include "tuning/runner.h"
+#include "tuning/svg_line_chart.h"
 #include "tuning/tuning_session.h"
 
 namespace tandem::bench {
@@ -144,10 +144,19 @@ void WriteCurves(const Row& row, const Options& options) {
   std::ofstream csv(dir / (row.name + ".csv"));
   if (!csv) throw ir::Error(fmt::format("cannot write into '{}'", options.out_dir));
   csv << "cost_model,trials,best_us,elapsed_s,all_tasks_measured\n";
-  std::vector<PlotSeries> series;
+  tuning::LineChart chart;
+  chart.title = fmt::format("{}: best latency found against trials", row.name);
+  chart.x_label = "trials (measurements)";
+  chart.y_label = "latency (us)";
+  chart.y_is_seconds = false;
+  chart.width = 640;
+  chart.height = 400;
   for (const TuneRun* run : {&row.xgboost, &row.random}) {
     if (run->cost_model.empty()) continue;
-    PlotSeries s{run->cost_model, run->cost_model == "xgboost" ? "#1f77b4" : "#d62728", {}};
+    tuning::ChartSeries s;
+    s.name = run->cost_model;
+    s.color = run->cost_model == "xgboost" ? "#1f77b4" : "#d62728";
+    s.step = true;
     for (const tuning::CurvePoint& p : run->curve) {
       csv << fmt::format("{},{},{:.3f},{:.2f},{}\n", run->cost_model, p.trials,
                          p.weighted_seconds * 1e6, p.elapsed_seconds, p.all_tasks_measured);
@@ -155,20 +164,18 @@ void WriteCurves(const Row& row, const Options& options) {
         s.points.emplace_back(static_cast<double>(p.trials), p.weighted_seconds * 1e6);
       }
     }
-    series.push_back(std::move(s));
+    chart.series.push_back(std::move(s));
   }
   if (row.onednn.block_medians.size() > 0) {
     double o = row.onednn.best() * 1e6;
-    series.push_back({fmt::format("oneDNN {:.1f} us", o),
-                      "#2ca02c",
-                      {{0.0, o}, {static_cast<double>(options.trials), o}}});
+    tuning::ChartSeries s;
+    s.name = fmt::format("oneDNN {:.1f} us", o);
+    s.color = "#2ca02c";
+    s.points = {{0.0, o}, {static_cast<double>(options.trials), o}};
+    chart.series.push_back(std::move(s));
   }
-  PlotOptions plot;
-  plot.title = fmt::format("{}: best latency found against trials", row.name);
-  plot.x_label = "trials (measurements)";
-  plot.y_label = "latency (us)";
   std::ofstream svg(dir / (row.name + ".svg"));
-  svg << LinePlotSvg(series, plot);
+  svg << tuning::RenderLineChart(chart);
 }
 
 Row RunWorkload(const std::string& name, OnednnContext& context, const Options& options) {

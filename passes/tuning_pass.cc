@@ -158,28 +158,20 @@ int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
   return best;
 }
 
-Candidate TuningPass::Tune(const Candidate& candidate, PassContext& context) const {
-  tuning::Knob knob = MakeKnob(candidate.output, context);
-  std::vector<std::string> considered =
-      Strategy().Select(knob.ApplicableChoices(candidate.output), context.Tuning().random());
-  std::string pass_text = DecisionText();
+Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice> choices,
+                                  PassContext& context) const {
+  int64_t total = static_cast<int64_t>(choices.size());
   std::vector<Candidate> candidates;
-  for (const std::string& choice : considered) {
+  for (Choice& choice : choices) {
     Candidate next = candidate;
-    ir::Instruction instruction;
-    instruction.kind = name();
-    instruction.attrs.Set(kPassAttr, pass_text);
-    instruction.attrs.Set(kConsideredAttr, fmt::format("{}", fmt::join(considered, ",")));
-    instruction.decision = ir::AttrValue(choice);
-    next.trace.Append(std::move(instruction));
+    next.trace.Append(std::move(choice.instruction));
     next.result.reset();
     try {
-      next.output = knob.Apply(candidate.output, choice);
+      next.output = choice.apply(candidate.output);
     } catch (const ir::Error& e) {
       next.result = tuning::MeasureResult::Failure(
-          fmt::format("{} choice {} failed: {}", name(), choice, e.what()));
+          fmt::format("{} choice {} failed: {}", name(), choice.label, e.what()));
     }
-    int64_t total = static_cast<int64_t>(considered.size());
     candidates.push_back(ExpandWithEvalPasses(
         std::move(next), context,
         {total - static_cast<int64_t>(candidates.size()), /*reserved=*/total}));
@@ -187,6 +179,24 @@ Candidate TuningPass::Tune(const Candidate& candidate, PassContext& context) con
   int64_t best = EvaluateAndSelect(candidates, context);
   if (best < 0) return candidate;
   return candidates[static_cast<size_t>(best)];
+}
+
+Candidate TuningPass::Tune(const Candidate& candidate, PassContext& context) const {
+  tuning::Knob knob = MakeKnob(candidate.output, context);
+  std::vector<std::string> considered =
+      Strategy().Select(knob.ApplicableChoices(candidate.output), context.Tuning().random());
+  std::string pass_text = DecisionText();
+  std::vector<Choice> choices;
+  for (const std::string& choice : considered) {
+    ir::Instruction instruction;
+    instruction.kind = name();
+    instruction.attrs.Set(kPassAttr, pass_text);
+    instruction.attrs.Set(kConsideredAttr, fmt::format("{}", fmt::join(considered, ",")));
+    instruction.decision = ir::AttrValue(choice);
+    choices.push_back({choice, std::move(instruction),
+                       [&knob, choice](const ir::IRModule& m) { return knob.Apply(m, choice); }});
+  }
+  return TuneChoices(candidate, std::move(choices), context);
 }
 
 ir::IRModule TuningPass::Run(const ir::IRModule& module, PassContext& context) const {

@@ -25,6 +25,7 @@
 // measuring anything, and gives the same module (structurally equal).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -92,6 +93,18 @@ class TuningPass : public Pass {
   // going to whichever candidate is expanded first.
   Candidate ExpandWithEvalPasses(Candidate candidate, PassContext& context,
                                  BudgetSplit split = {}) const;
+  // One choice of a tuning pass: the instruction it records (kind, pass text, decision; the
+  // caller sets them) and how it transforms the module.
+  struct Choice {
+    std::string label;  // for failure messages
+    ir::Instruction instruction;
+    std::function<ir::IRModule(const ir::IRModule&)> apply;
+  };
+  // Makes one candidate per choice from `candidate` (a choice that throws is a failed
+  // candidate), expands each with the eval passes under an even share of the budget, evaluates
+  // them and returns the best; `candidate` itself when every one failed.
+  Candidate TuneChoices(const Candidate& candidate, std::vector<Choice> choices,
+                        PassContext& context) const;
   // Evaluates the candidates without a result and returns the index of the best one (-1 when
   // every candidate failed).
   int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;

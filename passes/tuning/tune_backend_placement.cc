@@ -167,31 +167,21 @@ class TuneBackendPlacement : public TuningPass {
       considered.push_back(label);
       distinct.emplace_back(label, placements);
     }
-    std::vector<Candidate> candidates;
+    std::vector<Choice> choices;
     for (size_t k = 0; k < distinct.size(); ++k) {
       const auto& [label, placements] = distinct[k];
-      Candidate next = candidate;
       ir::Instruction instruction;
       instruction.kind = name();
       instruction.attrs.Set("pass", DecisionText());
       instruction.attrs.Set("choice", label);
       instruction.attrs.Set("considered", fmt::format("{}", fmt::join(considered, ",")));
       instruction.decision = ir::AttrValue(texts[k]);
-      next.trace.Append(std::move(instruction));
-      next.result.reset();
-      try {
-        next.output = ApplyPlacements(candidate.output, function_name, placements);
-      } catch (const ir::Error& e) {
-        next.result = tuning::MeasureResult::Failure(
-            fmt::format("{} placement {} failed: {}", name(), label, e.what()));
-      }
-      int64_t total = static_cast<int64_t>(distinct.size());
-      candidates.push_back(ExpandWithEvalPasses(
-          std::move(next), context, {total - static_cast<int64_t>(k), /*reserved=*/total}));
+      choices.push_back(
+          {label, std::move(instruction), [&function_name, placements](const ir::IRModule& m) {
+             return ApplyPlacements(m, function_name, placements);
+           }});
     }
-    int64_t best = EvaluateAndSelect(candidates, context);
-    if (best < 0) return candidate;
-    return candidates[static_cast<size_t>(best)];
+    return TuneChoices(candidate, std::move(choices), context);
   }
 
   ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,

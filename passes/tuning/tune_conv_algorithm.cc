@@ -98,29 +98,20 @@ class TuneConvAlgorithm : public TuningPass {
       }
     }
     std::string pass_text = DecisionText();
-    std::vector<Candidate> candidates;
+    std::vector<Choice> choices;
     for (size_t k = 0; k < texts.size(); ++k) {
-      Candidate next = candidate;
       ir::Instruction instruction;
       instruction.kind = name();
       instruction.attrs.Set("pass", pass_text);
       instruction.attrs.Set("considered", fmt::format("{}", fmt::join(labels, ",")));
       instruction.decision = ir::AttrValue(texts[k]);
-      next.trace.Append(std::move(instruction));
-      next.result.reset();
-      try {
-        next.output = ApplyConvAlgorithm(candidate.output, function_name, texts[k]);
-      } catch (const ir::Error& e) {
-        next.result = tuning::MeasureResult::Failure(
-            fmt::format("{} choice {} failed: {}", name(), texts[k], e.what()));
-      }
-      int64_t total = static_cast<int64_t>(texts.size());
-      candidates.push_back(ExpandWithEvalPasses(
-          std::move(next), context, {total - static_cast<int64_t>(k), /*reserved=*/total}));
+      std::string text = texts[k];
+      choices.push_back(
+          {text, std::move(instruction), [&function_name, text](const ir::IRModule& m) {
+             return ApplyConvAlgorithm(m, function_name, text);
+           }});
     }
-    int64_t best = EvaluateAndSelect(candidates, context);
-    if (best < 0) return candidate;
-    return candidates[static_cast<size_t>(best)];
+    return TuneChoices(candidate, std::move(choices), context);
   }
 
   ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
