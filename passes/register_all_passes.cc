@@ -10,6 +10,8 @@ void RegisterDeadCodeElimination(PassRegistry& registry);
 void RegisterLegalize(PassRegistry& registry);
 void RegisterFuseOps(PassRegistry& registry);
 void RegisterSimplifyExpr(PassRegistry& registry);
+void RegisterFuseLayerNorm(PassRegistry& registry);
+void RegisterFuseGelu(PassRegistry& registry);
 void RegisterCombineParallelConv2D(PassRegistry& registry);
 void RegisterCombineParallelMatmul(PassRegistry& registry);
 void RegisterAnnotateBackend(PassRegistry& registry);
@@ -30,6 +32,8 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterLegalize(registry);
   RegisterFuseOps(registry);
   RegisterSimplifyExpr(registry);
+  RegisterFuseLayerNorm(registry);
+  RegisterFuseGelu(registry);
   RegisterCombineParallelConv2D(registry);
   RegisterCombineParallelMatmul(registry);
   RegisterAnnotateBackend(registry);

@@ -7,21 +7,24 @@ namespace tandem::pipelines {
 void RegisterBuiltinPipelines(PipelineRegistry& registry) {
   registry.Register({"default_heuristic",
                      "Heuristic graph passes, then lowering to kernels with default schedules.",
-                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, FuseOps, "
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, FuseOps, "
                      "DeadCodeElimination, Legalize",
                      ""});
   registry.Register({"graph_tuning",
                      "The graph-level tuning passes, each tuned alone in sequence (with the "
                      "heuristic passes they need as eval passes), then lowering with default "
                      "schedules.",
-                     "InferType, SimplifyExpr, FoldConstant, TuneCombineParallel(eval=[FuseOps]), "
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "TuneCombineParallel(eval=[FuseOps]), "
                      "TuneLayout(eval=[FoldConstant, FuseOps]), TuneFusion, TuneCodegenFlags, "
                      "DeadCodeElimination, Legalize",
                      ""});
   registry.Register({"graph_joint",
                      "The same graph-level knobs tuned jointly: every layout is evaluated with "
                      "its own best combining, fusion and code generation flags.",
-                     "InferType, SimplifyExpr, FoldConstant, TuneLayout(eval=[FoldConstant, "
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "TuneLayout(eval=[FoldConstant, "
                      "TuneCombineParallel(eval=[TuneFusion(eval=[TuneCodegenFlags])])]), "
                      "DeadCodeElimination, Legalize",
                      ""});
@@ -29,40 +32,45 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "The heuristic graph passes, then kernel schedule search for every kernel "
                      "(TuneKernels: evolutionary search, XGBoost cost model, gradient task "
                      "scheduler) under the run's trial budget.",
-                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, FuseOps, "
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, FuseOps, "
                      "DeadCodeElimination, TuneKernels",
                      ""});
-  registry.Register({"all_onednn",
-                     "The heuristic graph passes with every subgraph oneDNN takes placed on "
-                     "oneDNN (longest pattern match first); the rest is ours with default "
-                     "schedules.",
-                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
-                     "PlaceOnBackend(backend=\"onednn\"), FuseOps, DeadCodeElimination, Legalize",
-                     ""});
-  registry.Register({"placement_tuning",
-                     "Backend placement by measurement (Collage-style: pattern pieces measured "
-                     "alone, a dynamic program, then the best of it, all-own and all-backend "
-                     "measured end to end), each candidate with its own kernels tuned.",
-                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
-                     "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
-                     "DeadCodeElimination",
-                     ""});
-  registry.Register({"sequential",
-                     "Layout, then backend placement, then kernels, each tuned alone: every "
-                     "decision is taken with the later ones at their defaults.",
-                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
-                     "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
-                     "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
-                     "TuneKernels",
-                     ""});
-  registry.Register({"joint",
-                     "Layout, backend placement and kernels tuned jointly: every layout is "
-                     "measured with its own best placement, and every placement with our "
-                     "kernels tuned; the trial budget is split evenly down the nesting.",
-                     "InferType, SimplifyExpr, FoldConstant, CombineParallelMatmul, "
-                     "TuneLayout(eval=[FoldConstant, InferType, TuneBackendPlacement(eval=[FuseOps, "
-                     "TuneKernels(skip_tuned=1)])]), DeadCodeElimination",
-                     ""});
+  registry.Register(
+      {"all_onednn",
+       "The heuristic graph passes with every subgraph oneDNN takes placed on "
+       "oneDNN (longest pattern match first); the rest is ours with default "
+       "schedules.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
+       "PlaceOnBackend(backend=\"onednn\"), FuseOps, DeadCodeElimination, Legalize",
+       ""});
+  registry.Register(
+      {"placement_tuning",
+       "Backend placement by measurement (Collage-style: pattern pieces measured "
+       "alone, a dynamic program, then the best of it, all-own and all-backend "
+       "measured end to end), each candidate with its own kernels tuned.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
+       "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
+       "DeadCodeElimination",
+       ""});
+  registry.Register(
+      {"sequential",
+       "Layout, then backend placement, then kernels, each tuned alone: every "
+       "decision is taken with the later ones at their defaults.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
+       "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
+       "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
+       "TuneKernels",
+       ""});
+  registry.Register(
+      {"joint",
+       "Layout, backend placement and kernels tuned jointly: every layout is "
+       "measured with its own best placement, and every placement with our "
+       "kernels tuned; the trial budget is split evenly down the nesting.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
+       "TuneLayout(eval=[FoldConstant, InferType, TuneBackendPlacement(eval=[FuseOps, "
+       "TuneKernels(skip_tuned=1)])]), DeadCodeElimination",
+       ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "
                      "(a baseline for measuring what schedules buy).",

@@ -12,7 +12,10 @@
 //   - chains of reshape / flatten / squeeze / expand_dims collapse into one reshape; one whose
 //     operand already has its result type disappears;
 //   - add or subtract of an all-zero constant, multiply or divide by an all-one constant
-//     disappear when broadcasting does not change the other operand's type.
+//     disappear when broadcasting does not change the other operand's type;
+//   - pow(x, c) with c a constant of equal elements that does not broadcast x becomes
+//     multiply(x, x) for c = 2, sqrt(x) for c = 0.5 and x for c = 1 (a pow is a libm call per
+//     element; a multiply vectorizes).
 // The rules are applied in sweeps until nothing changes.
 #include <cmath>
 #include <set>
@@ -209,26 +212,44 @@ ir::ValueId SimplifyArithmetic(const Site& s) {
   return -1;
 }
 
+// ---- powers ----
+
+ir::ValueId SimplifyPower(const Site& s) {
+  if (!IsCall(s.node, "pow") || s.out.type_of(s.Operand(0)) != s.node.type) return -1;
+  const ir::Tensor* exponent = ConstantValue(s.out, s.Operand(1));
+  if (exponent == nullptr || !ir::IsFloat(s.node.type.tensor().dtype)) return -1;
+  if (AllElementsEqual(*exponent, 1.0)) return s.Operand(0);
+  if (AllElementsEqual(*exponent, 2.0)) {
+    return AppendCall(s.out, "multiply", {s.Operand(0), s.Operand(0)}, {}, s.node.name,
+                      s.node.annotations);
+  }
+  if (AllElementsEqual(*exponent, 0.5)) {
+    return AppendCall(s.out, "sqrt", {s.Operand(0)}, {}, s.node.name, s.node.annotations);
+  }
+  return -1;
+}
+
 // One sweep of every rule over `fn`; sets `changed` when a rule fired.
 ir::GraphFunction Sweep(const ir::GraphFunction& fn, bool& changed) {
   std::vector<int> uses = UseCounts(fn);
-  return RewriteNodes(
-      fn,
-      [&](ir::ValueId id, ir::GraphFunction& out,
-          const std::vector<ir::ValueId>& map) -> ir::ValueId {
-        const ir::Node& node = fn.node(id);
-        if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return -1;
-        Site site{fn, uses, out, map, node};
-        for (auto rule : {FoldBatchNorm, SimplifyTranspose, SimplifyReshape, SimplifyArithmetic}) {
-          ir::ValueId result = rule(site);
-          if (result < 0) continue;
-          // Nodes appended by a rejected rewrite are unused and dropped by RewriteNodes.
-          if (out.type_of(result) != node.type) return -1;
-          changed = true;
-          return result;
-        }
-        return -1;
-      });
+  return RewriteNodes(fn,
+                      [&](ir::ValueId id, ir::GraphFunction& out,
+                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
+                        const ir::Node& node = fn.node(id);
+                        if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return -1;
+                        Site site{fn, uses, out, map, node};
+                        for (auto rule : {FoldBatchNorm, SimplifyTranspose, SimplifyReshape,
+                                          SimplifyArithmetic, SimplifyPower}) {
+                          ir::ValueId result = rule(site);
+                          if (result < 0) continue;
+                          // Nodes appended by a rejected rewrite are unused and dropped by
+                          // RewriteNodes.
+                          if (out.type_of(result) != node.type) return -1;
+                          changed = true;
+                          return result;
+                        }
+                        return -1;
+                      });
 }
 
 ir::GraphFunction Simplify(const ir::GraphFunction& fn) {
@@ -247,7 +268,8 @@ void RegisterSimplifyExpr(PassRegistry& registry) {
   registry.Register(PassDef{
       .name = "SimplifyExpr",
       .doc = "Fold batch_norm into convolutions or multiply+add, cancel and compose transposes, "
-             "collapse reshape chains, remove identity arithmetic.",
+             "collapse reshape chains, remove identity arithmetic, turn pow by 2, 0.5 or 1 into "
+             "multiply, sqrt or nothing.",
       .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
         return std::make_shared<FunctionPass>(
             PassInfo{"SimplifyExpr", {"InferType"}, false}, std::move(args),

@@ -311,6 +311,40 @@ graph @main(%x: f32[3], %p: f32[3]) -> (f32[2,3], f32[3], f32[3], f32[3], f32[3]
 })");
 }
 
+TEST(SimplifyExpr, TurnsConstantPowersIntoMultiplySqrtOrNothing) {
+  ExpectRewrite(kPipeline, R"(
+graph @main(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3]) {
+  %two = constant f32[] [2.0]
+  %half = constant f32[1] [0.5]
+  %one = constant f32[1,1] [1.0]
+  %a = pow(%x, %two)
+  %b = pow(%x, %half)
+  %c = pow(%x, %one)
+  %t = tuple(%a, %b, %c)
+  return %t
+})",
+                R"(
+graph @main(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3]) {
+  %a = multiply(%x, %x)
+  %b = sqrt(%x)
+  %t = tuple(%a, %b, %x)
+  return %t
+})");
+}
+
+TEST(SimplifyExpr, KeepsPowersThatAreNotSimpleOrBroadcast) {
+  ExpectUnchanged(kPipeline, R"(
+graph @main(%x: f32[3], %p: f32[3]) -> (f32[3], f32[2,3], f32[3]) {
+  %three = constant f32[] [3.0]
+  %a = pow(%x, %three)
+  %twos = constant f32[2,3] [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+  %b = pow(%x, %twos)
+  %c = pow(%x, %p)
+  %t = tuple(%a, %b, %c)
+  return %t
+})");
+}
+
 TEST(SimplifyExpr, RequiresInferType) {
   EXPECT_THROW(rewrite_testing::Run("SimplifyExpr", rewrite_testing::Model("resnet_basic_block")),
                ir::Error);

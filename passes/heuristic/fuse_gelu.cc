@@ -1,0 +1,114 @@
+// FuseGelu: recognizes the exact GELU written out as elementary ops,
+//     0.5 * x * (1 + erf(x / sqrt(2)))
+// in any grouping and operand order of the three factors (0.5, x and 1 + erf(...)), with
+// x / sqrt(2) also written x * (1 / sqrt(2)), and replaces it with one `gelu` call
+// (approximate="none"). A gelu is one elementwise op that oneDNN takes as a post-op of the
+// matmul before it and that our code generator computes with its vectorized erf.
+//
+// It fires only when the erf, the 1 + erf and the inner products are read by nothing outside
+// the pattern and every value has x's type (no broadcasting hidden in the pattern); constants
+// must equal 0.5, 1 and sqrt(2) (or 1/sqrt(2)) to within 1e-6 relative.
+#include <cmath>
+#include <optional>
+
+#include "ir/op_registry.h"
+#include "passes/graph_utils.h"
+#include "passes/heuristic/rewrite_helpers.h"
+#include "passes/pass_registry.h"
+
+namespace tandem::passes {
+
+namespace {
+
+struct Matcher {
+  const ir::GraphFunction& fn;
+  const std::vector<int>& uses;
+
+  bool IsCall(ir::ValueId id, const std::string& op) const {
+    const ir::Node& node = fn.node(id);
+    return node.kind == ir::NodeKind::kCall && node.op == op && node.inputs.size() >= 1;
+  }
+  bool UsedOnce(ir::ValueId id) const { return uses[static_cast<size_t>(id)] == 1; }
+  bool IsConstant(ir::ValueId id, double expected) const {
+    const ir::Tensor* value = ConstantValue(fn, id);
+    if (value == nullptr || value->num_elements() != 1) return false;
+    return std::abs(value->GetDouble(0) - expected) <= 1e-6 * std::abs(expected);
+  }
+
+  // Flattens a product of single-use multiplies of type `type` rooted at `id` into its factors.
+  void Factors(ir::ValueId id, const ir::Type& type, bool root,
+               std::vector<ir::ValueId>& factors) const {
+    if (IsCall(id, "multiply") && (root || UsedOnce(id)) && fn.type_of(id) == type) {
+      for (ir::ValueId operand : fn.node(id).inputs) Factors(operand, type, false, factors);
+      return;
+    }
+    factors.push_back(id);
+  }
+
+  // x when `id` is 1 + erf(x / sqrt(2)) (or erf(x * 1/sqrt(2)) + 1), else nullopt.
+  std::optional<ir::ValueId> ErfTerm(ir::ValueId id) const {
+    if (!IsCall(id, "add") || !UsedOnce(id)) return std::nullopt;
+    const ir::Node& add = fn.node(id);
+    ir::ValueId erf = IsConstant(add.inputs[0], 1.0) ? add.inputs[1] : add.inputs[0];
+    ir::ValueId one = erf == add.inputs[0] ? add.inputs[1] : add.inputs[0];
+    if (!IsConstant(one, 1.0) || !IsCall(erf, "erf") || !UsedOnce(erf)) return std::nullopt;
+    ir::ValueId scaled = fn.node(erf).inputs[0];
+    if (!UsedOnce(scaled)) return std::nullopt;
+    const ir::Node& scale = fn.node(scaled);
+    if (IsCall(scaled, "divide") && IsConstant(scale.inputs[1], std::sqrt(2.0))) {
+      return scale.inputs[0];
+    }
+    if (IsCall(scaled, "multiply")) {
+      for (size_t k = 0; k < 2; ++k) {
+        if (IsConstant(scale.inputs[k], 1.0 / std::sqrt(2.0))) return scale.inputs[1 - k];
+      }
+    }
+    return std::nullopt;
+  }
+};
+
+ir::GraphFunction FuseGelu(const ir::GraphFunction& fn) {
+  std::vector<int> uses = UseCounts(fn);
+  Matcher matcher{fn, uses};
+  return RewriteNodes(fn,
+                      [&](ir::ValueId id, ir::GraphFunction& out,
+                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
+                        const ir::Node& node = fn.node(id);
+                        if (!matcher.IsCall(id, "multiply") || !node.type.is_tensor()) return -1;
+                        if (!ir::IsFloat(node.type.tensor().dtype)) return -1;
+                        std::vector<ir::ValueId> factors;
+                        matcher.Factors(id, node.type, /*root=*/true, factors);
+                        if (factors.size() != 3) return -1;
+                        for (size_t half = 0; half < 3; ++half) {
+                          if (!matcher.IsConstant(factors[half], 0.5)) continue;
+                          for (size_t term = 0; term < 3; ++term) {
+                            if (term == half) continue;
+                            std::optional<ir::ValueId> x = matcher.ErfTerm(factors[term]);
+                            ir::ValueId other = factors[3 - half - term];
+                            if (!x || *x != other || fn.type_of(other) != node.type) continue;
+                            return AppendCall(out, "gelu", {map[static_cast<size_t>(other)]},
+                                              ir::Attrs{{"approximate", std::string("none")}},
+                                              node.name, node.annotations);
+                          }
+                        }
+                        return -1;
+                      });
+}
+
+}  // namespace
+
+void RegisterFuseGelu(PassRegistry& registry) {
+  registry.Register(PassDef{
+      .name = "FuseGelu",
+      .doc = "Replace 0.5 * x * (1 + erf(x / sqrt(2))) written as elementary ops with one gelu "
+             "call.",
+      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+        return std::make_shared<FunctionPass>(
+            PassInfo{"FuseGelu", {"InferType"}, false}, std::move(args),
+            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
+              return MapGraphFunctions(module, FuseGelu);
+            });
+      }});
+}
+
+}  // namespace tandem::passes
