@@ -16,9 +16,11 @@ namespace tandem::kernels {
 
 namespace {
 
-// Vector registers a register tile may hold as accumulators (of the 32 on AVX-512: the rest
-// hold the operands).
-constexpr int64_t kAccumulatorRegisters = 16;
+// Vector registers a register tile may hold as accumulators; the rest hold the operands (at
+// least 4: a few vector operands and a broadcast). 16 of AVX-512's 32, 12 of AVX2's 16.
+int64_t AccumulatorRegisters(int vector_registers) {
+  return std::clamp<int64_t>(vector_registers - 4, 4, 16);
+}
 // Widest vector tile (lanes) of a register tile.
 constexpr int64_t kMaxVectorTile = 64;
 // Largest stride (elements) of a vector load the code generator loads as a span and shuffles
@@ -30,7 +32,6 @@ constexpr int64_t kMaxInlineReuse = 16;
 // Matrix operands with rows of at least this many elements (a multiple of 4 KiB) are packed
 // into panels (see PackVectorOperands).
 constexpr int64_t kPackMinRow = 1024;
-
 
 const ir::Block& BlockOf(const Schedule& s, const std::string& name) {
   return ir::As<ir::BlockRealizeNode>(GetBlockPath(s.function(), name).target)->block;
@@ -166,7 +167,7 @@ class AccessModel {
 // nullopt when the innermost spatial iterator cannot be vectorized with loads (a load would
 // be a gather) or the output is not contiguous along it.
 std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
-                                             int64_t min_tiles) {
+                                             int64_t max_accumulators, int64_t min_tiles) {
   AccessModel model(block);
   if (!model.valid()) return std::nullopt;
   std::vector<int> spatial;
@@ -223,7 +224,7 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   for (int axis : spatial) {
     if (axis == plan.vector_axis) continue;
     int64_t n = block->iter_vars[static_cast<size_t>(axis)].extent;
-    for (int64_t t = 2; t <= std::min<int64_t>(n, kAccumulatorRegisters); ++t) {
+    for (int64_t t = 2; t <= std::min<int64_t>(n, max_accumulators); ++t) {
       if (n % t != 0) continue;
       bool vector_moves = false, broadcast_moves = false;
       for (size_t l = 0; l < model.loads().size(); ++l) {
@@ -240,7 +241,7 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
     int64_t vector_tile = vt.lanes, registers = vt.registers;
     int64_t tb = b ? b->tile : 1, tv = v ? v->tile : 1;
     int64_t accumulators = registers * tb * tv;
-    if (accumulators > kAccumulatorRegisters) return;
+    if (accumulators > max_accumulators) return;
     if (SpatialWork(block) / (vector_tile * tb * tv) < min_tiles) return;
     double loads = broadcast_count * static_cast<double>(tb) +
                    vector_cost * static_cast<double>(registers * tv);
@@ -351,7 +352,8 @@ class DefaultScheduler {
     const ir::Block block = BlockOf(s_, name);
     bool parallel = SpatialWork(block) >= options_.parallel_min_work && threads_ > 1;
     std::optional<RegisterTile> plan =
-        PlanRegisterTile(block, options_.vector_lanes, parallel ? threads_ : 1);
+        PlanRegisterTile(block, options_.vector_lanes,
+                         AccumulatorRegisters(options_.vector_registers), parallel ? threads_ : 1);
     if (!plan) return false;
     bool ok = TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);

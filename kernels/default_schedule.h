@@ -34,7 +34,8 @@
 namespace tandem::kernels {
 
 struct DefaultScheduleOptions {
-  int vector_lanes = 16;              // f32 lanes of the widest vector (16 on AVX-512)
+  int vector_lanes = 16;              // f32 lanes of the widest vector (16 on AVX-512, 8 on AVX2)
+  int vector_registers = 32;          // vector registers of the ISA (32 on AVX-512, 16 on AVX2)
   int64_t parallel_min_work = 16384;  // elements below which a kernel runs on one thread
   int num_threads = 0;                // 0: hardware concurrency
 };

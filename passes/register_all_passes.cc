@@ -14,6 +14,7 @@ void RegisterFuseLayerNorm(PassRegistry& registry);
 void RegisterFuseGelu(PassRegistry& registry);
 void RegisterCombineParallelConv2D(PassRegistry& registry);
 void RegisterCombineParallelMatmul(PassRegistry& registry);
+void RegisterDenseToMatmul(PassRegistry& registry);
 void RegisterAnnotateBackend(PassRegistry& registry);
 void RegisterConvertLayout(PassRegistry& registry);
 void RegisterTuneLayout(PassRegistry& registry);
@@ -36,6 +37,7 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterFuseGelu(registry);
   RegisterCombineParallelConv2D(registry);
   RegisterCombineParallelMatmul(registry);
+  RegisterDenseToMatmul(registry);
   RegisterAnnotateBackend(registry);
   RegisterConvertLayout(registry);
   RegisterTuneLayout(registry);

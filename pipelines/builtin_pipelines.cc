@@ -8,7 +8,7 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
   registry.Register({"default_heuristic",
                      "Heuristic graph passes, then lowering to kernels with default schedules.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, FuseOps, "
+                     "CombineParallelMatmul, DenseToMatmul, FuseOps, "
                      "DeadCodeElimination, Legalize",
                      ""});
   registry.Register({"graph_tuning",
@@ -33,41 +33,42 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "(TuneKernels: evolutionary search, XGBoost cost model, gradient task "
                      "scheduler) under the run's trial budget.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, FuseOps, "
+                     "CombineParallelMatmul, DenseToMatmul, FuseOps, "
                      "DeadCodeElimination, TuneKernels",
                      ""});
-  registry.Register(
-      {"all_onednn",
-       "The heuristic graph passes with every subgraph oneDNN takes placed on "
-       "oneDNN (longest pattern match first); the rest is ours with default "
-       "schedules.",
-       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
-       "PlaceOnBackend(backend=\"onednn\"), FuseOps, DeadCodeElimination, Legalize",
-       ""});
-  registry.Register(
-      {"placement_tuning",
-       "Backend placement by measurement (Collage-style: pattern pieces measured "
-       "alone, a dynamic program, then the best of it, all-own and all-backend "
-       "measured end to end), each candidate with its own kernels tuned.",
-       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
-       "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
-       "DeadCodeElimination",
-       ""});
-  registry.Register(
-      {"sequential",
-       "Layout, then backend placement, then kernels, each tuned alone: every "
-       "decision is taken with the later ones at their defaults.",
-       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
-       "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
-       "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
-       "TuneKernels",
-       ""});
+  registry.Register({"all_onednn",
+                     "The heuristic graph passes with every subgraph oneDNN takes placed on "
+                     "oneDNN (longest pattern match first); the rest is ours with default "
+                     "schedules.",
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, DenseToMatmul, "
+                     "PlaceOnBackend(backend=\"onednn\"), FuseOps, DeadCodeElimination, Legalize",
+                     ""});
+  registry.Register({"placement_tuning",
+                     "Backend placement by measurement (Collage-style: pattern pieces measured "
+                     "alone, a dynamic program, then the best of it, all-own and all-backend "
+                     "measured end to end), each candidate with its own kernels tuned.",
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, DenseToMatmul, "
+                     "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
+                     "DeadCodeElimination",
+                     ""});
+  registry.Register({"sequential",
+                     "Layout, then backend placement, then kernels, each tuned alone: every "
+                     "decision is taken with the later ones at their defaults.",
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, DenseToMatmul, "
+                     "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
+                     "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
+                     "TuneKernels",
+                     ""});
   registry.Register(
       {"joint",
        "Layout, backend placement and kernels tuned jointly: every layout is "
        "measured with its own best placement, and every placement with our "
        "kernels tuned; the trial budget is split evenly down the nesting.",
        "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
+       "DenseToMatmul, "
        "TuneLayout(eval=[FoldConstant, InferType, TuneBackendPlacement(eval=[FuseOps, "
        "TuneKernels(skip_tuned=1)])]), DeadCodeElimination",
        ""});

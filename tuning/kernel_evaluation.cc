@@ -1,6 +1,7 @@
 // TuningSession::EvaluateKernels: measuring scheduled programs of one kernel task.
 #include <fmt/format.h>
 
+#include "backends/llvm/codegen.h"
 #include "backends/reference/interpreter.h"
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/kernel_structural.h"
@@ -22,8 +23,7 @@ const TuningSession::Reference& TuningSession::KernelReferenceFor(const TuningTa
   // The default-scheduled kernel, compiled, is the reference: the kernel interpreter would take
   // minutes on the large convolutions, and the default schedules are checked against the
   // reference interpreter by the test suite.
-  kernels::DefaultScheduleOptions defaults;
-  defaults.num_threads = target_.num_threads;
+  kernels::DefaultScheduleOptions defaults = backends::DefaultScheduleOptionsFor(target_);
   ir::IRModule module =
       SingleKernelModule(kernels::ApplyDefaultSchedule(task.kernel, defaults).function());
   Reference reference;

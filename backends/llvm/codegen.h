@@ -62,7 +62,9 @@
 #include <vector>
 
 #include "ir/kernel/stmt.h"
+#include "ir/target.h"
 #include "ir/tensor.h"
+#include "kernels/default_schedule.h"
 
 namespace tandem::backends {
 
@@ -135,5 +137,19 @@ void EmitObjectFile(const std::vector<ir::KernelFunction>& kernels, const std::s
 
 // The CPU name and feature string that `options` resolve to (e.g. for the tuning database).
 std::string DescribeTarget(const CodegenOptions& options = {});
+
+// The vector unit of a CPU (`cpu` and `features` as in CodegenOptions): f32 lanes of its widest
+// vector and its number of vector registers. AVX-512F: 16 lanes and 32 registers; AVX/AVX2: 8
+// and 16; otherwise 4 and 16. Error on an unknown CPU or feature.
+struct VectorUnit {
+  int f32_lanes = 16;
+  int registers = 32;
+};
+VectorUnit TargetVectorUnit(const std::string& cpu = "host", const std::string& features = "");
+
+// The default-schedule options for kernels that will run on `target`: its vector unit (lanes
+// from target.vector_bits when set) and thread count. Register tiles planned for AVX-512 spill
+// on AVX2's 16 registers, so every place that applies default schedules asks this.
+kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& target);
 
 }  // namespace tandem::backends

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include "backends/runtime/thread_pool.h"
@@ -235,6 +236,36 @@ void* JitEngine::Lookup(const std::string& name) {
     throw Error(fmt::format("JIT lookup of '{}' failed: {}", name, ToString(address.takeError())));
   }
   return address->toPtr<void*>();
+}
+
+VectorUnit TargetVectorUnit(const std::string& cpu, const std::string& features) {
+  static std::mutex mutex;
+  static std::map<std::string, VectorUnit> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(cpu + "|" + features);
+  if (it != cache.end()) return it->second;
+  CodegenOptions options;
+  options.cpu = cpu;
+  options.features = features;
+  TargetSpec spec = ResolveTarget(options);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      LookupTarget(spec.triple)->createMCSubtargetInfo(spec.triple, spec.cpu, spec.features));
+  VectorUnit unit{4, 16};
+  if (info && info->checkFeatures("+avx512f")) {
+    unit = {16, 32};
+  } else if (info && info->checkFeatures("+avx")) {
+    unit = {8, 16};
+  }
+  return cache.emplace(cpu + "|" + features, unit).first->second;
+}
+
+kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& target) {
+  kernels::DefaultScheduleOptions options;
+  VectorUnit unit = TargetVectorUnit(target.cpu, target.features);
+  options.vector_lanes = target.vector_bits > 0 ? target.vector_bits / 32 : unit.f32_lanes;
+  options.vector_registers = unit.registers;
+  options.num_threads = target.num_threads;
+  return options;
 }
 
 }  // namespace tandem::backends

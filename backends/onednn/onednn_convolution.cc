@@ -27,7 +27,7 @@ memory::dims Dims(const std::vector<int64_t>& values, size_t begin, size_t count
 // im2col + GEMM ("gemm") and the reference loops ("ref").
 bool IsFastImplementation(const std::string& implementation) {
   return implementation.find("gemm") == std::string::npos &&
-         implementation.find("ref") == std::string::npos;
+         !IsReferenceImplementation(implementation);
 }
 
 // Picks the primitive descriptor: the graph's activation layouts when oneDNN has a fast kernel

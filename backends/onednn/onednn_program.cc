@@ -2,6 +2,10 @@
 
 namespace tandem::backends {
 
+bool IsReferenceImplementation(const std::string& implementation) {
+  return implementation.rfind("ref", 0) == 0 || implementation.find("simple") != std::string::npos;
+}
+
 void OnednnProgram::Add(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args,
                         std::string implementation) {
   steps_.push_back(Step{std::move(primitive), std::move(args), std::move(implementation)});

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/tensor.h"
 
 namespace tandem::backends {
@@ -22,6 +23,11 @@ struct OnednnContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
 };
+
+// Whether `implementation` (a primitive descriptor's impl_info_str) is one of oneDNN's reference
+// or "simple" implementations: plain C++ loops, many times slower than its JIT kernels and than
+// our generated code.
+bool IsReferenceImplementation(const std::string& implementation);
 
 class OnednnProgram {
  public:
@@ -33,14 +39,21 @@ class OnednnProgram {
            std::string implementation);
   // The same for a primitive made with UserScratchpad(): its scratchpad is allocated here, so
   // the program may run on any thread (oneDNN's own scratchpad is per thread of creation).
+  // Throws ir::Error when oneDNN has only a reference implementation for it: a subgraph oneDNN
+  // would run that slowly is not one the backend takes.
   template <typename PrimitiveDescriptor>
   void Add(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args,
            const PrimitiveDescriptor& descriptor, const std::string& kind) {
+    std::string implementation = descriptor.impl_info_str();
+    if (IsReferenceImplementation(implementation)) {
+      throw ir::Error("oneDNN has only its reference implementation (" + implementation +
+                      ") for this " + kind);
+    }
     if (descriptor.scratchpad_desc().get_size() > 0) {
       args[DNNL_ARG_SCRATCHPAD] =
           dnnl::memory(descriptor.scratchpad_desc(), descriptor.get_engine());
     }
-    Add(std::move(primitive), std::move(args), kind + ":" + descriptor.impl_info_str());
+    Add(std::move(primitive), std::move(args), kind + ":" + implementation);
   }
   // Executes every step in order and waits for the stream.
   void Run(dnnl::stream& stream) const;

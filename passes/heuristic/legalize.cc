@@ -3,6 +3,7 @@
 // a tuning session, a kernel whose workload has records in its database gets the best recorded
 // schedule instead of the default one.
 #include "kernels/legalize.h"
+#include "backends/llvm/codegen.h"
 #include "passes/pass_registry.h"
 #include "tuning/apply_history_best.h"
 
@@ -20,10 +21,10 @@ void RegisterLegalize(PassRegistry& registry) {
             [](const ir::IRModule& module, PassContext& context, const PassArguments& a) {
               kernels::LegalizeOptions options;
               for (const auto& [k, v] : a) {
-                if (k == "default_schedule") options.apply_default_schedule = std::get<int64_t>(v) != 0;
+                if (k == "default_schedule")
+                  options.apply_default_schedule = std::get<int64_t>(v) != 0;
               }
-              options.schedule.num_threads = context.target.num_threads;
-              if (context.target.vector_bits > 0) options.schedule.vector_lanes = context.target.vector_bits / 32;
+              options.schedule = backends::DefaultScheduleOptionsFor(context.target);
               if (context.tuning) {
                 // Apply-history-best: kernels with records in the run's database get their best
                 // measured schedule.

@@ -14,6 +14,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "backends/llvm/codegen.h"
 #include "ir/error.h"
 #include "kernels/legalize.h"
 #include "passes/pass_registry.h"
@@ -125,10 +126,7 @@ class TuneKernels : public TuningPass {
   }
 
   static kernels::DefaultScheduleOptions ScheduleOptions(const PassContext& context) {
-    kernels::DefaultScheduleOptions options;
-    options.num_threads = context.target.num_threads;
-    if (context.target.vector_bits > 0) options.vector_lanes = context.target.vector_bits / 32;
-    return options;
+    return backends::DefaultScheduleOptionsFor(context.target);
   }
 
   static ir::IRModule Lower(const ir::IRModule& module, std::map<std::string, ir::Trace> traces,
