@@ -699,7 +699,25 @@ class DefaultScheduler {
     done_.insert(name);
   }
 
+  // A spatial block with a short innermost loop. When every load moves with the store along
+  // the innermost iterator (elementwise, broadcast), all loops fused, split by the vector width
+  // and vectorized. A load that moves with another stride (a transpose such as an NCHW -> NHWC
+  // layout_transform) would make each vector a gather with per-lane index arithmetic, many
+  // times slower than scalar code: then the outer loops are fused and parallel and the short
+  // innermost loop is unrolled.
   void ScheduleSpatialFused(const std::string& name) {
+    const ir::Block block = BlockOf(s_, name);
+    AccessModel model(block);
+    if (model.valid() && !block->iter_vars.empty()) {
+      int innermost = static_cast<int>(block->iter_vars.size()) - 1;
+      std::optional<int64_t> store_stride = model.Stride(model.store(), innermost);
+      bool transposes = false;
+      for (const ir::Expr& load : model.loads()) {
+        std::optional<int64_t> stride = model.Stride(load, innermost);
+        transposes |= !stride || (*stride != 0 && stride != store_stride);
+      }
+      if (transposes && ScheduleTranspose(name)) return;
+    }
     TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);
       std::vector<LoopRV> loops = s_.GetLoops(b);
@@ -714,6 +732,22 @@ class DefaultScheduler {
         s_.Vectorize(parts[1]);
       }
       if (extent >= options_.parallel_min_work && threads_ > 1) s_.Parallel(outer);
+    });
+  }
+
+  // Outer loops fused and parallel (when large enough), the short innermost loop unrolled.
+  bool ScheduleTranspose(const std::string& name) {
+    return TrySteps(s_, [&] {
+      BlockRV b = s_.GetBlock(name);
+      std::vector<LoopRV> loops = s_.GetLoops(b);
+      if (loops.size() < 2) throw ir::Error("no outer loop");
+      std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
+      LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+      if (SpatialWork(BlockOf(s_, name)) >= options_.parallel_min_work && threads_ > 1 &&
+          s_.LoopExtent(fused) >= threads_) {
+        s_.Parallel(fused);
+      }
+      s_.Unroll(loops.back());
     });
   }
 

@@ -9,7 +9,10 @@
 // its start and once at its end. Weight transforms of constant weights fold away with
 // FoldConstant. Every other op gets its operands back in their original layout, as does the
 // function's result. Convolutions whose channels the block factor does not divide, grouped
-// convolutions in blocked layouts, and convolutions not in NCHW/OIHW are left alone.
+// convolutions in blocked layouts, and convolutions not in NCHW/OIHW are left alone. In NHWC,
+// pooling ops (max_pool2d, avg_pool2d, global_avg_pool2d: they take NHWC through their layout
+// attribute) of a converted value stay in NHWC too, so a network's pools and its head need no
+// transform of a large activation.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,17 +29,21 @@ namespace tandem::passes {
 
 namespace {
 
-const std::set<std::string> kUnary = {"relu", "sigmoid", "tanh", "exp", "sqrt", "erf", "gelu", "clip", "cast"};
+const std::set<std::string> kUnary = {"relu", "sigmoid", "tanh", "exp", "sqrt",
+                                      "erf",  "gelu",    "clip", "cast"};
 const std::set<std::string> kBinary = {"add", "subtract", "multiply", "divide", "pow"};
+const std::set<std::string> kPooling = {"max_pool2d", "avg_pool2d", "global_avg_pool2d"};
 
 class LayoutConverter {
  public:
-  LayoutConverter(const ir::GraphFunction& fn, std::string layout) : fn_(fn), layout_(std::move(layout)) {
+  LayoutConverter(const ir::GraphFunction& fn, std::string layout)
+      : fn_(fn), layout_(std::move(layout)) {
     ir::Layout target(layout_);
     std::string primal = target.primal_axes();
     std::sort(primal.begin(), primal.end());
     if (primal != "CHNW") {
-      throw ir::Error(fmt::format("ConvertLayout: layout '{}' must be NCHW, NHWC or NCHW<x>c", layout_));
+      throw ir::Error(
+          fmt::format("ConvertLayout: layout '{}' must be NCHW, NHWC or NCHW<x>c", layout_));
     }
     block_ = target.SplitFactor('C');
     if (layout_ == "NHWC") {
@@ -46,7 +53,8 @@ class LayoutConverter {
     } else if (block_ > 1 && layout_ == fmt::format("NCHW{}c", block_)) {
       kernel_layout_ = fmt::format("OIHW{}i{}o", block_, block_);
     } else {
-      throw ir::Error(fmt::format("ConvertLayout: layout '{}' must be NCHW, NHWC or NCHW<x>c", layout_));
+      throw ir::Error(
+          fmt::format("ConvertLayout: layout '{}' must be NCHW, NHWC or NCHW<x>c", layout_));
     }
   }
 
@@ -96,7 +104,8 @@ class LayoutConverter {
     if (it != cache_.end()) return it->second;
     ir::ValueId original = current.empty() ? map_[i] : cache_.at({id, ""});
     ir::ValueId result = layout.empty() ? original
-                                        : Transform(original, "NCHW", layout, fn_.node(id).name + "_" + SafeName(layout));
+                                        : Transform(original, "NCHW", layout,
+                                                    fn_.node(id).name + "_" + SafeName(layout));
     cache_[key] = result;
     return result;
   }
@@ -142,11 +151,13 @@ class LayoutConverter {
     const ir::Shape& s = fn_.type_of(id).tensor().shape;
     bool four = s.size() == 4;
     std::string from = four ? "NCHW" : "CHW";
-    std::string to = layout_ == "NHWC" ? (four ? "NHWC" : "HWC") : (four ? layout_ : layout_.substr(1));
+    std::string to =
+        layout_ == "NHWC" ? (four ? "NHWC" : "HWC") : (four ? layout_ : layout_.substr(1));
     auto key = std::make_pair(id, "bias:" + to);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    ir::ValueId result = Transform(map_[static_cast<size_t>(id)], from, to, fn_.node(id).name + "_" + SafeName(to));
+    ir::ValueId result =
+        Transform(map_[static_cast<size_t>(id)], from, to, fn_.node(id).name + "_" + SafeName(to));
     cache_[key] = result;
     return result;
   }
@@ -164,7 +175,8 @@ class LayoutConverter {
 
   bool ConvertibleConv(const ir::Node& n) const {
     if (n.op != "conv2d") return false;
-    if (n.attrs.GetString("data_layout") != "NCHW" || n.attrs.GetString("kernel_layout") != "OIHW") return false;
+    if (n.attrs.GetString("data_layout") != "NCHW" || n.attrs.GetString("kernel_layout") != "OIHW")
+      return false;
     const ir::Shape& data = fn_.type_of(n.inputs[0]).tensor().shape;
     const ir::Shape& out = n.type.tensor().shape;
     if (block_ > 1) {
@@ -189,7 +201,16 @@ class LayoutConverter {
         Define(id, Emit(std::move(n)), layout_);
         return;
       }
-      bool converted_input = !node.inputs.empty() && !layout_of_[static_cast<size_t>(node.inputs[0])].empty();
+      bool converted_input =
+          !node.inputs.empty() && !layout_of_[static_cast<size_t>(node.inputs[0])].empty();
+      if (kPooling.count(node.op) && converted_input && layout_ == "NHWC" &&
+          node.attrs.GetString("layout") == "NCHW") {
+        ir::Node n = node;
+        n.inputs = {map_[static_cast<size_t>(node.inputs[0])]};
+        n.attrs.Set("layout", layout_);
+        Define(id, Emit(std::move(n)), layout_);
+        return;
+      }
       if (kUnary.count(node.op) && converted_input) {
         ir::Node n = node;
         n.inputs = {map_[static_cast<size_t>(node.inputs[0])]};

@@ -27,11 +27,15 @@ std::vector<Case> Cases() {
       {"dense", {F32({4, 40}), F32({32, 40})}, {}},
       {"batch_matmul", {F32({2, 8, 12}), F32({2, 12, 16})}, {}},
       {"conv2d", {F32({1, 8, 10, 10}), F32({16, 8, 3, 3})}, ir::Attrs{{"padding", pad1}}},
-      {"conv2d", {F32({1, 8, 9, 9}), F32({8, 1, 3, 3})},
-       ir::Attrs{{"padding", pad1}, {"groups", int64_t{8}}, {"strides", std::vector<int64_t>{2, 2}}}},
+      {"conv2d",
+       {F32({1, 8, 9, 9}), F32({8, 1, 3, 3})},
+       ir::Attrs{
+           {"padding", pad1}, {"groups", int64_t{8}}, {"strides", std::vector<int64_t>{2, 2}}}},
       {"conv1d", {F32({1, 4, 20}), F32({8, 4, 3})}, {}},
-      {"max_pool2d", {F32({1, 4, 9, 9})},
-       ir::Attrs{{"pool_size", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+      {"max_pool2d",
+       {F32({1, 4, 9, 9})},
+       ir::Attrs{{"pool_size", std::vector<int64_t>{3, 3}},
+                 {"strides", std::vector<int64_t>{2, 2}},
                  {"padding", pad1}}},
       {"global_avg_pool2d", {F32({1, 16, 7, 7})}, {}},
       {"softmax", {F32({4, 64})}, {}},
@@ -40,6 +44,9 @@ std::vector<Case> Cases() {
       {"gelu", {F32({64, 48})}, {}},
       {"transpose", {F32({4, 8, 16})}, ir::Attrs{{"axes", std::vector<int64_t>{0, 2, 1}}}},
       {"sum", {F32({8, 16, 4})}, ir::Attrs{{"axes", std::vector<int64_t>{1}}}},
+      {"layout_transform",
+       {F32({1, 3, 16, 16})},
+       ir::Attrs{{"src_layout", std::string("NCHW")}, {"dst_layout", std::string("NHWC")}}},
   };
 }
 
@@ -57,14 +64,33 @@ TEST(DefaultSchedule, KeepsResultsOfEveryCase) {
 
 TEST(DefaultSchedule, VectorizesAndParallelizesMatmul) {
   ir::KernelFunction kernel = testing::Matmul(64, 64, 64);
-  Schedule s = ApplyDefaultSchedule(kernel, DefaultScheduleOptions{.parallel_min_work = 64,
-                                                                   .num_threads = 2});
+  Schedule s = ApplyDefaultSchedule(
+      kernel, DefaultScheduleOptions{.parallel_min_work = 64, .num_threads = 2});
   std::set<ir::ForKind> kinds;
   ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
     if (const auto* loop = ir::As<ir::ForNode>(st)) kinds.insert(loop->for_kind);
   });
   EXPECT_TRUE(kinds.count(ir::ForKind::kVectorized)) << s.trace().ToText();
   EXPECT_TRUE(kinds.count(ir::ForKind::kParallel)) << s.trace().ToText();
+}
+
+// A transpose whose innermost output axis is short (NCHW -> NHWC of 3 channels) is not
+// vectorized across the fused loops (each vector would be a gather with per-lane index
+// arithmetic): its outer loops run in parallel and the channel loop is unrolled.
+TEST(DefaultSchedule, ShortInnermostTransposeIsUnrolledNotGathered) {
+  ir::KernelFunction kernel =
+      LowerOp("layout_transform", {F32({1, 3, 32, 32})},
+              ir::Attrs{{"src_layout", std::string("NCHW")}, {"dst_layout", std::string("NHWC")}});
+  Schedule s = ApplyDefaultSchedule(
+      kernel, DefaultScheduleOptions{.parallel_min_work = 64, .num_threads = 2});
+  std::multiset<ir::ForKind> kinds;
+  ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+    if (const auto* loop = ir::As<ir::ForNode>(st)) kinds.insert(loop->for_kind);
+  });
+  EXPECT_EQ(kinds.count(ir::ForKind::kVectorized), 0u) << s.trace().ToText();
+  EXPECT_EQ(kinds.count(ir::ForKind::kParallel), 1u) << s.trace().ToText();
+  EXPECT_EQ(kinds.count(ir::ForKind::kUnrolled), 1u) << s.trace().ToText();
+  EXPECT_LT(CompareKernels(kernel, s.function()), 1e-6);
 }
 
 TEST(Legalize, KeepsGraphResultsAndSharesKernels) {
@@ -115,7 +141,8 @@ TEST(Legalize, LowersFusionGroupsIntoOneKernel) {
   ir::ValueId x = b.Input("x", testing::F32({1, 4, 6, 6}));
   ir::ValueId w = b.Constant(ir::Tensor::Random(testing::F32({8, 4, 3, 3}), 1), "w");
   ir::ValueId bias = b.Constant(ir::Tensor::Random(testing::F32({8, 1, 1}), 2), "bias");
-  ir::ValueId c = b.Call("conv2d", {x, w}, ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::ValueId c =
+      b.Call("conv2d", {x, w}, ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
   ir::ValueId a = b.Call("add", {c, bias});
   ir::ValueId r = b.Call("relu", {a});
   ir::ValueId s = b.Call("sigmoid", {r});
