@@ -247,10 +247,9 @@ dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
         }
       }
     } else if (other_type.shape.size() <= result.shape.size() &&
-               (other_type.layout.empty() ||
-                (other_type.shape.size() < result.shape.size() &&
-                 result.layout.size() > other_type.layout.size() &&
-                 result.layout.ends_with(other_type.layout)))) {
+               (other_type.layout.empty() || (other_type.shape.size() < result.shape.size() &&
+                                              result.layout.size() > other_type.layout.size() &&
+                                              result.layout.ends_with(other_type.layout)))) {
       // Broadcast over the result's physical shape: padded with leading 1s, and described in
       // the result's layout when that is a permutation (a [1,1,C] bias of an NHWC result, also
       // when tagged HWC).
@@ -264,6 +263,20 @@ dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
         physical.layout = result.layout;
         if (std::optional<memory::desc> desc = LayoutDesc(physical, canonical)) {
           operand = Bind(other, *desc);
+        }
+      } else if (IsConstant(other)) {
+        // A constant channel bias in a blocked layout (a [C/8,1,1,8] CHW8c bias of an NCHW8c
+        // result): unblocked at build time into a plain [1,C,1,1] operand.
+        std::string primal = ir::Layout(other_type.layout).primal_axes();
+        ir::Tensor plain = subgraph_.node(other).value;
+        if (primal != other_type.layout) {
+          plain = ir::TransformLayout(plain, ir::Layout(other_type.layout), ir::Layout(primal));
+        }
+        ir::Shape logical(canonical.size() - std::min(canonical.size(), plain.shape().size()), 1);
+        logical.insert(logical.end(), plain.shape().begin(), plain.shape().end());
+        if (logical.size() == canonical.size()) {
+          plain = plain.Reshaped(logical);
+          operand = Own(plain, PlainDesc(logical));
         }
       }
     }

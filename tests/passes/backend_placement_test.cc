@@ -180,6 +180,25 @@ TEST(OnednnBackend, LowerRankBiasAndClipFuseInEveryLayout) {
       EXPECT_NE(node.op, "clip") << ir::PrintModule(placed);
     }
   }
+  // Blocked layouts (grouped convolutions stay NCHW there, so ungrouped ones): the bias is a
+  // blocked [C/8,1,1,8] constant, unblocked for oneDNN at build time.
+  GraphBuilder b("main");
+  ValueId x = b.Input("x", TensorType{{1, 16, 9, 9}});
+  ValueId y = b.Call("conv2d", {x, Weight(b, {16, 16, 3, 3}, 7)},
+                     Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  y = b.Call("add", {y, Weight(b, {16, 1, 1}, 8)});
+  y = b.Call("relu", {y});
+  y = b.Call("conv2d", {y, Weight(b, {24, 16, 1, 1}, 9)});
+  y = b.Call("add", {y, Weight(b, {24, 1, 1}, 10)});
+  ir::IRModule module = ModuleOf(b.Finish(y));
+  std::string pipeline =
+      "InferType, ConvertLayout(layout=\"NCHW8c\"), FoldConstant, InferType, PlaceOnBackend";
+  ExpectPlacedAndCorrect(module, 2, pipeline);
+  ir::IRModule placed = testing::RunText(pipeline, module);
+  for (const ir::Node& node : placed.Get("main").nodes) {
+    EXPECT_NE(node.op, "add") << ir::PrintModule(placed);
+    EXPECT_NE(node.op, "relu") << ir::PrintModule(placed);
+  }
 }
 
 TEST(OnednnBackend, ResidualAddWithAnActivationOperand) {
