@@ -282,6 +282,8 @@ class DefaultScheduler {
  public:
   DefaultScheduler(const ir::KernelFunction& kernel, const DefaultScheduleOptions& options)
       : s_(kernel), options_(options) {
+    if (options_.vector_lanes <= 0) options_.vector_lanes = 16;
+    if (options_.vector_registers <= 0) options_.vector_registers = 32;
     threads_ = options.num_threads > 0
                    ? options.num_threads
                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

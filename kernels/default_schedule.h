@@ -34,8 +34,11 @@
 namespace tandem::kernels {
 
 struct DefaultScheduleOptions {
-  int vector_lanes = 16;              // f32 lanes of the widest vector (16 on AVX-512, 8 on AVX2)
-  int vector_registers = 32;          // vector registers of the ISA (32 on AVX-512, 16 on AVX2)
+  // f32 lanes of the widest vector (16 on AVX-512, 8 on AVX2) and vector registers of the ISA
+  // (32 on AVX-512, 16 on AVX2); 0: not given (backends::Build resolves them from its code
+  // generation target, ApplyDefaultSchedule takes AVX-512's).
+  int vector_lanes = 0;
+  int vector_registers = 0;
   int64_t parallel_min_work = 16384;  // elements below which a kernel runs on one thread
   int num_threads = 0;                // 0: hardware concurrency
 };

@@ -98,7 +98,14 @@ CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions opti
 }
 
 std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
-  ir::IRModule module = kernels::Legalize(input_module, options.legalize);
+  kernels::LegalizeOptions legalize = options.legalize;
+  if (legalize.schedule.vector_lanes <= 0 || legalize.schedule.vector_registers <= 0) {
+    VectorUnit unit = TargetVectorUnit(options.codegen.cpu, options.codegen.features);
+    if (legalize.schedule.vector_lanes <= 0) legalize.schedule.vector_lanes = unit.f32_lanes;
+    if (legalize.schedule.vector_registers <= 0)
+      legalize.schedule.vector_registers = unit.registers;
+  }
+  ir::IRModule module = kernels::Legalize(input_module, legalize);
   ir::Verify(module);
   const ir::GraphFunction& fn = module.Get(options.function);
 
