@@ -44,6 +44,29 @@ Candidate ExpandWith(Candidate candidate, const PassPtr& eval, PassContext& cont
   return candidate;
 }
 
+// The screening form of one eval pass on a candidate (recursing into sequences): a tuning pass
+// gives its Screen candidates, a heuristic pass its one fixed step.
+std::vector<Candidate> ScreenWith(const Candidate& candidate, const PassPtr& eval,
+                                  PassContext& context) {
+  if (candidate.failed()) return {candidate};
+  if (const auto* tuning = dynamic_cast<const TuningPass*>(eval.get())) {
+    return tuning->Screen(candidate, context);
+  }
+  if (const auto* sequence = dynamic_cast<const Sequential*>(eval.get())) {
+    std::vector<Candidate> current{candidate};
+    for (const PassPtr& member : sequence->passes()) {
+      std::vector<Candidate> next;
+      for (const Candidate& c : current) {
+        for (Candidate& screened : ScreenWith(c, member, context))
+          next.push_back(std::move(screened));
+      }
+      current = std::move(next);
+    }
+    return current;
+  }
+  return {ExpandWith(candidate, eval, context)};
+}
+
 bool NestsTuning(const std::vector<PassPtr>& passes) {
   for (const PassPtr& pass : passes) {
     if (pass->info().is_tuning || NestsTuning(pass->nested())) return true;
@@ -77,6 +100,9 @@ std::vector<ir::AttrSpec> SearchArguments() {
        "which choices to evaluate: exhaustive or random"},
       {"sample", ir::AttrKind::kInt, int64_t{0}, "random strategy: how many choices (0: all)"},
       {"max_candidates", ir::AttrKind::kInt, int64_t{0}, "evaluate at most this many (0: no cap)"},
+      {"keep", ir::AttrKind::kInt, int64_t{0},
+       "when the eval passes nest tuning passes: screen every choice cheaply first and tune only "
+       "the best `keep` (0: tune every choice)"},
   };
 }
 
@@ -109,6 +135,27 @@ ir::IRModule TuningPass::ApplyDecision(const ir::IRModule& module,
     throw ir::Error(fmt::format("{}: the instruction has no choice as its decision", name()));
   }
   return MakeKnob(module, context).Apply(module, std::get<std::string>(*instruction.decision));
+}
+
+bool TuningPass::EvalNestsTuning() const {
+  return NestsTuning(eval_);
+}
+
+std::vector<Candidate> TuningPass::Screen(const Candidate& candidate, PassContext& context) const {
+  return ScreenWithEvalPasses(candidate, context);
+}
+
+std::vector<Candidate> TuningPass::ScreenWithEvalPasses(const Candidate& candidate,
+                                                        PassContext& context) const {
+  std::vector<Candidate> current{candidate};
+  for (const PassPtr& eval : eval_) {
+    std::vector<Candidate> next;
+    for (const Candidate& c : current) {
+      for (Candidate& screened : ScreenWith(c, eval, context)) next.push_back(std::move(screened));
+    }
+    current = std::move(next);
+  }
+  return current;
 }
 
 Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& context,
@@ -161,7 +208,7 @@ int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
 Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice> choices,
                                   PassContext& context) const {
   int64_t total = static_cast<int64_t>(choices.size());
-  std::vector<Candidate> candidates;
+  std::vector<Candidate> applied;
   for (Choice& choice : choices) {
     Candidate next = candidate;
     next.trace.Append(std::move(choice.instruction));
@@ -172,10 +219,81 @@ Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice
       next.result = tuning::MeasureResult::Failure(
           fmt::format("{} choice {} failed: {}", name(), choice.label, e.what()));
     }
+    applied.push_back(std::move(next));
+  }
+  int64_t keep = IntArgument("keep", 0);
+  if (keep > 0 && total > keep && NestsTuning(eval_)) {
+    return ScreenAndTune(candidate, std::move(applied), candidate.trace.size(), keep, context);
+  }
+  std::vector<Candidate> candidates;
+  for (Candidate& next : applied) {
     candidates.push_back(ExpandWithEvalPasses(
         std::move(next), context,
         {total - static_cast<int64_t>(candidates.size()), /*reserved=*/total}));
   }
+  int64_t best = EvaluateAndSelect(candidates, context);
+  if (best < 0) return candidate;
+  return candidates[static_cast<size_t>(best)];
+}
+
+Candidate TuningPass::ScreenAndTune(const Candidate& candidate, std::vector<Candidate> applied,
+                                    size_t instruction_index, int64_t keep,
+                                    PassContext& context) const {
+  // 1. Every choice in its screening form, measured in one batch.
+  std::vector<Candidate> screened;
+  std::vector<size_t> choice_of;
+  for (size_t c = 0; c < applied.size(); ++c) {
+    for (Candidate& s : ScreenWithEvalPasses(applied[c], context)) {
+      screened.push_back(std::move(s));
+      choice_of.push_back(c);
+    }
+  }
+  EvaluateAndSelect(screened, context);
+  constexpr double kUnmeasured = std::numeric_limits<double>::infinity();
+  std::vector<double> score(applied.size(), kUnmeasured);
+  for (size_t k = 0; k < screened.size(); ++k) {
+    const auto& r = screened[k].result;
+    if (r && r->ok()) score[choice_of[k]] = std::min(score[choice_of[k]], r->median_seconds);
+  }
+  // 2. The `keep` best-scoring choices (measured ones only), best first.
+  std::vector<size_t> order;
+  for (size_t c = 0; c < applied.size(); ++c) {
+    if (score[c] != kUnmeasured) order.push_back(c);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return score[a] < score[b]; });
+  if (static_cast<int64_t>(order.size()) > keep) order.resize(static_cast<size_t>(keep));
+  // Recorded on the choice's instruction in every candidate that carries it.
+  std::vector<std::string> screened_text, kept_text;
+  for (size_t c = 0; c < applied.size(); ++c) {
+    const ir::Instruction& instruction = applied[c].trace.instructions()[instruction_index];
+    std::string label =
+        instruction.decision && std::holds_alternative<std::string>(*instruction.decision)
+            ? std::get<std::string>(*instruction.decision)
+            : fmt::format("choice {}", c);
+    if (label.size() > 40) label = fmt::format("choice {}", c);
+    screened_text.push_back(score[c] == kUnmeasured
+                                ? fmt::format("{}:failed", label)
+                                : fmt::format("{}:{:.1f}us", label, score[c] * 1e6));
+    if (std::find(order.begin(), order.end(), c) != order.end()) kept_text.push_back(label);
+  }
+  auto annotate = [&](Candidate& c) {
+    ir::Instruction& instruction = c.trace.mutable_instructions()[instruction_index];
+    instruction.attrs.Set("screened", fmt::format("{}", fmt::join(screened_text, ",")));
+    instruction.attrs.Set("kept", fmt::format("{}", fmt::join(kept_text, ",")));
+  };
+  for (Candidate& s : screened) annotate(s);
+  // 3. The survivors expanded with the full eval passes under the budget split among them; the
+  // best of everything measured wins (a tie goes to a tuned candidate: they come first).
+  std::vector<Candidate> candidates;
+  int64_t survivors = static_cast<int64_t>(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    Candidate next = applied[order[k]];
+    annotate(next);
+    candidates.push_back(ExpandWithEvalPasses(
+        std::move(next), context, {survivors - static_cast<int64_t>(k), /*reserved=*/survivors}));
+  }
+  for (Candidate& s : screened) candidates.push_back(std::move(s));
   int64_t best = EvaluateAndSelect(candidates, context);
   if (best < 0) return candidate;
   return candidates[static_cast<size_t>(best)];

@@ -21,6 +21,18 @@
 // run fails is a failed value, never an exception; when every candidate fails the pass returns
 // its input unchanged.
 //
+// Screening (successive halving with one round), for a pass with keep=k > 0 whose eval passes
+// nest tuning passes and that has more than k choices: expanding every choice with nested tuning
+// passes splits the budget so thinly that none of them is tuned well. So every choice is first
+// measured in its screening form: the eval passes with each nested tuning pass replaced by its
+// Screen candidates (default: the pass skipped; TuneBackendPlacement: nothing placed and
+// everything each backend takes, because layout and placement interact). A choice scores the
+// best of its screening candidates; only the k best-scoring choices are expanded with the full
+// eval passes, under the budget split among them, and the best of every measured candidate
+// (screening candidates included) wins. T(keep=k, eval=[U]) evaluates |T|·|screen(U)| + k·|U|.
+// The choice's instruction records the screening latencies ("screened") and the survivors
+// ("kept"), so a replay, which re-applies only the decisions, stays exact.
+//
 // ReplayTrace re-applies a trace's decisions to the module tuning started from, without
 // measuring anything, and gives the same module (structurally equal).
 #pragma once
@@ -67,6 +79,11 @@ class TuningPass : public Pass {
   // file comment). Passes that are not one-knob passes override this.
   virtual Candidate Tune(const Candidate& candidate, PassContext& context) const;
 
+  // The cheap forms of this pass's result that screening measures to rank candidates (see the
+  // file comment); each is `candidate` with what it applied recorded in its trace. The default
+  // skips this pass's decision and applies the screening form of its eval passes.
+  virtual std::vector<Candidate> Screen(const Candidate& candidate, PassContext& context) const;
+
   // Whether the candidate Tune returns carries its measurement (true for passes that pick the
   // fastest of measured candidates; TuneKernels returns its lowered module unmeasured). Budget
   // splitting reserves measurements only for candidates that will still need one.
@@ -93,6 +110,12 @@ class TuningPass : public Pass {
   // going to whichever candidate is expanded first.
   Candidate ExpandWithEvalPasses(Candidate candidate, PassContext& context,
                                  BudgetSplit split = {}) const;
+  // Whether some eval pass is (or nests) a tuning pass.
+  bool EvalNestsTuning() const;
+  // The screening form of the eval passes applied to `candidate`: heuristic eval passes as in
+  // ExpandWithEvalPasses, each tuning eval pass replaced by its Screen candidates.
+  std::vector<Candidate> ScreenWithEvalPasses(const Candidate& candidate,
+                                              PassContext& context) const;
   // One choice of a tuning pass: the instruction it records (kind, pass text, decision; the
   // caller sets them) and how it transforms the module.
   struct Choice {
@@ -101,8 +124,9 @@ class TuningPass : public Pass {
     std::function<ir::IRModule(const ir::IRModule&)> apply;
   };
   // Makes one candidate per choice from `candidate` (a choice that throws is a failed
-  // candidate), expands each with the eval passes under an even share of the budget, evaluates
-  // them and returns the best; `candidate` itself when every one failed.
+  // candidate), expands each with the eval passes under an even share of the budget (after
+  // screening, when keep=k applies: see the file comment), evaluates them and returns the best;
+  // `candidate` itself when every one failed.
   Candidate TuneChoices(const Candidate& candidate, std::vector<Choice> choices,
                         PassContext& context) const;
   // Evaluates the candidates without a result and returns the index of the best one (-1 when
@@ -110,10 +134,15 @@ class TuningPass : public Pass {
   int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;
 
  private:
+  // TuneChoices with screening: `applied` holds one candidate per choice (its instruction at
+  // trace index `instruction_index`); keeps the `keep` best-screened ones.
+  Candidate ScreenAndTune(const Candidate& candidate, std::vector<Candidate> applied,
+                          size_t instruction_index, int64_t keep, PassContext& context) const;
+
   std::vector<PassPtr> eval_;
 };
 
-// Argument specs every one-knob tuning pass accepts (strategy, sample, max_candidates).
+// Argument specs every one-knob tuning pass accepts (strategy, sample, max_candidates, keep).
 std::vector<ir::AttrSpec> SearchArguments();
 
 // Re-applies the decisions of `trace` to `input` (the module tuning started from). Each

@@ -64,13 +64,15 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      ""});
   registry.Register(
       {"joint",
-       "Layout, backend placement and kernels tuned jointly: every layout is "
-       "measured with its own best placement, and every placement with our "
-       "kernels tuned; the trial budget is split evenly down the nesting.",
+       "Layout, backend placement and kernels tuned jointly: every layout is screened with "
+       "its all-own and all-backend placements, the best one gets its placement tuned "
+       "(pieces measured, dynamic program), the whole-module placements are screened again "
+       "and the best gets its kernels tuned with the rest of the budget; every decision is "
+       "taken on end-to-end measurements and the best measured candidate wins.",
        "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
-       "DenseToMatmul, "
-       "TuneLayout(eval=[FoldConstant, InferType, TuneBackendPlacement(eval=[FuseOps, "
-       "TuneKernels(skip_tuned=1)])]), DeadCodeElimination",
+       "DenseToMatmul, TuneLayout(keep=1, eval=[FoldConstant, InferType, "
+       "TuneBackendPlacement(keep=1, eval=[FuseOps, TuneKernels(skip_tuned=1)])]), "
+       "DeadCodeElimination",
        ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "

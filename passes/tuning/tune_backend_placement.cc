@@ -16,6 +16,13 @@
 // backend takes, and the fastest of those is kept: the result is never slower, as measured,
 // than all-own or all-backend.
 //
+// When the eval passes nest tuning passes (eval=[FuseOps, TuneKernels]), tuning the kernels of
+// every piece would spread the budget over dozens of pieces: the pieces are measured in the
+// screening form of the eval passes (default schedules) and only the whole-module choices are
+// expanded with the full eval passes; with keep=k those are screened too and the k best tuned
+// (tuning_pass.h). As a nested pass's screening form, the pass offers nothing placed and
+// everything each backend takes.
+//
 // The decision recorded in the trace is the placement itself (passes/backend_placement.h text),
 // so replay re-creates the same call_extern nodes without measuring.
 #include <fmt/format.h>
@@ -136,13 +143,47 @@ class TuneBackendPlacement : public TuningPass {
   }
 
   Candidate Tune(const Candidate& candidate, PassContext& context) const override {
+    return TuneChoices(candidate, Choices(candidate, context, /*dynamic_program=*/true), context);
+  }
+
+  // Screening form (tuning_pass.h): nothing placed and everything each backend takes, each with
+  // the screening form of the eval passes.
+  std::vector<Candidate> Screen(const Candidate& candidate, PassContext& context) const override {
+    std::vector<Candidate> screened;
+    for (Choice& choice : Choices(candidate, context, /*dynamic_program=*/false)) {
+      Candidate next = candidate;
+      next.trace.Append(std::move(choice.instruction));
+      next.result.reset();
+      try {
+        next.output = choice.apply(candidate.output);
+      } catch (const ir::Error&) {
+        continue;  // a placement that does not apply has no screening form
+      }
+      for (Candidate& s : ScreenWithEvalPasses(next, context)) screened.push_back(std::move(s));
+    }
+    if (screened.empty()) screened.push_back(candidate);
+    return screened;
+  }
+
+  ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
+                             PassContext& context) const override {
+    if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
+      throw ir::Error("TuneBackendPlacement: the instruction has no placement as its decision");
+    }
+    return ApplyPlacements(module, context.Tuning().options().function,
+                           ParsePlacementText(std::get<std::string>(*instruction.decision)));
+  }
+
+ private:
+  // The whole-module choices: nothing placed, everything each backend takes, and (with
+  // `dynamic_program`, when pieces are measured) the dynamic program's choice; distinct ones.
+  std::vector<Choice> Choices(const Candidate& candidate, PassContext& context,
+                              bool dynamic_program) const {
     const std::string& function_name = context.Tuning().options().function;
     const ir::GraphFunction& function = candidate.output.Get(function_name);
     PlacementMatcher matcher(SelectBackends(StringArgument("backends", "")));
     std::vector<backends::PatternMatch> matches = matcher.Matches(function);
 
-    // Whole-module candidates: nothing placed, everything each backend takes, and (below) the
-    // dynamic program's choice.
     std::vector<std::pair<std::string, std::vector<Placement>>> options = {{"none", {}}};
     std::set<std::string> backend_names;
     for (const backends::PatternMatch& match : matches) backend_names.insert(match.backend);
@@ -153,7 +194,7 @@ class TuneBackendPlacement : public TuningPass {
       }
       options.push_back({"all-" + backend, GreedyPlacements(function, own)});
     }
-    if (!matches.empty() && IntArgument("measure_pieces", 1) != 0) {
+    if (dynamic_program && !matches.empty() && IntArgument("measure_pieces", 1) != 0) {
       options.push_back({"dynamic-program", DynamicProgram(function, matches, context)});
     }
 
@@ -177,23 +218,13 @@ class TuneBackendPlacement : public TuningPass {
       instruction.attrs.Set("considered", fmt::format("{}", fmt::join(considered, ",")));
       instruction.decision = ir::AttrValue(texts[k]);
       choices.push_back(
-          {label, std::move(instruction), [&function_name, placements](const ir::IRModule& m) {
+          {label, std::move(instruction), [function_name, placements](const ir::IRModule& m) {
              return ApplyPlacements(m, function_name, placements);
            }});
     }
-    return TuneChoices(candidate, std::move(choices), context);
+    return choices;
   }
 
-  ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
-                             PassContext& context) const override {
-    if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
-      throw ir::Error("TuneBackendPlacement: the instruction has no placement as its decision");
-    }
-    return ApplyPlacements(module, context.Tuning().options().function,
-                           ParsePlacementText(std::get<std::string>(*instruction.decision)));
-  }
-
- private:
   std::vector<Placement> DynamicProgram(const ir::GraphFunction& function,
                                         const std::vector<backends::PatternMatch>& matches,
                                         PassContext& context) const {
@@ -219,6 +250,16 @@ class TuneBackendPlacement : public TuningPass {
         continue;
       }
       Candidate piece = Candidate::Start(alone);
+      if (EvalNestsTuning()) {
+        // Tuning every piece's kernels would spread the budget over dozens of pieces: pieces
+        // are compared in the screening form of the eval passes (default schedules), and the
+        // whole-module choices are tuned afterwards.
+        for (Candidate& screened : ScreenWithEvalPasses(piece, context)) {
+          measured.push_back(std::move(screened));
+          piece_of.push_back(p);
+        }
+        continue;
+      }
       // The pieces are measured together at the end, then up to 2 + backends placements.
       int64_t total = static_cast<int64_t>(pieces.size());
       measured.push_back(ExpandWithEvalPasses(std::move(piece), context,
@@ -237,7 +278,10 @@ class TuneBackendPlacement : public TuningPass {
     }
     for (size_t k = 0; k < measured.size(); ++k) {
       const auto& result = measured[k].result;
-      if (result && result->ok()) pieces[piece_of[k]].seconds = result->median_seconds;
+      if (result && result->ok()) {
+        double& seconds = pieces[piece_of[k]].seconds;
+        seconds = std::min(seconds, result->median_seconds);
+      }
     }
     std::vector<Placement> placements;
     for (size_t p : CoverProgram(pieces).Solve()) {
@@ -284,7 +328,10 @@ void RegisterTuneBackendPlacement(PassRegistry& registry) {
        "comma-separated external backends to consider (empty: every available one)"},
       {"measure_pieces", ir::AttrKind::kInt, int64_t{1},
        "1: measure pattern pieces alone and run the dynamic program; 0: compare only "
-       "all-own and all-backend"}};
+       "all-own and all-backend"},
+      {"keep", ir::AttrKind::kInt, int64_t{0},
+       "when the eval passes nest tuning passes: screen the whole-module placements with "
+       "default kernels first and tune only the best `keep` (0: tune every placement)"}};
   registry.Register(PassDef{
       .name = "TuneBackendPlacement",
       .doc = "Choose by measurement which subgraphs run on external backends (oneDNN, cuBLAS) "

@@ -57,7 +57,6 @@ graph @main(%x: f32[8]) -> f32[8] {
   passes::PassContext context_;
 };
 
-
 std::string T(int choices, const std::string& label, const std::string& eval = "") {
   std::string text = fmt::format(R"(MockTune(choices={}, label="{}")", choices, label);
   if (!eval.empty()) text += fmt::format(", eval=[{}]", eval);
@@ -142,6 +141,58 @@ TEST_F(CountingRules, SearchStrategiesCapAndSample) {
   database_ = tuning::MakeInMemoryDatabase();
   Run(R"(MockTune(choices=5, label="c", strategy="random", sample=2))");
   EXPECT_EQ(decisions_[0].trace.instructions()[0].attrs.GetString("considered"), first);
+}
+
+// Screening with keep=k (passes/tuning_pass.h): every choice of the outer pass is measured with
+// the nested tuning pass skipped, and only the k best are expanded with it:
+// |T|·1 + k·|U| evaluations instead of |T|·|U|.
+std::string Kept(int choices, const std::string& label, int keep, const std::string& eval) {
+  return fmt::format(R"(MockTune(choices={}, label="{}", keep={}, eval=[{}]))", choices, label,
+                     keep, eval);
+}
+
+TEST_F(CountingRules, ScreeningExpandsOnlyTheKeptChoices) {
+  ExpectCounts(Kept(5, "b", 1, T(3, "a")), 5 + 1 * 3);
+  ExpectCounts(Kept(5, "b", 2, T(3, "a")), 5 + 2 * 3);
+  // Nothing nested to skip, or no more choices than kept: no screening.
+  ExpectCounts(Kept(5, "b", 2, "InferType"), 5);
+  ExpectCounts(Kept(2, "b", 2, T(3, "a")), 6);
+  // Nested: the screening form of an inner pass with keep skips its own nested pass too.
+  ExpectCounts(Kept(3, "c", 1, Kept(4, "b", 1, T(2, "a"))), 3 + (4 + 2));
+}
+
+TEST_F(CountingRules, ScreeningKeepsTheBestAndRecordsWhy) {
+  ir::IRModule out = Run(Kept(5, "b", 2, T(3, "a")));
+  EXPECT_EQ(out.attrs().GetInt("mock.b"), 1);
+  EXPECT_EQ(out.attrs().GetInt("mock.a"), 1);
+  ASSERT_EQ(decisions_.size(), 1u);
+  const ir::Instruction& first = decisions_[0].trace.instructions()[0];
+  EXPECT_EQ(std::get<std::string>(*first.decision), "c1");
+  // Screened latencies: 1 ms + 0.1 ms per step from choice 1; c1, then c0 and c2 tie (the first
+  // in choice order is kept).
+  EXPECT_EQ(first.attrs.GetString("screened"),
+            "c0:1100.0us,c1:1000.0us,c2:1100.0us,c3:1200.0us,c4:1300.0us");
+  EXPECT_EQ(first.attrs.GetString("kept"), "c0,c1");
+  // The winning trace replays to the same module without measuring.
+  passes::PassContext replay;
+  EXPECT_TRUE(ir::StructuralEqual(
+      passes::ReplayTrace(decisions_[0].input, decisions_[0].trace, replay, registry_), out));
+}
+
+TEST_F(CountingRules, ScreeningSharesTheBudgetAmongTheKept) {
+  // 5 screening measurements, then 6 left for 2 kept choices: 3 each, all of U(3).
+  runner_ = std::make_shared<testing::MockRunner>();
+  passes::PassContext context;
+  tuning::TuningSession::Options options;
+  options.max_measurements = 11;
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
+  ir::IRModule out =
+      context.RunPipeline(*passes::ParsePipeline(Kept(5, "b", 2, T(3, "a")), registry_), module_);
+  EXPECT_EQ(context.tuning->TotalCounts().measured, 11);
+  EXPECT_EQ(context.tuning->TotalCounts().over_budget, 0);
+  EXPECT_EQ(out.attrs().GetInt("mock.a"), 1);
+  EXPECT_EQ(out.attrs().GetInt("mock.b"), 1);
 }
 
 TEST_F(CountingRules, BudgetCapsRealMeasurements) {
