@@ -45,6 +45,30 @@ class RefusingRunner : public tuning::Runner {
   }
 };
 
+// The target a run was recorded for, from its target descriptor ("llvm -threads=2|cpu=znver3|
+// features=+avx,...|..."): the recording machine's CPU and features replace "host", so that what
+// depends on the CPU (the vector unit of default schedules) is decided as it was there. Replay
+// compiles nothing, so the CPU need not be this one.
+ir::Target RecordedTarget(const std::string& descriptor) {
+  ir::Target target = ir::ParseTarget(descriptor.substr(0, descriptor.find('|')));
+  if (target.cpu != "host") return target;
+  std::string cpu, features;
+  size_t start = descriptor.find('|');
+  while (start != std::string::npos) {
+    size_t end = descriptor.find('|', start + 1);
+    std::string field =
+        descriptor.substr(start + 1, end == std::string::npos ? end : end - start - 1);
+    if (field.rfind("cpu=", 0) == 0) cpu = field.substr(4);
+    if (field.rfind("features=", 0) == 0) features = field.substr(9);
+    start = end;
+  }
+  if (!cpu.empty()) {
+    target.cpu = cpu;
+    target.features = features;
+  }
+  return target;
+}
+
 passes::PassPtr MakePipeline(const std::string& pipeline, const ir::Target& target) {
   PipelineRegistry& registry = PipelineRegistry::Global();
   for (const PipelineDef& def : registry.List()) {
@@ -133,7 +157,7 @@ FixtureReplay ReplayPipelineFixture(const ir::IRModule& model, const std::string
                     recorded.model_hash, model_hash));
   }
   passes::PassContext context;
-  context.target = ir::ParseTarget(recorded.target.substr(0, recorded.target.find('|')));
+  context.target = RecordedTarget(recorded.target);
   context.seed = recorded.seed;
   tuning::TuningSession::Options session_options;
   session_options.seed = recorded.seed;

@@ -27,6 +27,7 @@
 // so replay re-creates the same call_extern nodes without measuring.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -316,6 +317,17 @@ class TuneBackendPlacement : public TuningPass {
       }
     }
     for (const std::vector<ir::ValueId>& nodes : own) pieces.push_back(Piece{nodes, "", ""});
+    // Measured in this order, so under a budget too small for every piece, each anchor's longest
+    // chain, ours and each backend's, comes first: every anchor then has a complete alternative
+    // for the dynamic program before shorter splits are measured.
+    std::map<std::pair<ir::ValueId, std::string>, size_t> longest;
+    for (const Piece& piece : pieces) {
+      size_t& length = longest[{piece.nodes.front(), piece.backend}];
+      length = std::max(length, piece.nodes.size());
+    }
+    std::stable_partition(pieces.begin(), pieces.end(), [&](const Piece& piece) {
+      return piece.nodes.size() == longest.at({piece.nodes.front(), piece.backend});
+    });
     return pieces;
   }
 };
