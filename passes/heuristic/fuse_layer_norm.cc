@@ -171,33 +171,16 @@ ir::ValueId FoldAffine(const Sweep& s, ir::ValueId id) {
                     node.name, node.annotations);
 }
 
-ir::GraphFunction RunSweep(const ir::GraphFunction& fn, bool& changed) {
-  std::vector<int> uses = UseCounts(fn);
-  return RewriteNodes(fn,
-                      [&](ir::ValueId id, ir::GraphFunction& out,
-                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
-                        const ir::Node& node = fn.node(id);
-                        if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return -1;
-                        Sweep sweep{fn, uses, out, map};
-                        for (auto rule : {FuseNormalization, FoldAffine}) {
-                          ir::ValueId result = rule(sweep, id);
-                          if (result < 0) continue;
-                          if (out.type_of(result) != node.type) return -1;
-                          changed = true;
-                          return result;
-                        }
-                        return -1;
-                      });
-}
-
 ir::GraphFunction FuseLayerNorm(const ir::GraphFunction& fn) {
-  ir::GraphFunction current = fn;
-  for (int sweep = 0; sweep < 8; ++sweep) {
-    bool changed = false;
-    current = RunSweep(current, changed);
-    if (!changed) break;
+  std::vector<RewriteRule> rules;
+  for (auto rule : {FuseNormalization, FoldAffine}) {
+    rules.push_back([rule](const ir::GraphFunction& f, const std::vector<int>& uses,
+                           ir::GraphFunction& out, const std::vector<ir::ValueId>& map,
+                           ir::ValueId id) {
+      return rule(Sweep{f, uses, out, map}, id);
+    });
   }
-  return current;
+  return RewriteToFixpoint(fn, rules, 8);
 }
 
 }  // namespace

@@ -47,6 +47,36 @@ ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_
   return AppendNode(out, std::move(node));
 }
 
+ir::GraphFunction RewriteToFixpoint(const ir::GraphFunction& function,
+                                    const std::vector<RewriteRule>& rules, int max_sweeps) {
+  ir::GraphFunction current = function;
+  for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+    bool changed = false;
+    std::vector<int> uses = UseCounts(current);
+    const ir::GraphFunction& fn = current;
+    ir::GraphFunction next =
+        RewriteNodes(fn,
+                     [&](ir::ValueId id, ir::GraphFunction& out,
+                         const std::vector<ir::ValueId>& map) -> ir::ValueId {
+                       const ir::Node& node = fn.node(id);
+                       if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return -1;
+                       for (const RewriteRule& rule : rules) {
+                         ir::ValueId result = rule(fn, uses, out, map, id);
+                         if (result < 0) continue;
+                         // Nodes appended by a rejected rewrite are unused and dropped by
+                         // RewriteNodes.
+                         if (out.type_of(result) != node.type) return -1;
+                         changed = true;
+                         return result;
+                       }
+                       return -1;
+                     });
+    current = std::move(next);
+    if (!changed) break;
+  }
+  return current;
+}
+
 const ir::Tensor* ConstantValue(const ir::GraphFunction& function, ir::ValueId id) {
   const ir::Node& node = function.node(id);
   return node.kind == ir::NodeKind::kConstant ? &node.value : nullptr;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,18 @@ ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
 // Appends field `index` of the tuple value `tuple`.
 ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
                                const std::string& name);
+
+// One local rewrite rule: given the function being swept (`fn`, its use counts), the function
+// being rebuilt (`out`, `map` from fn's ids to out's) and a call node `id` of fn with a tensor
+// result, returns the id in `out` that replaces the node, or -1 to leave it.
+using RewriteRule = std::function<ir::ValueId(const ir::GraphFunction& fn,
+                                              const std::vector<int>& uses, ir::GraphFunction& out,
+                                              const std::vector<ir::ValueId>& map, ir::ValueId id)>;
+// Rewrites `function` in sweeps until no rule fires (at most `max_sweeps`). In a sweep each call
+// node with a tensor result is offered to the rules in order; the first rule that answers
+// replaces the node, unless its result has another type than the node (then the node is kept).
+ir::GraphFunction RewriteToFixpoint(const ir::GraphFunction& function,
+                                    const std::vector<RewriteRule>& rules, int max_sweeps);
 
 // The data of node `id` when it is a constant, else nullptr.
 const ir::Tensor* ConstantValue(const ir::GraphFunction& function, ir::ValueId id);

@@ -229,37 +229,17 @@ ir::ValueId SimplifyPower(const Site& s) {
   return -1;
 }
 
-// One sweep of every rule over `fn`; sets `changed` when a rule fired.
-ir::GraphFunction Sweep(const ir::GraphFunction& fn, bool& changed) {
-  std::vector<int> uses = UseCounts(fn);
-  return RewriteNodes(fn,
-                      [&](ir::ValueId id, ir::GraphFunction& out,
-                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
-                        const ir::Node& node = fn.node(id);
-                        if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return -1;
-                        Site site{fn, uses, out, map, node};
-                        for (auto rule : {FoldBatchNorm, SimplifyTranspose, SimplifyReshape,
-                                          SimplifyArithmetic, SimplifyPower}) {
-                          ir::ValueId result = rule(site);
-                          if (result < 0) continue;
-                          // Nodes appended by a rejected rewrite are unused and dropped by
-                          // RewriteNodes.
-                          if (out.type_of(result) != node.type) return -1;
-                          changed = true;
-                          return result;
-                        }
-                        return -1;
-                      });
-}
-
 ir::GraphFunction Simplify(const ir::GraphFunction& fn) {
-  ir::GraphFunction current = fn;
-  for (int sweep = 0; sweep < 32; ++sweep) {
-    bool changed = false;
-    current = Sweep(current, changed);
-    if (!changed) break;
+  std::vector<RewriteRule> rules;
+  for (auto rule :
+       {FoldBatchNorm, SimplifyTranspose, SimplifyReshape, SimplifyArithmetic, SimplifyPower}) {
+    rules.push_back([rule](const ir::GraphFunction& f, const std::vector<int>& uses,
+                           ir::GraphFunction& out, const std::vector<ir::ValueId>& map,
+                           ir::ValueId id) {
+      return rule(Site{f, uses, out, map, f.node(id)});
+    });
   }
-  return current;
+  return RewriteToFixpoint(fn, rules, 32);
 }
 
 }  // namespace
