@@ -5,6 +5,7 @@
 // fixtures of the shared models still replay (the pipeline regression tests of issue 8).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -214,6 +215,46 @@ TEST(PipelineFixture, RecordedRunReplaysWithoutMeasuring) {
   pipelines::FixtureReplay changed = pipelines::ReplayPipelineFixture(model, file.string());
   std::string diff = pipelines::TraceDiff(changed.recorded.trace, changed.replayed.trace);
   EXPECT_NE(diff.find("- TuneLayout => " + chosen), std::string::npos) << diff;
+  fs::remove(file);
+}
+
+// The registered `joint` pipeline with the real builder and runner on a small ResNet block: its
+// layout level screens every layout and keeps one (recorded on the instruction), the result
+// computes what the model computes, and the recorded run replays from its fixture.
+TEST(PipelineFixture, JointPipelineScreensLayoutsWithTheRealRunner) {
+  ir::IRModule model = SmallConvModel();
+  fs::path file = fs::temp_directory_path() / "tandem_joint_fixture_test.jsonl";
+  pipelines::FixtureOptions options;
+  options.model_name = "small";
+  options.pipeline = "joint";
+  options.trials = 40;
+  options.target = "llvm -threads=2";
+  tuning::TuningRun recorded = pipelines::RecordPipelineFixture(model, options, file.string());
+  const ir::Instruction* layout = nullptr;
+  for (const ir::Instruction& i : recorded.trace.instructions()) {
+    if (i.kind == "TuneLayout") layout = &i;
+  }
+  ASSERT_NE(layout, nullptr);
+  // Five layouts, each screened with nothing placed and with everything on oneDNN.
+  std::string screened = layout->attrs.GetString("screened");
+  EXPECT_EQ(std::count(screened.begin(), screened.end(), ','), 4) << screened;
+  std::string kept = layout->attrs.GetString("kept");
+  EXPECT_FALSE(kept.empty());
+  EXPECT_EQ(kept.find(','), std::string::npos) << kept;
+  EXPECT_GE(recorded.counts.at("TuneLayout(keep=1)").requested, 5);
+
+  passes::PassContext context;
+  context.target = ir::ParseTarget(options.target);
+  ir::IRModule tuned = passes::ReplayTrace(model, recorded.trace, context);
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 4);
+  std::vector<ir::Tensor> expected = backends::RunReference(model, inputs);
+  std::vector<ir::Tensor> got = backends::Build(tuned)->Run(inputs);
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_LT(ir::RelativeError(got[0], expected[0]), 1e-4);
+
+  pipelines::FixtureReplay replay = pipelines::ReplayPipelineFixture(model, file.string());
+  EXPECT_EQ(replay.unanswered, 0);
+  EXPECT_EQ(pipelines::TraceDiff(replay.recorded.trace, replay.replayed.trace), "");
   fs::remove(file);
 }
 
