@@ -1,13 +1,10 @@
 // The runtime thread pool that runs the parallel loops of generated code.
 //
-// Built for small kernels on few cores (batch-1 inference). The threads are OpenMP's: a loop is
-// one OpenMP parallel region whose participants claim its chunks, the calling thread among them.
-// oneDNN (Debian's build runs on OpenMP) uses the same team of threads, so a model whose
-// kernels alternate between our code and oneDNN keeps one spinning team per core instead of two
-// runtimes' teams fighting over the cores (measured on 2 cores: BERT with oneDNN matmuls and our
-// kernels ran 10% slower with our own worker threads than with our loops on one thread).
-// [0, extent) is split statically into one chunk per participant; chunks are claimed, so a
-// participant that starts late never delays a loop: the others run its chunk.
+// Built for small kernels on few cores (batch-1 inference): a fixed set of worker threads that
+// spin briefly and then sleep on a futex (C++20 atomic wait), static chunking of [0, extent)
+// into one chunk per participant with the calling thread taking the first one (chunks not yet
+// claimed by a worker when the caller is done are run by the caller), and no heap allocation
+// per call.
 //
 // Guarantees of ParallelFor:
 //   - every index of [0, extent) is passed to the body exactly once, in contiguous chunks
@@ -24,8 +21,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 namespace tandem::backends {
 
@@ -37,9 +37,10 @@ class ThreadPool {
   // The largest supported number of participants.
   static constexpr int kMaxThreads = 4095;
 
-  // A pool of `num_threads` participants: the calling thread plus num_threads - 1 OpenMP
-  // threads. `num_threads` must be in [1, kMaxThreads] (Error otherwise).
+  // A pool of `num_threads` participants: the calling thread plus num_threads - 1 workers.
+  // `num_threads` must be in [1, kMaxThreads] (Error otherwise).
   explicit ThreadPool(int num_threads);
+  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -49,13 +50,13 @@ class ThreadPool {
   static ThreadPool& Global();
 
   // For a child process right after fork(), where only the forking thread exists: makes
-  // Global() return a new pool with the same number of threads. The old pool (whose lock another
-  // thread may have held) is left untouched and never destroyed. The forking thread must have
-  // released its OpenMP team before fork() (omp_pause_resource_all), as the process runner does.
+  // Global() return a new pool with the same number of threads. The old pool (whose workers did
+  // not survive the fork, and whose lock another thread may have held) is left untouched and
+  // never destroyed.
   static void ResetGlobalAfterFork();
 
-  // Makes `num_threads` participants share each loop (Error when < 1). Waits for a ParallelFor
-  // in progress on another thread to finish first.
+  // Restarts the workers so that `num_threads` participants share each loop (Error when < 1).
+  // Waits for a ParallelFor in progress on another thread to finish first.
   void SetNumThreads(int num_threads);
   int num_threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
@@ -65,8 +66,37 @@ class ThreadPool {
   void ParallelFor(int64_t extent, const std::function<void(int64_t, int64_t)>& body);
 
  private:
+  void StartWorkers();
+  void StopWorkers();
+  void WorkerLoop(int worker_index, uint64_t first_generation);
+  // Claims and runs chunks of job `job` until none is left.
+  void HelpWithJob(uint32_t job, int participants);
+  // Runs chunk `chunk` of the current job, catching exceptions.
+  void RunChunk(int chunk);
+
   std::atomic<int> num_threads_{1};
-  std::mutex dispatch_mutex_;  // held by the thread that runs a loop in parallel
+  std::vector<std::thread> workers_;
+  std::mutex dispatch_mutex_;  // held by the thread that dispatches a job
+
+  // The current job; written by the dispatching thread before `claim_` and `generation_` are
+  // published, read only by a thread that has claimed one of its chunks.
+  Body body_ = nullptr;
+  void* closure_ = nullptr;
+  int64_t extent_ = 0;
+  int participants_ = 0;  // = number of chunks
+
+  // Bits 0..11: number of chunks of the current job; the bits above: a job counter. Workers wait
+  // on this word.
+  std::atomic<uint64_t> generation_{0};
+  // Bits 32..63: the job (low bits of its counter); bits 0..31: its next unclaimed chunk. Chunk
+  // 0 belongs to the dispatching thread; the others go to whoever claims them first, so a
+  // worker that wakes late never delays a job: the dispatcher runs its chunk instead.
+  std::atomic<uint64_t> claim_{0};
+  // Chunks 1.. of the current job that have finished; the dispatcher waits on it.
+  std::atomic<int32_t> done_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr error_;
 };
 
 }  // namespace tandem::backends
