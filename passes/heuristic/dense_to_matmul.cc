@@ -41,17 +41,11 @@ ir::GraphFunction DenseToMatmul(const ir::GraphFunction& fn) {
 }  // namespace
 
 void RegisterDenseToMatmul(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "DenseToMatmul",
-      .doc = "Turn dense(x, W) with a constant weight into matmul(x, W^T), W^T folded at compile "
-             "time, so that kernels read the weight contiguously along the output axis.",
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"DenseToMatmul", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(module, DenseToMatmul);
-            });
-      }});
+  RegisterGraphRewritePass(
+      registry, "DenseToMatmul",
+      "Turn dense(x, W) with a constant weight into matmul(x, W^T), W^T folded at compile "
+      "time, so that kernels read the weight contiguously along the output axis.",
+      DenseToMatmul);
 }
 
 }  // namespace tandem::passes

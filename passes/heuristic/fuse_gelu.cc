@@ -98,17 +98,11 @@ ir::GraphFunction FuseGelu(const ir::GraphFunction& fn) {
 }  // namespace
 
 void RegisterFuseGelu(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "FuseGelu",
-      .doc = "Replace 0.5 * x * (1 + erf(x / sqrt(2))) written as elementary ops with one gelu "
-             "call.",
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"FuseGelu", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(module, FuseGelu);
-            });
-      }});
+  RegisterGraphRewritePass(
+      registry, "FuseGelu",
+      "Replace 0.5 * x * (1 + erf(x / sqrt(2))) written as elementary ops with one gelu "
+      "call.",
+      FuseGelu);
 }
 
 }  // namespace tandem::passes

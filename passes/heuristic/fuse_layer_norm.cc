@@ -186,17 +186,11 @@ ir::GraphFunction FuseLayerNorm(const ir::GraphFunction& fn) {
 }  // namespace
 
 void RegisterFuseLayerNorm(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "FuseLayerNorm",
-      .doc = "Replace layer normalization written as mean/subtract/pow/mean/add/sqrt/divide "
-             "(and a following constant scale and shift) with one layer_norm call.",
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"FuseLayerNorm", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(module, FuseLayerNorm);
-            });
-      }});
+  RegisterGraphRewritePass(
+      registry, "FuseLayerNorm",
+      "Replace layer normalization written as mean/subtract/pow/mean/add/sqrt/divide "
+      "(and a following constant scale and shift) with one layer_norm call.",
+      FuseLayerNorm);
 }
 
 }  // namespace tandem::passes

@@ -47,6 +47,21 @@ ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_
   return AppendNode(out, std::move(node));
 }
 
+void RegisterGraphRewritePass(PassRegistry& registry, const std::string& name,
+                              const std::string& doc,
+                              std::function<ir::GraphFunction(const ir::GraphFunction&)> rewrite) {
+  registry.Register(
+      PassDef{.name = name,
+              .doc = doc,
+              .create = [name, rewrite](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+                return std::make_shared<FunctionPass>(
+                    PassInfo{name, {"InferType"}, false}, std::move(args),
+                    [rewrite](const ir::IRModule& module, PassContext&, const PassArguments&) {
+                      return MapGraphFunctions(module, rewrite);
+                    });
+              }});
+}
+
 ir::GraphFunction RewriteToFixpoint(const ir::GraphFunction& function,
                                     const std::vector<RewriteRule>& rules, int max_sweeps) {
   ir::GraphFunction current = function;

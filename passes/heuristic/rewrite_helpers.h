@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "passes/pass.h"
+#include "passes/pass_registry.h"
 
 namespace tandem::passes {
 
@@ -24,6 +25,12 @@ ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
 // Appends field `index` of the tuple value `tuple`.
 ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
                                const std::string& name);
+
+// Registers a heuristic pass without arguments that needs InferType and rewrites every graph
+// function of the module (extern functions excepted) with `rewrite`.
+void RegisterGraphRewritePass(PassRegistry& registry, const std::string& name,
+                              const std::string& doc,
+                              std::function<ir::GraphFunction(const ir::GraphFunction&)> rewrite);
 
 // One local rewrite rule: given the function being swept (`fn`, its use counts), the function
 // being rebuilt (`out`, `map` from fn's ids to out's) and a call node `id` of fn with a tensor

@@ -245,18 +245,12 @@ ir::GraphFunction Simplify(const ir::GraphFunction& fn) {
 }  // namespace
 
 void RegisterSimplifyExpr(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "SimplifyExpr",
-      .doc = "Fold batch_norm into convolutions or multiply+add, cancel and compose transposes, "
-             "collapse reshape chains, remove identity arithmetic, turn pow by 2, 0.5 or 1 into "
-             "multiply, sqrt or nothing.",
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"SimplifyExpr", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(module, Simplify);
-            });
-      }});
+  RegisterGraphRewritePass(
+      registry, "SimplifyExpr",
+      "Fold batch_norm into convolutions or multiply+add, cancel and compose transposes, "
+      "collapse reshape chains, remove identity arithmetic, turn pow by 2, 0.5 or 1 into "
+      "multiply, sqrt or nothing.",
+      Simplify);
 }
 
 }  // namespace tandem::passes
