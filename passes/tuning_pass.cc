@@ -205,6 +205,68 @@ int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
   return best;
 }
 
+int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t instruction_index,
+                                    PassContext& context) const {
+  int64_t best = EvaluateAndSelect(candidates, context);
+  if (best < 0) return best;
+  tuning::TuningSession& session = context.Tuning();
+  const tuning::TuningSession::Options& options = session.options();
+  double limit =
+      candidates[static_cast<size_t>(best)].result->median_seconds * (1 + options.confirm_margin);
+  std::vector<size_t> finalists;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const auto& r = candidates[i].result;
+    if (r && r->ok() && r->median_seconds <= limit) finalists.push_back(i);
+  }
+  std::stable_sort(finalists.begin(), finalists.end(), [&](size_t a, size_t b) {
+    return candidates[a].result->median_seconds < candidates[b].result->median_seconds;
+  });
+  if (finalists.size() > static_cast<size_t>(std::max(options.max_finalists, 1))) {
+    finalists.resize(static_cast<size_t>(std::max(options.max_finalists, 1)));
+  }
+  if (finalists.size() < 2) return best;
+  std::vector<tuning::EvaluationRequest> requests;
+  for (size_t i : finalists) requests.push_back({candidates[i].output, candidates[i].trace});
+  std::vector<tuning::MeasureResult> confirmed = session.ConfirmModules(requests, DecisionText());
+  if (confirmed.empty()) return best;
+  // Every finalist failing its confirmation (a flaky crash, a fixture without it) leaves the
+  // first measurements.
+  if (std::none_of(confirmed.begin(), confirmed.end(),
+                   [](const tuning::MeasureResult& r) { return r.ok(); })) {
+    return best;
+  }
+  std::vector<std::string> texts;
+  for (size_t k = 0; k < finalists.size(); ++k) {
+    Candidate& c = candidates[finalists[k]];
+    std::string label = fmt::format("candidate {}", finalists[k]);
+    if (instruction_index < c.trace.size()) {
+      const ir::Instruction& instruction = c.trace.instructions()[instruction_index];
+      if (instruction.decision && std::holds_alternative<std::string>(*instruction.decision) &&
+          std::get<std::string>(*instruction.decision).size() <= 40) {
+        label = std::get<std::string>(*instruction.decision);
+      }
+    }
+    texts.push_back(confirmed[k].ok()
+                        ? fmt::format("{}:{:.1f}us", label, confirmed[k].median_seconds * 1e6)
+                        : fmt::format("{}:failed", label));
+    c.result = std::move(confirmed[k]);
+  }
+  best = -1;
+  for (size_t i : finalists) {
+    Candidate& c = candidates[i];
+    if (instruction_index < c.trace.size()) {
+      c.trace.mutable_instructions()[instruction_index].attrs.Set(
+          "confirmed", fmt::format("{}", fmt::join(texts, ",")));
+    }
+    if (!c.result->ok()) continue;
+    if (best < 0 ||
+        c.result->median_seconds < candidates[static_cast<size_t>(best)].result->median_seconds) {
+      best = static_cast<int64_t>(i);
+    }
+  }
+  return best;
+}
+
 Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice> choices,
                                   PassContext& context) const {
   int64_t total = static_cast<int64_t>(choices.size());
@@ -231,7 +293,7 @@ Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice
         std::move(next), context,
         {total - static_cast<int64_t>(candidates.size()), /*reserved=*/total}));
   }
-  int64_t best = EvaluateAndSelect(candidates, context);
+  int64_t best = SelectConfirmed(candidates, candidate.trace.size(), context);
   if (best < 0) return candidate;
   return candidates[static_cast<size_t>(best)];
 }
@@ -294,7 +356,7 @@ Candidate TuningPass::ScreenAndTune(const Candidate& candidate, std::vector<Cand
         std::move(next), context, {survivors - static_cast<int64_t>(k), /*reserved=*/survivors}));
   }
   for (Candidate& s : screened) candidates.push_back(std::move(s));
-  int64_t best = EvaluateAndSelect(candidates, context);
+  int64_t best = SelectConfirmed(candidates, instruction_index, context);
   if (best < 0) return candidate;
   return candidates[static_cast<size_t>(best)];
 }

@@ -33,6 +33,11 @@
 // The choice's instruction records the screening latencies ("screened") and the survivors
 // ("kept"), so a replay, which re-applies only the decisions, stays exact.
 //
+// Confirmation: candidates measured minutes apart on a shared machine differ by more than
+// their real difference (slow spells of 20-30% are common), so a decision between close
+// candidates would follow the noise. The finalists of every decision are re-measured together,
+// interleaved, and the decision is taken on that measurement (SelectConfirmed).
+//
 // ReplayTrace re-applies a trace's decisions to the module tuning started from, without
 // measuring anything, and gives the same module (structurally equal).
 #pragma once
@@ -132,6 +137,13 @@ class TuningPass : public Pass {
   // Evaluates the candidates without a result and returns the index of the best one (-1 when
   // every candidate failed).
   int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;
+  // EvaluateAndSelect for a decision, confirmed: the finalists (the candidates within the
+  // session's confirm_margin of the best, at most max_finalists of them) are re-measured
+  // together (TuningSession::ConfirmModules) and the fastest in that measurement wins. Their
+  // results become the confirmed ones, and every finalist's instruction at `instruction_index`
+  // records them ("confirmed"), so the trace says why the winner won.
+  int64_t SelectConfirmed(std::vector<Candidate>& candidates, size_t instruction_index,
+                          PassContext& context) const;
 
  private:
   // TuneChoices with screening: `applied` holds one candidate per choice (its instruction at

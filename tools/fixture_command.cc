@@ -20,8 +20,10 @@ struct FixtureCommandOptions {
 
 void PrintCounts(const tuning::TuningRun& run) {
   for (const auto& [pass, c] : run.counts) {
-    fmt::print("  {}: requested {}, from database {}, measured {}, failed {}, over budget {}\n",
-               pass, c.requested, c.reused, c.measured, c.failed, c.over_budget);
+    fmt::print(
+        "  {}: requested {}, from database {}, measured {}, failed {}, over budget {}, "
+        "confirmed {}\n",
+        pass, c.requested, c.reused, c.measured, c.failed, c.over_budget, c.confirmed);
   }
 }
 

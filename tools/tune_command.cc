@@ -47,6 +47,7 @@ struct TuneOptions {
   std::string trace_file;
   double time_budget = 0;
   bool retune = false;
+  int confirm_rounds = tuning::TuningSession::Options().confirm_rounds;
 };
 
 std::string Milliseconds(double seconds) {
@@ -111,19 +112,20 @@ void PrintRun(const tuning::TuningRun& run, const std::string& pipeline_label) {
         "| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
         decision.result.ok() ? Milliseconds(decision.result.median_seconds) : "-");
   }
-  std::cout << "\nevaluations (budget: "
-            << (run.trial_budget > 0 ? fmt::format("{} measurements", run.trial_budget)
-                                     : std::string("no trial limit"))
-            << (run.time_budget_seconds > 0 ? fmt::format(", {:.0f} s", run.time_budget_seconds)
-                                            : std::string(""))
-            << fmt::format("; tuning took {:.1f} s):", run.tuning_seconds)
-            << "\n\n| pass | requested | from database | measured | failed | "
-               "over budget | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | "
-               "---: |\n";
+  std::cout
+      << "\nevaluations (budget: "
+      << (run.trial_budget > 0 ? fmt::format("{} measurements", run.trial_budget)
+                               : std::string("no trial limit"))
+      << (run.time_budget_seconds > 0 ? fmt::format(", {:.0f} s", run.time_budget_seconds)
+                                      : std::string(""))
+      << fmt::format("; tuning took {:.1f} s):", run.tuning_seconds)
+      << "\n\n| pass | requested | from database | measured | failed | "
+         "over budget | confirmed | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | "
+         "---: | ---: | ---: |\n";
   auto row = [](const std::string& name, const tuning::EvaluationCounts& c) {
-    return fmt::format("| {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", name, c.requested,
-                       c.reused, c.measured, c.failed, c.over_budget, c.build_seconds,
-                       c.run_seconds);
+    return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", name,
+                       c.requested, c.reused, c.measured, c.failed, c.over_budget, c.confirmed,
+                       c.build_seconds, c.run_seconds);
   };
   tuning::EvaluationCounts total;
   for (const auto& [pass, counts] : run.counts) {
@@ -168,6 +170,7 @@ int RunTune(TuneOptions& options) {
   session_options.measure.timeout_seconds = options.timeout;
   session_options.measure.flush_cache = options.flush_cache;
   session_options.measure.num_threads = options.threads;
+  session_options.confirm_rounds = options.confirm_rounds;
   std::shared_ptr<tuning::Runner> runner;
   if (options.in_process) {
     runner = std::make_shared<tuning::InProcessRunner>();
@@ -285,6 +288,11 @@ Command AddTuneCommand(CLI::App& app) {
   cmd->add_option("--timeout", options->timeout, "seconds before a candidate is killed")
       ->capture_default_str();
   cmd->add_flag("--flush-cache", options->flush_cache, "flush the caches before every repeat");
+  cmd->add_option("--confirm-rounds", options->confirm_rounds,
+                  "each decision's finalists are re-measured together in this many interleaved "
+                  "rounds (0: decide on the first measurements)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--threads", options->threads, "threads for parallel loops (0: all cores)");
   cmd->add_option("--build-workers", options->build_workers,
                   "candidates compiled at once (0: one per core)");

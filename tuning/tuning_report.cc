@@ -188,15 +188,16 @@ std::string CountsTable(const TuningRun& run) {
   if (run.counts.empty()) return "<p class=\"muted\">No evaluations were recorded.</p>";
   std::string html =
       "<table class=\"counts\"><thead><tr><th>pass</th><th>requested</th><th>from database</th>"
-      "<th>measured</th><th>failed</th><th>over budget</th><th>build s</th><th>run s</th>"
+      "<th>measured</th><th>failed</th><th>over budget</th><th>confirmed</th><th>build s</th>"
+      "<th>run s</th>"
       "</tr></thead><tbody>";
   auto row = [](const std::string& cls, const std::string& name, const EvaluationCounts& c) {
     return fmt::format(
         "<tr{}><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}"
-        "</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1f}</td>"
-        "<td class=\"num\">{:.1f}</td></tr>",
+        "</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{:.1f}</td><td class=\"num\">{:.1f}</td></tr>",
         cls, HtmlEscape(name), c.requested, c.reused, c.measured, c.failed, c.over_budget,
-        c.build_seconds, c.run_seconds);
+        c.confirmed, c.build_seconds, c.run_seconds);
   };
   EvaluationCounts total;
   for (const auto& [pass, counts] : run.counts) {

@@ -17,10 +17,10 @@ namespace {
 constexpr const char* kRunKind = "run";
 
 json CountsToJson(const EvaluationCounts& c) {
-  return json{{"requested", c.requested},     {"reused", c.reused},
-              {"measured", c.measured},       {"failed", c.failed},
-              {"over_budget", c.over_budget}, {"build_seconds", c.build_seconds},
-              {"run_seconds", c.run_seconds}};
+  return json{{"requested", c.requested},         {"reused", c.reused},
+              {"measured", c.measured},           {"failed", c.failed},
+              {"over_budget", c.over_budget},     {"confirmed", c.confirmed},
+              {"build_seconds", c.build_seconds}, {"run_seconds", c.run_seconds}};
 }
 
 template <typename T>
@@ -44,6 +44,8 @@ EvaluationCounts CountsFromJson(const json& object, const std::string& where) {
   c.measured = Field<int64_t>(object, "measured", where);
   c.failed = Field<int64_t>(object, "failed", where);
   c.over_budget = Field<int64_t>(object, "over_budget", where);
+  // Runs recorded before confirmation existed have no such field.
+  c.confirmed = object.contains("confirmed") ? Field<int64_t>(object, "confirmed", where) : 0;
   c.build_seconds = Field<double>(object, "build_seconds", where);
   c.run_seconds = Field<double>(object, "run_seconds", where);
   return c;
@@ -51,7 +53,7 @@ EvaluationCounts CountsFromJson(const json& object, const std::string& where) {
 
 bool SameCounts(const EvaluationCounts& a, const EvaluationCounts& b) {
   return a.requested == b.requested && a.reused == b.reused && a.measured == b.measured &&
-         a.failed == b.failed && a.over_budget == b.over_budget &&
+         a.failed == b.failed && a.over_budget == b.over_budget && a.confirmed == b.confirmed &&
          a.build_seconds == b.build_seconds && a.run_seconds == b.run_seconds;
 }
 

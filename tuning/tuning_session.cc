@@ -27,14 +27,13 @@ std::string Signature(const ir::IRModule& module, const std::string& function_na
   return text;
 }
 
-// Workload text of a graph candidate: the module with large constants elided.
-std::string WorkloadText(const ir::IRModule& module) {
+}  // namespace
+
+std::string GraphWorkloadText(const ir::IRModule& module) {
   ir::PrintOptions options;
   options.max_constant_bytes = 256;
   return ir::PrintModule(module, options);
 }
-
-}  // namespace
 
 EvaluationCounts& EvaluationCounts::operator+=(const EvaluationCounts& other) {
   requested += other.requested;
@@ -42,6 +41,7 @@ EvaluationCounts& EvaluationCounts::operator+=(const EvaluationCounts& other) {
   measured += other.measured;
   failed += other.failed;
   over_budget += other.over_budget;
+  confirmed += other.confirmed;
   build_seconds += other.build_seconds;
   run_seconds += other.run_seconds;
   return *this;
@@ -130,7 +130,8 @@ std::string TuningSession::MeasuredBy(const std::string& runner) const {
 
 std::vector<MeasureResult> TuningSession::BuildAndRun(
     const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
-    const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts) {
+    const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts,
+    int rounds) {
   std::vector<MeasureResult> results(modules.size());
   std::vector<BuildInput> build_inputs;
   for (const ir::IRModule& module : modules) build_inputs.push_back({module, build});
@@ -147,8 +148,25 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
     run_inputs.push_back({built[k].executable, reference.inputs, reference.expected});
     run_index.push_back(k);
   }
-  std::vector<MeasureResult> measured = runner_->Run(run_inputs, options_.measure);
-  for (size_t k = 0; k < run_index.size(); ++k) results[run_index[k]] = std::move(measured[k]);
+  rounds = std::max(rounds, 1);
+  std::vector<RunInput> interleaved;
+  for (int r = 0; r < rounds; ++r) {
+    interleaved.insert(interleaved.end(), run_inputs.begin(), run_inputs.end());
+  }
+  std::vector<MeasureResult> measured = runner_->Run(interleaved, options_.measure);
+  for (size_t k = 0; k < run_index.size(); ++k) {
+    std::vector<double> pooled;
+    double max_relative_error = 0;
+    MeasureResult merged;
+    for (int r = 0; r < rounds && merged.ok(); ++r) {
+      const MeasureResult& one = measured[static_cast<size_t>(r) * run_index.size() + k];
+      if (!one.ok()) merged = one;
+      pooled.insert(pooled.end(), one.run_seconds.begin(), one.run_seconds.end());
+      max_relative_error = std::max(max_relative_error, one.max_relative_error);
+    }
+    if (merged.ok()) merged = MeasureResult::FromRunSeconds(std::move(pooled), max_relative_error);
+    results[run_index[k]] = std::move(merged);
+  }
   return results;
 }
 
@@ -248,7 +266,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     for (size_t k = 0; k < to_measure.size(); ++k) {
       size_t i = to_measure[k];
       results[i] = std::move(measured[k]);
-      database_->CommitWorkload({hashes[i], "graph", WorkloadText(requests[i].module)});
+      database_->CommitWorkload({hashes[i], "graph", GraphWorkloadText(requests[i].module)});
       TuningRecord record;
       record.workload_hash = hashes[i];
       record.trace_json = requests[i].trace.ToJson();

@@ -43,6 +43,7 @@ struct EvaluationCounts {
   int64_t over_budget = 0;
   double build_seconds = 0;
   double run_seconds = 0;
+  int64_t confirmed = 0;  // re-measurements of finalists (ConfirmModules): not charged
 
   EvaluationCounts& operator+=(const EvaluationCounts& other);
 };
@@ -60,6 +61,9 @@ struct EvaluationRequest {
   ir::IRModule module;
   ir::Trace trace;
 };
+
+// The workload text a graph candidate is stored under: the module with large constants elided.
+std::string GraphWorkloadText(const ir::IRModule& module);
 
 // One scheduled program of a kernel tuning task, and the trace that made it. `hash`
 // (CandidateHash of `scheduled`) and `features` (ExtractFeatures of `scheduled`) are filled by
@@ -136,6 +140,13 @@ class TuningSession {
     bool charge_first_answers = false;
     uint64_t seed = 0;
     std::string function = "main";  // the graph function that is measured
+    // Confirming a decision (ConfirmModules): the finalists are re-measured together in this
+    // many interleaved rounds (0 or 1: decisions are taken on the first measurements alone).
+    int confirm_rounds = 3;
+    // Finalists are the candidates within this fraction of the best one's latency ...
+    double confirm_margin = 0.10;
+    // ... at most this many, fastest first.
+    int max_finalists = 3;
   };
 
   TuningSession(ir::Target target, std::shared_ptr<Database> database,
@@ -149,6 +160,16 @@ class TuningSession {
   // latency before and after tuning).
   std::vector<MeasureResult> EvaluateModules(const std::vector<EvaluationRequest>& requests,
                                              const std::string& pass, bool charge_budget = true);
+  // Re-measures the finalists of one decision together, so that the machine's slow and fast
+  // spells, which made their first measurements (taken minutes apart) incomparable, hit them
+  // alike: each is built once and the runner measures them in options().confirm_rounds
+  // interleaved rounds (A B C A B C ...); a result pools every round's runs. Confirmations are
+  // committed as records of each module's workload keyed by the group (so a run that reuses the
+  // database, or replays a fixture, answers the same group from it and decides the same), are
+  // counted as `confirmed`, and are not charged to the trial budget. Past the time budget, or
+  // with fewer than two distinct modules, nothing is measured and the results are empty.
+  std::vector<MeasureResult> ConfirmModules(const std::vector<EvaluationRequest>& requests,
+                                            const std::string& pass);
   // Measurements the budget still allows: the trial budget less what was measured, the innermost
   // budget share's limit, and 0 once the time budget is spent (a large number when unlimited).
   int64_t RemainingBudget() const;
@@ -222,11 +243,13 @@ class TuningSession {
   // How this session measures, as JSON; `runner` says what was measured ("graph", "kernel").
   std::string MeasuredBy(const std::string& runner) const;
   // Builds `modules` in parallel and measures the ones that built against the reference
-  // `reference_for(k)` returns for module k (asked only for modules that built). One result per
-  // module; build time goes into `counts`.
+  // `reference_for(k)` returns for module k (asked only for modules that built), in `rounds`
+  // interleaved rounds whose runs are pooled. One result per module; build time goes into
+  // `counts`.
   std::vector<MeasureResult> BuildAndRun(
       const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
-      const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts);
+      const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts,
+      int rounds = 1);
   // Counts a measurement in `counts` and commits `record` with its result.
   void CommitMeasurement(TuningRecord record, const MeasureResult& result,
                          EvaluationCounts& counts);

@@ -11,6 +11,14 @@
 namespace tandem {
 namespace {
 
+// The rules count first measurements: confirming decisions (confirmation_test.cc) re-measures
+// finalists on top of them, so it is off here.
+tuning::TuningSession::Options CountingOptions() {
+  tuning::TuningSession::Options options;
+  options.confirm_rounds = 0;
+  return options;
+}
+
 class CountingRules : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -30,7 +38,7 @@ graph @main(%x: f32[8]) -> f32[8] {
     passes::PassContext context;
     context.tuning = std::make_shared<tuning::TuningSession>(
         ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_,
-        tuning::TuningSession::Options{});
+        CountingOptions());
     ir::IRModule out = context.RunPipeline(*passes::ParsePipeline(pipeline, registry_), module_);
     counts_ = context.tuning->TotalCounts();
     decisions_ = context.tuning->decisions();
@@ -183,7 +191,7 @@ TEST_F(CountingRules, ScreeningSharesTheBudgetAmongTheKept) {
   // 5 screening measurements, then 6 left for 2 kept choices: 3 each, all of U(3).
   runner_ = std::make_shared<testing::MockRunner>();
   passes::PassContext context;
-  tuning::TuningSession::Options options;
+  tuning::TuningSession::Options options = CountingOptions();
   options.max_measurements = 11;
   context.tuning = std::make_shared<tuning::TuningSession>(
       ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
@@ -198,7 +206,7 @@ TEST_F(CountingRules, ScreeningSharesTheBudgetAmongTheKept) {
 TEST_F(CountingRules, BudgetCapsRealMeasurements) {
   runner_ = std::make_shared<testing::MockRunner>();
   passes::PassContext context;
-  tuning::TuningSession::Options options;
+  tuning::TuningSession::Options options = CountingOptions();
   options.max_measurements = 4;
   context.tuning = std::make_shared<tuning::TuningSession>(
       ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
@@ -211,7 +219,7 @@ TEST_F(CountingRules, BudgetCapsRealMeasurements) {
 // A budget share limits what runs under it to its trials or to what the enclosing budget has
 // left, whichever is less; a spent time budget leaves nothing and says so.
 TEST(TuningSessionBudget, SharesNestAndTimeBudgetsStopTheRun) {
-  tuning::TuningSession::Options options;
+  tuning::TuningSession::Options options = CountingOptions();
   options.max_measurements = 10;
   tuning::TuningSession session(ir::Target{}, tuning::MakeInMemoryDatabase(),
                                 std::make_shared<tuning::LocalBuilder>(1),

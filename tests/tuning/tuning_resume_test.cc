@@ -49,10 +49,14 @@ graph @main(%x: f32[64]) -> f32[64] {
     tuning::TuningSession::Options options;
     options.measure.repeats = 2;
     options.measure.min_repeat_seconds = 1e-4;
+    // The counts below are of first measurements, one record each; confirmations add records
+    // per decision (confirmation_test.cc covers them).
+    options.confirm_rounds = 0;
     context.tuning = std::make_shared<tuning::TuningSession>(
         ir::Target{}, database, std::make_shared<tuning::LocalBuilder>(1),
         std::make_shared<tuning::ProcessRunner>(), options);
-    ir::IRModule result = context.RunPipeline(*passes::ParsePipeline(kPipeline, registry_), module_);
+    ir::IRModule result =
+        context.RunPipeline(*passes::ParsePipeline(kPipeline, registry_), module_);
     if (out != nullptr) *out = result;
     return context.tuning->TotalCounts();
   }

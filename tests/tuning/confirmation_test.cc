@@ -1,0 +1,145 @@
+// Confirming decisions (TuningPass::SelectConfirmed, TuningSession::ConfirmModules): finalists
+// re-measured together overturn a decision a slow spell made, the confirmation is recorded in
+// the trace and the database, and a run on the same database decides the same without
+// measuring.
+#include <gtest/gtest.h>
+
+#include "ir/parser.h"
+#include "passes/pipeline_text.h"
+#include "tests/tuning/mock_tuning.h"
+
+namespace tandem {
+namespace {
+
+// MockRunner's latencies, except that the first measurement of the optimum (mock.t = 1) falls
+// in a slow spell and reads 30% slower; later ones read true.
+class SlowSpellRunner : public tuning::Runner {
+ public:
+  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
+                                         const tuning::MeasureOptions& options) override {
+    std::vector<tuning::MeasureResult> results = truth_.Run(inputs, options);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      ++runs;
+      const ir::Attrs& attrs = inputs[k].executable->module().attrs();
+      if (attrs.Has("mock.t") && attrs.GetInt("mock.t") == 1 && !slowed_) {
+        slowed_ = true;
+        double seconds = results[k].median_seconds * 1.3;
+        results[k] = tuning::MeasureResult::FromRunSeconds({seconds, seconds, seconds}, 0);
+      }
+    }
+    return results;
+  }
+  int64_t runs = 0;
+
+ private:
+  testing::MockRunner truth_;
+  bool slowed_ = false;
+};
+
+class Confirmation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    passes::RegisterAllPasses(registry_);
+    testing::RegisterMockTune(registry_);
+    module_ = ir::ParseModule(R"(
+graph @main(%x: f32[8]) -> f32[8] {
+  %r = relu(%x) : f32[8]
+  return %r
+})");
+    database_ = tuning::MakeInMemoryDatabase();
+  }
+
+  ir::IRModule Run(int confirm_rounds) {
+    runner_ = std::make_shared<SlowSpellRunner>();
+    tuning::TuningSession::Options options;
+    options.confirm_rounds = confirm_rounds;
+    options.confirm_margin = 0.5;
+    passes::PassContext context;
+    context.tuning = std::make_shared<tuning::TuningSession>(
+        ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
+    ir::IRModule out = context.RunPipeline(
+        *passes::ParsePipeline(R"(MockTune(choices=3, label="t"))", registry_), module_);
+    counts_ = context.tuning->TotalCounts();
+    decisions_ = context.tuning->decisions();
+    return out;
+  }
+
+  passes::PassRegistry registry_;
+  ir::IRModule module_;
+  std::shared_ptr<tuning::Database> database_;
+  std::shared_ptr<SlowSpellRunner> runner_;
+  tuning::EvaluationCounts counts_;
+  std::vector<tuning::TuningDecision> decisions_;
+};
+
+TEST_F(Confirmation, WithoutItTheSlowSpellDecides) {
+  // c0 and c2 read 1.1 ms, the optimum c1 1.3 ms: the first of the two wrong ones wins.
+  EXPECT_EQ(Run(/*confirm_rounds=*/0).attrs().GetInt("mock.t"), 0);
+  EXPECT_EQ(counts_.confirmed, 0);
+  EXPECT_EQ(runner_->runs, 3);
+}
+
+TEST_F(Confirmation, FinalistsMeasuredTogetherOverturnIt) {
+  ir::IRModule out = Run(/*confirm_rounds=*/3);
+  EXPECT_EQ(out.attrs().GetInt("mock.t"), 1);
+  // Three finalists within 50% of the best, each measured in 3 interleaved rounds.
+  EXPECT_EQ(counts_.measured, 3);
+  EXPECT_EQ(counts_.confirmed, 3);
+  EXPECT_EQ(runner_->runs, 3 + 3 * 3);
+  ASSERT_EQ(decisions_.size(), 1u);
+  EXPECT_NEAR(decisions_[0].result.median_seconds, 1e-3, 1e-12);
+  const ir::Instruction& instruction = decisions_[0].trace.instructions()[0];
+  EXPECT_EQ(std::get<std::string>(*instruction.decision), "c1");
+  EXPECT_EQ(instruction.attrs.GetString("confirmed"), "c0:1100.0us,c2:1100.0us,c1:1000.0us");
+}
+
+TEST_F(Confirmation, TheSameDatabaseAnswersItAndDecidesTheSame) {
+  Run(/*confirm_rounds=*/3);
+  ir::Trace first = decisions_[0].trace;
+  size_t records = database_->NumRecords();
+  // A second run: every measurement, the confirmation included, comes from the database (the
+  // fresh runner's slow spell never happens), and the decision and its trace are the same.
+  ir::IRModule out = Run(/*confirm_rounds=*/3);
+  EXPECT_EQ(out.attrs().GetInt("mock.t"), 1);
+  EXPECT_EQ(runner_->runs, 0);
+  EXPECT_EQ(counts_.measured, 0);
+  EXPECT_EQ(counts_.confirmed, 0);
+  EXPECT_EQ(database_->NumRecords(), records);
+  EXPECT_EQ(decisions_[0].trace, first);
+}
+
+TEST_F(Confirmation, RecordsCarryTheGroupKeyAndHowTheyWereMeasured) {
+  Run(/*confirm_rounds=*/3);
+  size_t confirmations = 0;
+  // Every record of the run: 3 first measurements (candidate "") and 3 confirmations.
+  for (const tuning::Workload& workload : database_->Workloads()) {
+    for (const std::string& target : database_->Targets(workload.hash)) {
+      for (const tuning::TuningRecord& record : database_->Records(workload.hash, target)) {
+        if (record.candidate_hash.rfind("confirm-", 0) != 0) continue;
+        ++confirmations;
+        EXPECT_EQ(record.run_seconds.size(), 9u);  // 3 rounds of 3 repeats, pooled
+        EXPECT_NE(record.measured_by.find("graph-confirm-3-rounds"), std::string::npos);
+      }
+    }
+  }
+  EXPECT_EQ(confirmations, 3u);
+}
+
+TEST_F(Confirmation, ALoneFinalistIsNotReMeasured) {
+  // Margin 0 and two choices (c0 1.1 ms, c1 read 1.3 ms): only c0 is a finalist, so nothing is
+  // confirmed and the slow spell decides.
+  runner_ = std::make_shared<SlowSpellRunner>();
+  tuning::TuningSession::Options options;
+  options.confirm_margin = 0;
+  passes::PassContext context;
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
+  ir::IRModule out = context.RunPipeline(
+      *passes::ParsePipeline(R"(MockTune(choices=2, label="t"))", registry_), module_);
+  EXPECT_EQ(out.attrs().GetInt("mock.t"), 0);
+  EXPECT_EQ(context.tuning->TotalCounts().confirmed, 0);
+  EXPECT_EQ(runner_->runs, 2);
+}
+
+}  // namespace
+}  // namespace tandem

@@ -1,0 +1,86 @@
+// TuningSession::ConfirmModules: re-measuring the finalists of a decision together.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/structural.h"
+#include "tuning/tuning_session.h"
+
+namespace tandem::tuning {
+
+namespace {
+
+// The candidate hash a confirmation record carries: the group of modules measured together
+// (their sorted hashes) and how, so that a different group or round count is a new record.
+std::string ConfirmationKey(std::vector<std::string> hashes, int rounds) {
+  std::sort(hashes.begin(), hashes.end());
+  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+  ir::StableHasher hasher;
+  for (const std::string& hash : hashes) hasher.UpdateString(hash);
+  hasher.UpdateU64(static_cast<uint64_t>(rounds));
+  return "confirm-" + ir::HashToHex(hasher.Digest());
+}
+
+}  // namespace
+
+std::vector<MeasureResult> TuningSession::ConfirmModules(
+    const std::vector<EvaluationRequest>& requests, const std::string& pass) {
+  int rounds = options_.confirm_rounds;
+  std::vector<std::string> hashes;
+  for (const EvaluationRequest& request : requests) {
+    hashes.push_back(ir::HashToHex(ir::StructuralHash(request.module)));
+  }
+  std::vector<std::string> distinct = hashes;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (rounds < 2 || distinct.size() < 2) return {};
+  std::string key = ConfirmationKey(hashes, rounds);
+  EvaluationCounts& counts = counts_[pass];
+
+  // Answered from the database only when the whole group is: the results must come from one
+  // interleaved measurement to be comparable.
+  std::map<std::string, MeasureResult> by_hash;
+  for (const std::string& hash : distinct) {
+    std::optional<TuningRecord> record = database_->FindRecord(hash, target_descriptor_, key);
+    if (!record) break;
+    by_hash[hash] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
+                                 : MeasureResult::Failure(record->error);
+  }
+  if (by_hash.size() != distinct.size()) {
+    if (options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds) return {};
+    by_hash.clear();
+    std::vector<ir::IRModule> modules;
+    std::vector<const EvaluationRequest*> sources;
+    for (const std::string& hash : distinct) {
+      size_t i =
+          static_cast<size_t>(std::find(hashes.begin(), hashes.end(), hash) - hashes.begin());
+      modules.push_back(requests[i].module);
+      sources.push_back(&requests[i]);
+    }
+    std::vector<MeasureResult> measured = BuildAndRun(
+        modules, build_options(),
+        [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts, rounds);
+    std::string measured_by = MeasuredBy(fmt::format("graph-confirm-{}-rounds", rounds));
+    for (size_t k = 0; k < distinct.size(); ++k) {
+      database_->CommitWorkload({distinct[k], "graph", GraphWorkloadText(modules[k])});
+      TuningRecord record;
+      record.workload_hash = distinct[k];
+      record.target = target_descriptor_;
+      record.candidate_hash = key;
+      record.trace_json = sources[k]->trace.ToJson();
+      record.run_seconds = measured[k].run_seconds;
+      record.error = measured[k].error;
+      record.measured_at = NowUtc();
+      record.measured_by = measured_by;
+      database_->CommitRecord(record);
+      ++counts.confirmed;
+      for (double s : measured[k].run_seconds) counts.run_seconds += s;
+      by_hash[distinct[k]] = std::move(measured[k]);
+    }
+  }
+  std::vector<MeasureResult> results;
+  for (const std::string& hash : hashes) results.push_back(by_hash.at(hash));
+  return results;
+}
+
+}  // namespace tandem::tuning
