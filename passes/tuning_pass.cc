@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/structural.h"
 #include "passes/pipeline_text.h"
 
 namespace tandem::passes {
@@ -220,6 +221,14 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
   }
   std::stable_sort(finalists.begin(), finalists.end(), [&](size_t a, size_t b) {
     return candidates[a].result->median_seconds < candidates[b].result->median_seconds;
+  });
+  // One finalist per distinct module (two choices often give the same module).
+  std::vector<uint64_t> seen;
+  std::erase_if(finalists, [&](size_t i) {
+    uint64_t hash = ir::StructuralHash(candidates[i].output);
+    if (std::find(seen.begin(), seen.end(), hash) != seen.end()) return true;
+    seen.push_back(hash);
+    return false;
   });
   if (finalists.size() > static_cast<size_t>(std::max(options.max_finalists, 1))) {
     finalists.resize(static_cast<size_t>(std::max(options.max_finalists, 1)));

@@ -143,10 +143,12 @@ class TuningSession {
     // Confirming a decision (ConfirmModules): the finalists are re-measured together in this
     // many interleaved rounds (0 or 1: decisions are taken on the first measurements alone).
     int confirm_rounds = 3;
-    // Finalists are the candidates within this fraction of the best one's latency ...
-    double confirm_margin = 0.10;
+    // Finalists are the distinct candidates within this fraction of the best one's latency
+    // (first measurements of one module taken minutes apart differ by 20-30% on a shared
+    // machine) ...
+    double confirm_margin = 0.25;
     // ... at most this many, fastest first.
-    int max_finalists = 3;
+    int max_finalists = 4;
   };
 
   TuningSession(ir::Target target, std::shared_ptr<Database> database,

@@ -95,6 +95,7 @@ class TuneKernels : public TuningPass {
     next.trace.Append(std::move(instruction));
     next.result.reset();
     next.output = Lower(candidate.output, std::move(traces), space, context);
+    if (!decision.empty()) ConfirmAgainstDefaults(candidate, next, context);
     return next;
   }
 
@@ -123,6 +124,40 @@ class TuneKernels : public TuningPass {
     }
     throw ir::Error(fmt::format("TuneKernels: {}=\"{}\" is not one of: {}", key, value,
                                 fmt::join(allowed, ", ")));
+  }
+
+  // Kernels are measured alone; a schedule faster alone can be slower in the model (caches,
+  // threads), and small differences are noise. So the tuned module is confirmed end to end
+  // against the same module with default schedules (TuningSession::ConfirmModules: measured
+  // together, interleaved); when the defaults win, the decision becomes the empty map, which
+  // replays to them. The instruction records both latencies ("confirmed").
+  void ConfirmAgainstDefaults(const Candidate& candidate, Candidate& tuned,
+                              PassContext& context) const {
+    tuning::TuningSession& session = context.Tuning();
+    if (session.options().confirm_rounds < 2) return;
+    kernels::SearchSpace space =
+        tuning::SearchSpaceFor(session.target(), session.target_descriptor());
+    Candidate defaults = candidate;
+    ir::Instruction instruction = tuned.trace.instructions().back();
+    instruction.decision = ir::AttrValue(std::string("{}"));
+    defaults.trace.Append(instruction);
+    defaults.result.reset();
+    try {
+      defaults.output = Lower(candidate.output, {}, space, context);
+    } catch (const ir::Error&) {
+      return;
+    }
+    std::vector<tuning::MeasureResult> confirmed = session.ConfirmModules(
+        {{tuned.output, tuned.trace}, {defaults.output, defaults.trace}}, DecisionText());
+    if (confirmed.size() != 2 || !confirmed[0].ok()) return;
+    bool defaults_win =
+        confirmed[1].ok() && confirmed[1].median_seconds < confirmed[0].median_seconds;
+    std::string text =
+        fmt::format("tuned:{:.1f}us,default:{}", confirmed[0].median_seconds * 1e6,
+                    confirmed[1].ok() ? fmt::format("{:.1f}us", confirmed[1].median_seconds * 1e6)
+                                      : std::string("failed"));
+    if (defaults_win) tuned = std::move(defaults);
+    tuned.trace.mutable_instructions().back().attrs.Set("confirmed", text);
   }
 
   static kernels::DefaultScheduleOptions ScheduleOptions(const PassContext& context) {

@@ -248,5 +248,31 @@ TEST(TuningPassFailures, CrashingHangingAndWrongCandidatesAreRecordedAndTuningFi
   EXPECT_EQ(Decision(outcome), "keep");
 }
 
+// TuneKernels measures kernels alone; its module is confirmed end to end against the default
+// schedules (measured together), the faster one is kept, and the replay gives that one.
+TEST(TuneKernelsConfirmation, TunedModuleIsConfirmedAgainstTheDefaultSchedules) {
+  ir::IRModule model = SmallBertLayer();
+  TuneOutcome outcome = Tune(model, "FuseOps, TuneKernels(trials=8, batch=4)");
+  ASSERT_EQ(outcome.decisions.size(), 1u);
+  const ir::Instruction& instruction = outcome.decisions[0].trace.instructions().back();
+  ASSERT_EQ(instruction.kind, "TuneKernels");
+  ASSERT_TRUE(instruction.attrs.Has("confirmed"));
+  std::string confirmed = instruction.attrs.GetString("confirmed");
+  EXPECT_EQ(confirmed.rfind("tuned:", 0), 0u) << confirmed;
+  EXPECT_NE(confirmed.find(",default:"), std::string::npos) << confirmed;
+  // Both modules measured together, 3 rounds each: two confirmation records.
+  EXPECT_EQ(outcome.counts.confirmed, 2);
+  // The decision is the tuned schedule map or, when the defaults won, the empty one (which
+  // lowers exactly as Legalize does).
+  std::string decision = std::get<std::string>(*instruction.decision);
+  if (decision == "{}") {
+    passes::PassContext context;
+    ir::IRModule legalized =
+        context.RunPipeline(*passes::ParsePipeline("InferType, FuseOps, Legalize"), model);
+    EXPECT_TRUE(ir::StructuralEqual(legalized, outcome.output))
+        << ir::StructuralDiff(legalized, outcome.output);
+  }
+}
+
 }  // namespace
 }  // namespace tandem
