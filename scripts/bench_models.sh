@@ -30,15 +30,22 @@ TANDEM="$ROOT/build/tools/tandem"
 [[ -x "$TANDEM" ]] || "$ROOT/scripts/setup.sh"
 mkdir -p "$(dirname "$DB")" "$ROOT/out/bench_models"
 
+ORT_CSV="$ROOT/out/bench_models/onnxruntime.csv"
+rm -f "$ORT_CSV"
 for dir in "${MODELS[@]}"; do
   name="$(basename "$dir")"
   printf '==> %s: tandem bench (trial budget %s per tuning pipeline)\n' "$name" "$TRIALS"
   "$TANDEM" bench "$dir/model.onnx" --isolate --trials "$TRIALS" --db "$DB" \
     --configs default_heuristic,default_tuning,sequential,joint,all_onednn \
-    --repeat 10 --rounds 5 --csv "$ROOT/out/bench_models/$name.csv"
+    --repeat 10 --rounds 7 --csv "$ROOT/out/bench_models/$name.csv"
+  # Right after Tandem's timing of the same model: the load of these shared machines changes
+  # over minutes, so ONNX Runtime timed at the end of the whole run would meet another machine.
+  if [[ -n "$ORT_PYTHON" ]]; then
+    printf '==> %s: ONNX Runtime (2 threads)\n' "$name"
+    if [[ -f "$ORT_CSV" ]]; then
+      "$ORT_PYTHON" "$ROOT/bench/ort_latency.py" --threads 2 "$dir" | tail -n +2 | tee -a "$ORT_CSV"
+    else
+      "$ORT_PYTHON" "$ROOT/bench/ort_latency.py" --threads 2 "$dir" | tee "$ORT_CSV"
+    fi
+  fi
 done
-if [[ -n "$ORT_PYTHON" ]]; then
-  printf '==> ONNX Runtime (2 threads)\n'
-  "$ORT_PYTHON" "$ROOT/bench/ort_latency.py" --threads 2 "${MODELS[@]}" \
-    | tee "$ROOT/out/bench_models/onnxruntime.csv"
-fi
