@@ -269,11 +269,15 @@ class TuneBackendPlacement : public TuningPass {
     }
     {
       // Leave the end-to-end measurements of the placements (none, all-<backend>, this
-      // program's) to be taken after the pieces.
+      // program's) to be taken after the pieces; when kernels are tuned after them, the pieces
+      // get half of the rest (a model has hundreds of pieces: they would take it all, leaving
+      // the kept placement's kernels untuned and its tuned form unmeasured).
       tuning::TuningSession& session = context.Tuning();
       int64_t remaining = session.RemainingBudget();
       bool limited = remaining != std::numeric_limits<int64_t>::max();
-      if (limited) session.PushBudgetShare(std::max<int64_t>(0, remaining - 3));
+      int64_t for_pieces = std::max<int64_t>(0, remaining - 3);
+      if (EvalNestsTuning()) for_pieces /= 2;
+      if (limited) session.PushBudgetShare(for_pieces);
       EvaluateAndSelect(measured, context);
       if (limited) session.PopBudgetShare();
     }
