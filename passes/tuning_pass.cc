@@ -207,13 +207,13 @@ int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
 }
 
 int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t instruction_index,
-                                    PassContext& context) const {
+                                    PassContext& context, bool screening) const {
   int64_t best = EvaluateAndSelect(candidates, context);
   if (best < 0) return best;
   tuning::TuningSession& session = context.Tuning();
   const tuning::TuningSession::Options& options = session.options();
-  double limit =
-      candidates[static_cast<size_t>(best)].result->median_seconds * (1 + options.confirm_margin);
+  double margin = screening ? std::max(0.5, 2 * options.confirm_margin) : options.confirm_margin;
+  double limit = candidates[static_cast<size_t>(best)].result->median_seconds * (1 + margin);
   std::vector<size_t> finalists;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const auto& r = candidates[i].result;
@@ -250,8 +250,11 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
     std::string label = fmt::format("candidate {}", finalists[k]);
     if (instruction_index < c.trace.size()) {
       const ir::Instruction& instruction = c.trace.instructions()[instruction_index];
-      if (instruction.decision && std::holds_alternative<std::string>(*instruction.decision) &&
-          std::get<std::string>(*instruction.decision).size() <= 40) {
+      if (instruction.attrs.Has("choice")) {
+        label = instruction.attrs.GetString("choice");
+      } else if (instruction.decision &&
+                 std::holds_alternative<std::string>(*instruction.decision) &&
+                 std::get<std::string>(*instruction.decision).size() <= 40) {
         label = std::get<std::string>(*instruction.decision);
       }
     }
@@ -263,7 +266,7 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
   best = -1;
   for (size_t i : finalists) {
     Candidate& c = candidates[i];
-    if (instruction_index < c.trace.size()) {
+    if (!screening && instruction_index < c.trace.size()) {
       c.trace.mutable_instructions()[instruction_index].attrs.Set(
           "confirmed", fmt::format("{}", fmt::join(texts, ",")));
     }
@@ -319,7 +322,7 @@ Candidate TuningPass::ScreenAndTune(const Candidate& candidate, std::vector<Cand
       choice_of.push_back(c);
     }
   }
-  EvaluateAndSelect(screened, context);
+  SelectConfirmed(screened, instruction_index, context, /*screening=*/true);
   constexpr double kUnmeasured = std::numeric_limits<double>::infinity();
   std::vector<double> score(applied.size(), kUnmeasured);
   for (size_t k = 0; k < screened.size(); ++k) {

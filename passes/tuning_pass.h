@@ -36,7 +36,9 @@
 // Confirmation: candidates measured minutes apart on a shared machine differ by more than
 // their real difference (slow spells of 20-30% are common), so a decision between close
 // candidates would follow the noise. The finalists of every decision are re-measured together,
-// interleaved, and the decision is taken on that measurement (SelectConfirmed).
+// interleaved, and the decision is taken on that measurement (SelectConfirmed). Screening
+// batches are confirmed too, with a wider margin: a slow spell during the one-shot screening
+// would otherwise drop the right choice before it is ever tuned.
 //
 // ReplayTrace re-applies a trace's decisions to the module tuning started from, without
 // measuring anything, and gives the same module (structurally equal).
@@ -141,9 +143,11 @@ class TuningPass : public Pass {
   // session's confirm_margin of the best, at most max_finalists of them) are re-measured
   // together (TuningSession::ConfirmModules) and the fastest in that measurement wins. Their
   // results become the confirmed ones, and every finalist's instruction at `instruction_index`
-  // records them ("confirmed"), so the trace says why the winner won.
+  // records them ("confirmed"), so the trace says why the winner won. For a screening batch
+  // (`screening`), whose one-shot measurements decide what is tuned at all, the margin is
+  // doubled (at least 50%) and nothing is recorded: the screened scores are.
   int64_t SelectConfirmed(std::vector<Candidate>& candidates, size_t instruction_index,
-                          PassContext& context) const;
+                          PassContext& context, bool screening = false) const;
 
  private:
   // TuneChoices with screening: `applied` holds one candidate per choice (its instruction at

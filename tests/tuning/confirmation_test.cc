@@ -49,16 +49,17 @@ graph @main(%x: f32[8]) -> f32[8] {
     database_ = tuning::MakeInMemoryDatabase();
   }
 
-  ir::IRModule Run(int confirm_rounds) {
+  ir::IRModule Run(int confirm_rounds,
+                   const std::string& pipeline = R"(MockTune(choices=3, label="t"))",
+                   double margin = 0.5) {
     runner_ = std::make_shared<SlowSpellRunner>();
     tuning::TuningSession::Options options;
     options.confirm_rounds = confirm_rounds;
-    options.confirm_margin = 0.5;
+    options.confirm_margin = margin;
     passes::PassContext context;
     context.tuning = std::make_shared<tuning::TuningSession>(
         ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
-    ir::IRModule out = context.RunPipeline(
-        *passes::ParsePipeline(R"(MockTune(choices=3, label="t"))", registry_), module_);
+    ir::IRModule out = context.RunPipeline(*passes::ParsePipeline(pipeline, registry_), module_);
     counts_ = context.tuning->TotalCounts();
     decisions_ = context.tuning->decisions();
     return out;
@@ -139,6 +140,21 @@ TEST_F(Confirmation, ALoneFinalistIsNotReMeasured) {
   EXPECT_EQ(out.attrs().GetInt("mock.t"), 0);
   EXPECT_EQ(context.tuning->TotalCounts().confirmed, 0);
   EXPECT_EQ(runner_->runs, 2);
+}
+
+// Screening (keep=1): the slow spell hits the optimum's screening measurement; confirming the
+// screening batch (margin at least 50%) keeps the right choice for tuning.
+TEST_F(Confirmation, ScreeningBatchIsConfirmedBeforeTheKeptChoiceIsChosen) {
+  const std::string pipeline =
+      R"(MockTune(choices=3, label="t", keep=1, eval=[MockTune(choices=2, label="u")]))";
+  auto kept = [&] { return decisions_.at(0).trace.instructions().at(0).attrs.GetString("kept"); };
+  Run(/*confirm_rounds=*/0, pipeline, /*margin=*/0.1);
+  EXPECT_EQ(kept(), "c0");
+  database_ = tuning::MakeInMemoryDatabase();
+  ir::IRModule out = Run(/*confirm_rounds=*/3, pipeline, /*margin=*/0.1);
+  EXPECT_EQ(kept(), "c1");
+  EXPECT_EQ(out.attrs().GetInt("mock.t"), 1);
+  EXPECT_EQ(out.attrs().GetInt("mock.u"), 1);
 }
 
 }  // namespace
