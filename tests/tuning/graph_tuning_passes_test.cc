@@ -4,6 +4,8 @@
 // hang or compute wrong results records them as failed and still finishes with a good one.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "frontend/model_builders.h"
@@ -278,6 +280,11 @@ TEST(TuneKernelsConfirmation, TunedModuleIsConfirmedAgainstTheDefaultSchedules) 
         << ir::StructuralDiff(legalized, outcome.output);
   } else {
     EXPECT_FALSE(ir::StructuralEqual(legalized, outcome.output));
+    // Kept only when it beat the defaults by at least 3% in the confirmation.
+    double tuned = 0, defaults = 0;
+    ASSERT_EQ(std::sscanf(confirmed.c_str(), "tuned:%lfus,default:%lfus", &tuned, &defaults), 2)
+        << confirmed;
+    EXPECT_LT(tuned, 0.97 * defaults) << confirmed;
   }
 }
 
