@@ -11,12 +11,11 @@ namespace tandem::tuning {
 namespace {
 
 // The candidate hash a confirmation record carries: the group of modules measured together
-// (their sorted hashes) and how, so that a different group or round count is a new record.
-std::string ConfirmationKey(std::vector<std::string> hashes, int rounds) {
-  std::sort(hashes.begin(), hashes.end());
-  hashes.erase(std::unique(hashes.begin(), hashes.end()), hashes.end());
+// (their distinct hashes, sorted) and how, so that a different group or round count is a new
+// record.
+std::string ConfirmationKey(const std::vector<std::string>& distinct_sorted, int rounds) {
   ir::StableHasher hasher;
-  for (const std::string& hash : hashes) hasher.UpdateString(hash);
+  for (const std::string& hash : distinct_sorted) hasher.UpdateString(hash);
   hasher.UpdateU64(static_cast<uint64_t>(rounds));
   return "confirm-" + ir::HashToHex(hasher.Digest());
 }
@@ -34,7 +33,7 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   if (rounds < 2 || distinct.size() < 2) return {};
-  std::string key = ConfirmationKey(hashes, rounds);
+  std::string key = ConfirmationKey(distinct, rounds);
   EvaluationCounts& counts = counts_[pass];
 
   // Answered from the database only when the whole group is: the results must come from one
@@ -65,16 +64,10 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
       database_->CommitWorkload({distinct[k], "graph", GraphWorkloadText(modules[k])});
       TuningRecord record;
       record.workload_hash = distinct[k];
-      record.target = target_descriptor_;
       record.candidate_hash = key;
       record.trace_json = sources[k]->trace.ToJson();
-      record.run_seconds = measured[k].run_seconds;
-      record.error = measured[k].error;
-      record.measured_at = NowUtc();
       record.measured_by = measured_by;
-      database_->CommitRecord(record);
-      ++counts.confirmed;
-      for (double s : measured[k].run_seconds) counts.run_seconds += s;
+      CommitMeasurement(std::move(record), measured[k], counts, /*confirmation=*/true);
       by_hash[distinct[k]] = std::move(measured[k]);
     }
   }

@@ -171,9 +171,13 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
 }
 
 void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& result,
-                                      EvaluationCounts& counts) {
-  ++counts.measured;
-  if (!result.ok()) ++counts.failed;
+                                      EvaluationCounts& counts, bool confirmation) {
+  if (confirmation) {
+    ++counts.confirmed;
+  } else {
+    ++counts.measured;
+    if (!result.ok()) ++counts.failed;
+  }
   for (double s : result.run_seconds) counts.run_seconds += s;
   record.target = target_descriptor_;
   record.run_seconds = result.run_seconds;

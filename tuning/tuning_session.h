@@ -252,9 +252,10 @@ class TuningSession {
       const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
       const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts,
       int rounds = 1);
-  // Counts a measurement in `counts` and commits `record` with its result.
-  void CommitMeasurement(TuningRecord record, const MeasureResult& result,
-                         EvaluationCounts& counts);
+  // Counts a measurement in `counts` (as `confirmed` for a confirmation, which is not charged)
+  // and commits `record` with its result.
+  void CommitMeasurement(TuningRecord record, const MeasureResult& result, EvaluationCounts& counts,
+                         bool confirmation = false);
 
   ir::Target target_;
   std::string target_descriptor_;

@@ -22,13 +22,8 @@ tuning::TuningSession::Options CountingOptions() {
 class CountingRules : public ::testing::Test {
  protected:
   void SetUp() override {
-    passes::RegisterAllPasses(registry_);
-    testing::RegisterMockTune(registry_);
-    module_ = ir::ParseModule(R"(
-graph @main(%x: f32[8]) -> f32[8] {
-  %r = relu(%x) : f32[8]
-  return %r
-})");
+    testing::RegisterPassesWithMockTune(registry_);
+    module_ = testing::MockModule();
     database_ = tuning::MakeInMemoryDatabase();
   }
 

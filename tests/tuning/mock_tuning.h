@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 
+#include "ir/parser.h"
 #include "passes/pass_registry.h"
 #include "passes/tuning/knob_pass.h"
 #include "tuning/runner.h"
@@ -41,6 +42,21 @@ inline void RegisterMockTune(passes::PassRegistry& registry) {
         }
         return tuning::Knob("MockTune", std::move(choices));
       });
+}
+
+// Every registered pass plus MockTune.
+inline void RegisterPassesWithMockTune(passes::PassRegistry& registry) {
+  passes::RegisterAllPasses(registry);
+  RegisterMockTune(registry);
+}
+
+// The module mock-knob tests tune (the knobs only tag its attributes): one relu.
+inline ir::IRModule MockModule() {
+  return ir::ParseModule(R"(
+graph @main(%x: f32[8]) -> f32[8] {
+  %r = relu(%x) : f32[8]
+  return %r
+})");
 }
 
 // Latency 1 ms + 0.1 ms * sum over mock tags of |tag - 1|; counts runs.
