@@ -7,6 +7,10 @@
 // costs the candidate it was on, and a new worker takes the candidates after it. Every worker is
 // reaped with waitpid, whatever happens. The pipe only goes from worker to parent: the parent
 // never writes to it, so it cannot get SIGPIPE from it.
+//
+// Executables holding a GPU context (cuBLAS subgraphs) are measured in this process instead:
+// CUDA cannot be used in a child forked after the parent initialized it ("initialization
+// error"), and their device buffers belong to the parent's context.
 #include <fcntl.h>
 #include <omp.h>
 #include <poll.h>
@@ -308,21 +312,28 @@ size_t RunWorker(const std::vector<RunInput>& inputs, const std::vector<size_t>&
 std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& inputs,
                                               const MeasureOptions& options) {
   std::vector<MeasureResult> results(inputs.size());
-  std::vector<size_t> order;  // candidates that have something to run
+  std::vector<size_t> order;  // candidates that have something to run in a worker
+  std::vector<size_t> here;   // candidates a forked worker cannot run (GPU contexts)
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].executable) {
+    if (!inputs[i].executable) {
+      results[i] = MeasureResult::Failure("no executable to measure");
+    } else if (inputs[i].executable->runs_in_forked_process()) {
       order.push_back(i);
     } else {
-      results[i] = MeasureResult::Failure("no executable to measure");
+      here.push_back(i);
     }
   }
   if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
-    for (size_t i : order) {
-      results[i] = MeasureResult::Failure(fmt::format(
-          "invalid measure options: timeout_seconds is {} (must be > 0)", options.timeout_seconds));
+    for (const std::vector<size_t>* group : {&order, &here}) {
+      for (size_t i : *group) {
+        results[i] = MeasureResult::Failure(
+            fmt::format("invalid measure options: timeout_seconds is {} (must be > 0)",
+                        options.timeout_seconds));
+      }
     }
     return results;
   }
+  for (size_t i : here) results[i] = MeasureHere(inputs[i], options);
   // A forked child keeps only the forking thread, with that thread's OpenMP state: a thread that
   // ran a parallel region (oneDNN runs on OpenMP) carries a team of threads that do not exist in
   // the child, whose first parallel region would wait for them forever. Releasing the team

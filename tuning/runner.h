@@ -6,7 +6,8 @@
 // the expected ones) and reports each result through a pipe. A worker that dies (a crash in
 // generated code) or stops reporting for longer than the timeout (a hang) is killed and that
 // candidate is recorded as failed with the reason; a new worker takes the rest of the batch.
-// The tuning process itself never runs candidate code.
+// The tuning process itself never runs candidate code, except executables that cannot run in a
+// forked process (GPU contexts; Executable::runs_in_forked_process), which it measures itself.
 #pragma once
 
 #include <memory>

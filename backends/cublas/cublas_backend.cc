@@ -140,6 +140,9 @@ class CublasFunction : public ExternalFunction {
         "copy out");
   }
 
+  // Its device buffers belong to the CUDA context of the process that compiled it.
+  bool runs_in_forked_process() const override { return false; }
+
   std::string Describe() const override {
     return fmt::format("cublasSgemmStridedBatched {}x{}x{} batch {}", product_.m, product_.n,
                        product_.k, product_.batch);

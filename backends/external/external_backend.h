@@ -32,6 +32,10 @@ class ExternalFunction {
   virtual std::string Describe() const = 0;
   // Layout conversions of activations done on every call (weights are packed once, at build).
   virtual int64_t reorders_per_call() const { return 0; }
+  // Whether a process forked after this function was compiled can run it. False for functions
+  // that hold a GPU context: CUDA cannot be used in a child forked from a process that
+  // initialized it, so the process runner measures such executables in the tuning process.
+  virtual bool runs_in_forked_process() const { return true; }
 };
 
 class ExternalBackend {

@@ -247,6 +247,11 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
   return exe;
 }
 
+bool Executable::runs_in_forked_process() const {
+  return std::all_of(external_functions_.begin(), external_functions_.end(),
+                     [](const auto& entry) { return entry.second->runs_in_forked_process(); });
+}
+
 std::vector<ir::Tensor> Executable::Run(const std::vector<ir::Tensor>& inputs) {
   std::vector<ir::Tensor> outputs;
   for (const ir::TensorType& t : output_types_) outputs.emplace_back(t);

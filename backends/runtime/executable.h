@@ -62,6 +62,8 @@ class Executable {
   }
   const std::vector<ir::TensorType>& input_types() const { return input_types_; }
   const std::vector<ir::TensorType>& output_types() const { return output_types_; }
+  // Whether a forked child can run this executable: every external function can.
+  bool runs_in_forked_process() const;
 
  private:
   friend std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options);

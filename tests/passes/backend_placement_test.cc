@@ -274,8 +274,10 @@ TEST(OnednnBackend, SoftmaxLayerNormAndPooling) {
 }
 
 // What oneDNN would run with a reference implementation (plain loops, slower than generated
-// code) is not taken: pooling on plain NCHW data (oneDNN's "simple_nchw") and softmax over a
-// leading axis stay ours, with the reason among the matcher's refusals.
+// code) is not taken, with the reason among the matcher's refusals. Which implementation oneDNN
+// has depends on the instruction set: softmax over a leading axis is a reference loop on every
+// x86 ISA, pooling on plain NCHW data is one on AVX2 ("simple_nchw") but JIT code on AVX-512;
+// what is taken runs no reference implementation (ExpectPlacedAndCorrect checks).
 TEST(OnednnBackend, ReferenceImplementationsAreRefused) {
   GraphBuilder b("main");
   ValueId x = b.Input("x", TensorType{{1, 8, 11, 11}});
@@ -285,9 +287,11 @@ TEST(OnednnBackend, ReferenceImplementationsAreRefused) {
                            {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
   ValueId s = b.Call("softmax", {m}, Attrs{{"axis", int64_t{1}}});
   ir::IRModule module = testing::RunText("InferType", ModuleOf(b.Finish(s)));
-  ExpectPlacedAndCorrect(module, 0);
+  ExpectPlacedAndCorrect(module, -1);
   PlacementMatcher matcher(SelectBackends("onednn"));
-  EXPECT_TRUE(matcher.Matches(module.Get("main")).empty());
+  for (const backends::PatternMatch& match : matcher.Matches(module.Get("main"))) {
+    EXPECT_EQ(match.OpsText(module.Get("main")), "max_pool2d");
+  }
   ASSERT_FALSE(matcher.refusals().empty());
   for (const auto& [pattern, why] : matcher.refusals()) {
     EXPECT_NE(why.find("reference implementation"), std::string::npos) << pattern << ": " << why;
