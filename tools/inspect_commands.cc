@@ -1,9 +1,13 @@
 // `tandem show`, `tandem pipelines` and `tandem compile`: look at a model, at the registered
 // pipelines, and at what a pipeline makes of a model.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
+#include "backends/llvm/codegen.h"
+#include "backends/runtime/executable.h"
+#include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
@@ -16,7 +20,8 @@ Command AddShowCommand(CLI::App& app) {
   auto full = std::make_shared<bool>(false);
   CLI::App* show = app.add_subcommand("show", "print the graph IR of a model");
   AddModelOptions(show, *model);
-  show->add_flag("--full-constants", *full, "print every constant's data (the text then parses back exactly)");
+  show->add_flag("--full-constants", *full,
+                 "print every constant's data (the text then parses back exactly)");
   return [show, model, full]() {
     if (!*show) return -1;
     ir::PrintOptions options;
@@ -30,7 +35,8 @@ Command AddPipelinesCommand(CLI::App& app) {
   auto name = std::make_shared<std::string>();
   auto file = std::make_shared<std::string>();
   auto target = std::make_shared<std::string>("llvm");
-  CLI::App* cmd = app.add_subcommand("pipelines", "list the registered pipelines, or show one's structure");
+  CLI::App* cmd =
+      app.add_subcommand("pipelines", "list the registered pipelines, or show one's structure");
   cmd->add_option("name", *name, "pipeline to show");
   cmd->add_option("--pipeline-file", *file, "also register the pipelines of this file");
   cmd->add_option("--target", *target, "target whose variant to show")->capture_default_str();
@@ -59,16 +65,43 @@ Command AddCompileCommand(CLI::App& app) {
   auto model = std::make_shared<ModelOptions>();
   auto pipeline = std::make_shared<PipelineOptions>();
   auto full = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("compile", "run a pipeline on a model and print the optimized IR");
+  auto emit = std::make_shared<std::string>("ir");
+  auto kernel = std::make_shared<std::string>();
+  CLI::App* cmd =
+      app.add_subcommand("compile", "run a pipeline on a model and print the optimized IR");
   AddModelOptions(cmd, *model);
   AddPipelineOptions(cmd, *pipeline);
   cmd->add_flag("--full-constants", *full, "print every constant's data");
-  return [cmd, model, pipeline, full]() {
+  cmd->add_option("--emit", *emit,
+                  "what to print: ir (the pipeline's output), llvm (the optimized LLVM IR of the "
+                  "kernels Build compiles) or asm (their x86 assembly)")
+      ->check(CLI::IsMember({"ir", "llvm", "asm"}))
+      ->capture_default_str();
+  cmd->add_option("--kernel", *kernel, "with --emit llvm/asm: only this kernel");
+  return [cmd, model, pipeline, full, emit, kernel]() {
     if (!*cmd) return -1;
     ir::IRModule out = RunPipeline(LoadModel(*model), *pipeline);
-    ir::PrintOptions options;
-    options.max_constant_bytes = *full ? -1 : 64;
-    std::cout << ir::PrintModule(out, options);
+    if (*emit == "ir") {
+      ir::PrintOptions options;
+      options.max_constant_bytes = *full ? -1 : 64;
+      std::cout << ir::PrintModule(out, options);
+      return 0;
+    }
+    backends::BuildOptions build;
+    ir::IRModule legalized = backends::LegalizeForBuild(out, build);
+    std::vector<ir::KernelFunction> kernels;
+    std::vector<std::string> names;
+    for (const auto& [name, function] : legalized.kernel_functions()) {
+      names.push_back(name);
+      if (kernel->empty() || name == *kernel) kernels.push_back(*function);
+    }
+    if (kernels.empty()) {
+      throw ir::Error(fmt::format("no kernel named '{}'; the kernels are: {}", *kernel,
+                                  fmt::join(names, ", ")));
+    }
+    backends::CodegenOptions codegen = backends::CodegenOptionsFor(out, build.codegen);
+    std::cout << (*emit == "asm" ? backends::EmitAssembly(kernels, codegen)
+                                 : backends::EmitLlvmIr(kernels, codegen));
     return 0;
   };
 }

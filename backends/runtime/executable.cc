@@ -97,7 +97,7 @@ CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions opti
   return options;
 }
 
-std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
+ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& options) {
   kernels::LegalizeOptions legalize = options.legalize;
   if (legalize.schedule.vector_lanes <= 0 || legalize.schedule.vector_registers <= 0) {
     VectorUnit unit = TargetVectorUnit(options.codegen.cpu, options.codegen.features);
@@ -105,8 +105,13 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
     if (legalize.schedule.vector_registers <= 0)
       legalize.schedule.vector_registers = unit.registers;
   }
-  ir::IRModule module = kernels::Legalize(input_module, legalize);
-  ir::Verify(module);
+  ir::IRModule legalized = kernels::Legalize(module, legalize);
+  ir::Verify(legalized);
+  return legalized;
+}
+
+std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
+  ir::IRModule module = LegalizeForBuild(input_module, options);
   const ir::GraphFunction& fn = module.Get(options.function);
 
   auto exe = std::unique_ptr<Executable>(new Executable());

@@ -113,6 +113,10 @@ inline constexpr const char* kAllowReassociationAttr = "codegen.allow_reassociat
 // `options` with the module's codegen.* attributes applied (Error on a bad value).
 CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions options);
 
+// The module Build compiles: `module` legalized (every graph op lowered to a scheduled kernel)
+// for the vector unit of the target in `options.codegen`, and verified.
+ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& options = {});
+
 std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options = {});
 
 }  // namespace tandem::backends
