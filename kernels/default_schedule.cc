@@ -21,6 +21,15 @@ namespace {
 int64_t AccumulatorRegisters(int vector_registers) {
   return std::clamp<int64_t>(vector_registers - 4, 4, 16);
 }
+// Cycles a GEMM step takes at least, whatever its accumulators: an accumulator's FMA chain
+// (4-cycle latency on Zen 3 and Skylake-X) plus slack for load and issue jitter. With two FMA
+// units a tile needs about 2 x this many accumulators to keep them busy: the 8-accumulator
+// 4x16 tile ran BERT's 128x256x768 GEMM at 61 GFLOP/s on one Zen 3 core, the padded
+// 12-accumulator 6x16 tile at 70 (C micro-kernels: 50 vs 75-95).
+constexpr double kAccumulatorChainCycles = 6;
+// Multiply-adds of a reduction block from which it runs on parallel threads whatever the size
+// of its output (a thread pool dispatch costs a few microseconds; this is about 0.5 ms serial).
+constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
 // Widest vector tile (lanes) of a register tile.
 constexpr int64_t kMaxVectorTile = 64;
 // Largest stride (elements) of a vector load the code generator loads as a span and shuffles
@@ -167,7 +176,17 @@ class AccessModel {
 // nullopt when the innermost spatial iterator cannot be vectorized with loads (a load would
 // be a gather) or the output is not contiguous along it.
 std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
-                                             int64_t max_accumulators, int64_t min_tiles) {
+                                             int64_t vector_registers, int64_t min_tiles) {
+  int64_t max_accumulators = AccumulatorRegisters(vector_registers);
+  // GEMM-like blocks (one reduction iterator: matmul, dense, batch_matmul) are planned with
+  // the FMA latency, register pressure and padded row tiles counted; convolutions keep the
+  // throughput-only model, which measured better for them (several of MobileNetV2's 1x1
+  // convolutions ran 1.5-3x slower under the GEMM rules).
+  int64_t reduction_iterators = 0;
+  for (const ir::IterVar& iv : block->iter_vars) {
+    reduction_iterators += iv.kind == ir::IterKind::kReduction ? 1 : 0;
+  }
+  bool gemm = reduction_iterators == 1;
   AccessModel model(block);
   if (!model.valid()) return std::nullopt;
   std::vector<int> spatial;
@@ -181,6 +200,7 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   if (extent < 4 || model.Stride(model.store(), plan.vector_axis) != 1) return std::nullopt;
   std::vector<bool> is_vector;  // per load: moves with the lanes
   double vector_cost = 0, broadcast_count = 0;
+  int64_t vector_operands = 0;
   for (const ir::Expr& load : model.loads()) {
     std::optional<int64_t> stride = model.Stride(load, plan.vector_axis);
     if (!stride || *stride < 0 || *stride > kMaxLoadStride) return std::nullopt;
@@ -189,6 +209,7 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
       broadcast_count += 1;
     } else {
       vector_cost += *stride == 1 ? 1.0 : 2.5;
+      ++vector_operands;
     }
   }
   // Vector tiles: multiples of the native width (a tile that does not divide the axis leaves a
@@ -218,20 +239,26 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   struct Candidate {
     int axis;
     int64_t tile;
-    bool broadcast;  // the broadcast operands move along it, the vector operands do not
+    bool broadcast;     // the broadcast operands move along it, the vector operands do not
+    double efficiency;  // useful / computed iterations (below 1 when the tile does not divide)
   };
   std::vector<Candidate> candidates;
   for (int axis : spatial) {
     if (axis == plan.vector_axis) continue;
     int64_t n = block->iter_vars[static_cast<size_t>(axis)].extent;
     for (int64_t t = 2; t <= std::min<int64_t>(n, max_accumulators); ++t) {
-      if (n % t != 0) continue;
+      if (n % t != 0 && n < 8 * t) continue;  // a padded tile wastes at most 1/8
       bool vector_moves = false, broadcast_moves = false;
       for (size_t l = 0; l < model.loads().size(); ++l) {
         bool moves = model.VariesInTile(model.loads()[l], axis, t);
         (is_vector[l] ? vector_moves : broadcast_moves) |= moves;
       }
-      if (vector_moves != broadcast_moves) candidates.push_back({axis, t, broadcast_moves});
+      double efficiency = static_cast<double>(n) / static_cast<double>((n + t - 1) / t * t);
+      // Only a GEMM's rows (its broadcast axis) may be padded; see `gemm` below.
+      if (n % t != 0 && !(gemm && broadcast_moves)) continue;
+      if (vector_moves != broadcast_moves) {
+        candidates.push_back({axis, t, broadcast_moves, efficiency});
+      }
     }
   }
   double best = -1;
@@ -242,11 +269,23 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
     int64_t tb = b ? b->tile : 1, tv = v ? v->tile : 1;
     int64_t accumulators = registers * tb * tv;
     if (accumulators > max_accumulators) return;
+    bool padded = (b && b->efficiency < 1) || (v && v->efficiency < 1);
+    if (padded && vt.efficiency < 1) return;
+    if (gemm) {
+      // Operands live during one step: the step's vector operands stay in registers while the
+      // broadcasts stream past them, or the broadcasts stay while the vectors stream. A GEMM
+      // tile that leaves no register spare spilled in the reduction loop (3x32 on AVX2).
+      int64_t vectors = vector_operands * registers * tv;
+      int64_t operands = broadcast_count > 0 ? std::min(vectors + 1, tb + 1) : 1;
+      if (accumulators + operands >= vector_registers) return;
+    }
     if (SpatialWork(block) / (vector_tile * tb * tv) < min_tiles) return;
     double loads = broadcast_count * static_cast<double>(tb) +
                    vector_cost * static_cast<double>(registers * tv);
-    double cycles = std::max(static_cast<double>(accumulators), loads) / 2;
-    double lanes = static_cast<double>(vector_tile * tb * tv) * vt.efficiency / cycles;
+    double cycles = std::max(
+        {static_cast<double>(accumulators) / 2, loads / 2, gemm ? kAccumulatorChainCycles : 0.0});
+    double efficiency = vt.efficiency * (b ? b->efficiency : 1.0) * (v ? v->efficiency : 1.0);
+    double lanes = static_cast<double>(vector_tile * tb * tv) * efficiency / cycles;
     bool tie = lanes > best * 0.9999 && lanes < best * 1.0001;
     bool better = lanes > best * 1.0001 ||
                   (tie && (accumulators > best_accumulators ||
@@ -352,10 +391,16 @@ class DefaultScheduler {
   // does not fit that structure.
   bool ScheduleRegisterTiled(const std::string& name) {
     const ir::Block block = BlockOf(s_, name);
-    bool parallel = SpatialWork(block) >= options_.parallel_min_work && threads_ > 1;
-    std::optional<RegisterTile> plan =
-        PlanRegisterTile(block, options_.vector_lanes,
-                         AccumulatorRegisters(options_.vector_registers), parallel ? threads_ : 1);
+    // A long reduction into few outputs (a classifier's 1x1280x1000 GEMV) is worth parallel
+    // threads too: its work is the reduction's, not the output's size.
+    int64_t reduction_work = 1;
+    for (const ir::IterVar& iv : block->iter_vars) {
+      if (iv.kind == ir::IterKind::kReduction) reduction_work *= iv.extent;
+    }
+    bool parallel = threads_ > 1 && (SpatialWork(block) >= options_.parallel_min_work ||
+                                     SpatialWork(block) * reduction_work >= kParallelMinMacs);
+    std::optional<RegisterTile> plan = PlanRegisterTile(
+        block, options_.vector_lanes, options_.vector_registers, parallel ? threads_ : 1);
     if (!plan) return false;
     bool ok = TrySteps(s_, [&] {
       BlockRV b = s_.GetBlock(name);

@@ -152,4 +152,12 @@ VectorUnit TargetVectorUnit(const std::string& cpu = "host", const std::string& 
 // on AVX2's 16 registers, so every place that applies default schedules asks this.
 kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& target);
 
+// The kernel with the `binding < extent` guards of leaf blocks that only write local buffers
+// dropped (relax_local_predicates.cc): their out-of-range instances then write padded rows of
+// the local buffers and read global buffers at clamped indices, so a register tile whose split
+// does not divide its axis keeps no guard inside its reduction loop. Blocks that write global
+// buffers keep their guards, so the result is unchanged. CompileKernels applies it to every
+// kernel; public for tests and debugging.
+ir::KernelFunction RelaxLocalPredicates(const ir::KernelFunction& kernel);
+
 }  // namespace tandem::backends

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/llvm/codegen.h"
+#include "ir/kernel/kernel_printer.h"
 #include "ir/op_registry.h"
 #include "kernels/compute/lower.h"
 #include "kernels/default_schedule.h"
@@ -253,6 +254,68 @@ TEST(CodegenRegisterTile, PackedPanelIndicesStayContiguous) {
   std::string ir = backends::EmitLlvmIr({s.function()});
   EXPECT_EQ(Count(ir, "llvm.masked.scatter"), 0u) << ir;
   EXPECT_EQ(Count(ir, "llvm.masked.gather"), 0u) << ir;
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// BERT's 128-row GEMMs on AVX2: the 12-accumulator 6x16 tile does not divide the rows, so the
+// split guards its blocks; RelaxLocalPredicates drops the guards of the blocks that only write
+// the local tile (init and update), pads the tile's buffer and clamps the row index of the
+// input, and the write-back keeps its guard.
+TEST(CodegenRegisterTile, PaddedRowTilesKeepNoGuardInTheReductionLoop) {
+  KernelFunction kernel =
+      kernels::LowerOpCall("mm", "matmul", {}, {F32({128, 64}), F32({64, 48})}, F32({128, 48}));
+  Schedule s = kernels::ApplyDefaultSchedule(
+      kernel,
+      kernels::DefaultScheduleOptions{
+          .vector_lanes = 8, .vector_registers = 16, .parallel_min_work = 64, .num_threads = 2});
+  std::string scheduled = ir::PrintKernel(s.function());
+  ASSERT_NE(scheduled.find("in 6 unrolled"), std::string::npos) << scheduled;
+  ASSERT_NE(scheduled.find(" < 128"), std::string::npos) << scheduled;
+
+  ir::KernelFunction relaxed = backends::RelaxLocalPredicates(s.function());
+  std::string text = ir::PrintKernel(relaxed);
+  EXPECT_NE(text.find("f32[132,48] local"), std::string::npos) << text;  // 22 tiles of 6 rows
+  EXPECT_NE(text.find(", 127)"), std::string::npos) << text;             // clamped input row
+  size_t guards = 0;
+  for (size_t at = text.find(" where "); at != std::string::npos;
+       at = text.find(" where ", at + 1)) {
+    ++guards;
+  }
+  EXPECT_EQ(guards, 1u) << text;  // the write-back only
+  ExpectMatchesReference(s.function());
+  ExpectMatchesReference(relaxed);
+  std::string loop = HottestLoop(backends::EmitAssembly({s.function()}));
+  EXPECT_GE(Count(loop, "vfmadd"), 6u) << loop;
+  EXPECT_EQ(VectorStores(loop), 0u) << loop;
+}
+
+// A guard that other instances of the block depend on stays: here the local buffer is indexed
+// by `i + 1` (not the iterator itself), so an out-of-range instance could land on a valid
+// position.
+TEST(CodegenRegisterTile, GuardsOfShiftedLocalAccessesStay) {
+  Buffer x = ir::MakeBuffer("x", DataType::kFloat32, {10});
+  Buffer out = ir::MakeBuffer("out", DataType::kFloat32, {10});
+  Buffer t = ir::MakeBuffer("t", DataType::kFloat32, {11}, "local");
+  Var io = ir::MakeVar("io"), ii = ir::MakeVar("ii"), vi = ir::MakeVar("vi"),
+      wi = ir::MakeVar("wi");
+  Expr i = io * 4 + ii;
+  ir::Stmt fill = testing::MakeBlock(
+      "fill", {{vi, 10, IterKind::kSpatial, i}},
+      ir::MakeStore(t, {vi + 1}, ir::Load(x, {vi}) * ir::FloatImm(2.0)), nullptr, {}, i < 10);
+  ir::Stmt copy =
+      testing::MakeBlock("copy", {{wi, 10, IterKind::kSpatial, i}},
+                         ir::MakeStore(out, {wi}, ir::Load(t, {wi + 1})), nullptr, {}, i < 10);
+  KernelFunction kernel = testing::Kernel(
+      "shifted", {x, out},
+      testing::Root(testing::Loop(io, 3, testing::Loop(ii, 4, ir::MakeSeq({fill, copy}))), {t}));
+  KernelFunction relaxed = backends::RelaxLocalPredicates(kernel);
+  EXPECT_EQ(ir::PrintKernel(relaxed), ir::PrintKernel(kernel));
+  ExpectMatchesReference(kernel);
 }
 
 }  // namespace

@@ -74,6 +74,23 @@ TEST(DefaultSchedule, VectorizesAndParallelizesMatmul) {
   EXPECT_TRUE(kinds.count(ir::ForKind::kParallel)) << s.trace().ToText();
 }
 
+// A classifier's GEMV has a small output (1000 elements, below parallel_min_work) but a long
+// reduction: it runs on parallel threads. A short reduction into a small output does not.
+TEST(DefaultSchedule, ParallelizesLongReductionsIntoSmallOutputs) {
+  auto parallel_loops = [](int64_t k) {
+    ir::KernelFunction kernel = testing::Matmul(1, 1000, k);
+    Schedule s = ApplyDefaultSchedule(kernel, DefaultScheduleOptions{.num_threads = 2});
+    int count = 0;
+    ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+      const auto* loop = ir::As<ir::ForNode>(st);
+      count += loop && loop->for_kind == ir::ForKind::kParallel;
+    });
+    return count;
+  };
+  EXPECT_EQ(parallel_loops(1280), 1);
+  EXPECT_EQ(parallel_loops(8), 0);
+}
+
 // A transpose whose innermost output axis is short (NCHW -> NHWC of 3 channels) is not
 // vectorized across the fused loops (each vector would be a gather with per-lane index
 // arithmetic): its outer loops run in parallel and the channel loop is unrolled.
