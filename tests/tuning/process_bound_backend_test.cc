@@ -44,7 +44,10 @@ class ProcessBoundBackend : public backends::ExternalBackend {
   ProcessBoundBackend(std::string name, bool declared)
       : name_(std::move(name)), declared_(declared) {}
   std::string name() const override { return name_; }
-  bool Available(std::string*) const override { return true; }
+  // Available to placement passes only inside the test below: the registry is global, and the
+  // other tests of this program must not see these backends.
+  bool Available(std::string*) const override { return in_test; }
+  static inline bool in_test = false;
   const std::vector<backends::Pattern>& patterns() const override {
     static const std::vector<backends::Pattern> patterns = {
         backends::Pattern{"relu", backends::OpMatcher{{"relu"}, nullptr, "", false}, {}}};
@@ -101,6 +104,10 @@ MeasureOptions FastOptions() {
 
 TEST(ProcessRunner, MeasuresWhatCannotRunInAForkedProcessInThisProcess) {
   RegisterTestBackends();
+  struct Enabled {
+    Enabled() { ProcessBoundBackend::in_test = true; }
+    ~Enabled() { ProcessBoundBackend::in_test = false; }
+  } enabled;
   RunInput bound = PlacedRelu("process_bound_test");
   RunInput undeclared = PlacedRelu("process_bound_undeclared_test");
   EXPECT_FALSE(bound.executable->runs_in_forked_process());
