@@ -247,15 +247,17 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
     if (axis == plan.vector_axis) continue;
     int64_t n = block->iter_vars[static_cast<size_t>(axis)].extent;
     for (int64_t t = 2; t <= std::min<int64_t>(n, max_accumulators); ++t) {
-      if (n % t != 0 && n < 8 * t) continue;  // a padded tile wastes at most 1/8
+      // Only a GEMM's rows may be padded (see `gemm` above), wasting at most 1/8; whether the
+      // axis is its broadcast axis is checked below, once the loads' movement is known.
+      bool divides = n % t == 0;
+      if (!divides && (!gemm || n < 8 * t)) continue;
       bool vector_moves = false, broadcast_moves = false;
       for (size_t l = 0; l < model.loads().size(); ++l) {
         bool moves = model.VariesInTile(model.loads()[l], axis, t);
         (is_vector[l] ? vector_moves : broadcast_moves) |= moves;
       }
       double efficiency = static_cast<double>(n) / static_cast<double>((n + t - 1) / t * t);
-      // Only a GEMM's rows (its broadcast axis) may be padded; see `gemm` below.
-      if (n % t != 0 && !(gemm && broadcast_moves)) continue;
+      if (!divides && !broadcast_moves) continue;
       if (vector_moves != broadcast_moves) {
         candidates.push_back({axis, t, broadcast_moves, efficiency});
       }
