@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "ir/kernel/simplify.h"
+#include "kernels/case_split.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/schedule/tree_util.h"
 
@@ -38,6 +39,11 @@ constexpr int64_t kMaxLoadStride = 4;
 // A producer is inlined into a reduction only when the reduction reads each of its elements
 // at most this many times on average.
 constexpr int64_t kMaxInlineReuse = 16;
+// A producer is inlined into a spatial block only when that block's value reads it at most
+// this many times (a transform reading a whole tile per element keeps its producer separate).
+constexpr int64_t kMaxInlineLoads = 4;
+// Largest number of copies a case split's selecting loops are unrolled into.
+constexpr int64_t kMaxCaseSplitCopies = 64;
 // Matrix operands with rows of at least this many elements (a multiple of 4 KiB) are packed
 // into panels (see PackVectorOperands).
 constexpr int64_t kPackMinRow = 1024;
@@ -76,6 +82,18 @@ bool ReadsAnyOf(const ir::Block& reader, const ir::Block& writer) {
     }
   }
   return false;
+}
+
+// How many loads of `writer`'s outputs the value of `reader` holds.
+int64_t LoadsOf(const ir::Block& reader, const ir::Block& writer) {
+  int64_t count = 0;
+  ir::VisitStmtExprs(reader->body, [&](const ir::Expr& top) {
+    ir::VisitExprTree(top, [&](const ir::Expr& e) {
+      if (e->kind != ir::ExprKind::kLoad) return;
+      for (const ir::BufferRegion& w : writer->writes) count += e->buffer == w.buffer;
+    });
+  });
+  return count;
 }
 
 // Vector registers a vector tile of `lanes` takes: the code generator emits power-of-two
@@ -343,7 +361,9 @@ class DefaultScheduler {
     for (const std::string& name : s_.BlockNames()) {
       if (done_.count(name) || !Exists(name)) continue;
       const ir::Block& b = BlockOf(s_, name);
-      if (!IsReduction(b) && b->init == nullptr) ScheduleSpatial(name);
+      if (!IsReduction(b) && b->init == nullptr && !ScheduleCaseSplit(name)) {
+        ScheduleSpatial(name);
+      }
     }
     return s_;
   }
@@ -359,12 +379,16 @@ class DefaultScheduler {
     for (const std::string& name : s_.BlockNames()) {
       if (!Exists(name)) continue;
       const ir::Block& b = BlockOf(s_, name);
-      if (IsReduction(b)) continue;
+      if (IsReduction(b) || !CaseSplitAxes(b).empty()) continue;
       bool feeds_reduction = false;
       for (const std::string& other : s_.BlockNames()) {
         if (other == name || !Exists(other)) continue;
         const ir::Block& c = BlockOf(s_, other);
-        if (!IsReduction(c) || !ReadsAnyOf(c, b)) continue;
+        if (!ReadsAnyOf(c, b)) continue;
+        if (!IsReduction(c)) {
+          feeds_reduction |= LoadsOf(c, b) > kMaxInlineLoads;
+          continue;
+        }
         // A reduction that reads each element once (sum of squares) or a few times (a
         // depthwise convolution's padding) takes the producer: a separate pass over the data
         // would cost more than recomputing it.
@@ -700,6 +724,51 @@ class DefaultScheduler {
         }
       }
     });
+  }
+
+  // A case split (kernels/case_split.h): the selecting loops move inside, between the outer
+  // loops (fused, parallel when large enough) and the vector loop (the innermost, split by
+  // the native width), and are unrolled, so that each copy computes only its own arm and the
+  // copies, side by side, share the loads and sums their arms have in common.
+  bool ScheduleCaseSplit(const std::string& name) {
+    const ir::Block block = BlockOf(s_, name);
+    std::vector<int> axes = CaseSplitAxes(block);
+    if (axes.empty()) return false;
+    int innermost = static_cast<int>(block->iter_vars.size()) - 1;
+    int64_t copies = 1;
+    for (int axis : axes) copies *= block->iter_vars[static_cast<size_t>(axis)].extent;
+    if (axes.back() == innermost || copies > kMaxCaseSplitCopies) return false;
+    bool done = TrySteps(s_, [&] {
+      BlockRV b = s_.GetBlock(name);
+      std::vector<LoopRV> loops = s_.GetLoops(b);
+      if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+      std::vector<LoopRV> outer, selecting;
+      for (int k = 0; k < innermost; ++k) {
+        bool selects = std::find(axes.begin(), axes.end(), k) != axes.end();
+        (selects ? selecting : outer).push_back(loops[static_cast<size_t>(k)]);
+      }
+      LoopRV last = loops.back();
+      int64_t lanes = LargestDivisor(s_.LoopExtent(last), options_.vector_lanes);
+      if (lanes >= 4) {
+        auto parts = s_.Split(last, {-1, lanes});
+        outer.push_back(parts[0]);
+        last = parts[1];
+      }
+      std::vector<LoopRV> order = outer;
+      order.insert(order.end(), selecting.begin(), selecting.end());
+      order.push_back(last);
+      s_.Reorder(order);
+      for (const LoopRV& loop : selecting) s_.Unroll(loop);
+      if (lanes >= 4) s_.Vectorize(last);
+      if (outer.empty()) return;
+      LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+      if (SpatialWork(block) >= options_.parallel_min_work && threads_ > 1 &&
+          s_.LoopExtent(fused) >= threads_) {
+        s_.Parallel(fused);
+      }
+    });
+    if (done) done_.insert(name);
+    return done;
   }
 
   // Vectorizes the innermost loop of an epilogue placed under another block's loop.

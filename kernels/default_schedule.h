@@ -21,7 +21,12 @@
 //      softmax, norms) is split by vector lanes and factored (rfactor) into per-lane partials;
 //   4. other reductions get the simple rule: innermost spatial axis vectorized, the one before
 //      it tiled by up to 4 and unrolled, init decomposed, outer loops fused and parallel;
-//   5. a spatial block (elementwise, injective) gets its innermost loop vectorized (whole when
+//   5. a case split (kernels/case_split.h: a select chain on some of the block's iterators,
+//      such as a Winograd transform) gets those iterators' loops unrolled just outside the
+//      vectorized innermost loop, the other loops fused and parallel; it is never inlined, and
+//      a producer the block reads more than 4 times per element is not inlined into it;
+//   6. another spatial block (elementwise, injective) gets its innermost loop vectorized (whole
+//   when
 //      short) and its other loops fused and parallelized when large enough (or, for a short
 //      innermost loop, all loops fused and split by the vector width).
 // Each step that turns out illegal for a particular kernel is skipped: the rules never produce

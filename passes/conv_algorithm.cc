@@ -46,10 +46,15 @@ std::vector<std::string> SplitOn(const std::string& text, char separator) {
   return parts;
 }
 
-bool IsFloatTensor(const ir::Type& type) {
-  return type.is_tensor() && type.tensor().layout.empty() &&
+bool IsFloatTensor(const ir::Type& type, const std::string& allowed_layout = "") {
+  return type.is_tensor() &&
+         (type.tensor().layout.empty() || type.tensor().layout == allowed_layout) &&
          (type.tensor().dtype == ir::DataType::kFloat32 ||
           type.tensor().dtype == ir::DataType::kFloat64);
+}
+
+bool IsNhwc(const ir::Node& conv) {
+  return conv.attrs.GetString("data_layout") == "NHWC";
 }
 
 }  // namespace
@@ -59,16 +64,21 @@ bool IsWinogradEligible(const ir::GraphFunction& function, ir::ValueId id) {
   if (node.kind != ir::NodeKind::kCall || node.op != "conv2d" || node.inputs.size() != 2) {
     return false;
   }
-  if (!IsFloatTensor(node.type)) return false;
+  const std::string& data_layout = node.attrs.GetString("data_layout");
+  const std::string& kernel_layout = node.attrs.GetString("kernel_layout");
+  bool nchw = data_layout == "NCHW" && kernel_layout == "OIHW";
+  bool nhwc = data_layout == "NHWC" && kernel_layout == "HWIO";
+  if (!nchw && !nhwc) return false;
+  std::string tag = nhwc ? "NHWC" : "";
+  if (!IsFloatTensor(node.type, tag)) return false;
   const ir::Type& data = function.type_of(node.inputs[0]);
   const ir::Type& weight = function.type_of(node.inputs[1]);
-  if (!IsFloatTensor(data) || !IsFloatTensor(weight)) return false;
+  if (!IsFloatTensor(data, tag) || !IsFloatTensor(weight, kernel_layout)) return false;
   const ir::Shape& w = weight.tensor().shape;
-  if (w.size() != 4 || w[2] != 3 || w[3] != 3) return false;
+  if (w.size() != 4 || w[nhwc ? 0 : 2] != 3 || w[nhwc ? 1 : 3] != 3) return false;
   const std::vector<int64_t> ones{1, 1};
-  if (node.attrs.GetString("data_layout") != "NCHW" ||
-      node.attrs.GetString("kernel_layout") != "OIHW" || node.attrs.GetInts("strides") != ones ||
-      node.attrs.GetInts("dilation") != ones || node.attrs.GetInt("groups") != 1) {
+  if (node.attrs.GetInts("strides") != ones || node.attrs.GetInts("dilation") != ones ||
+      node.attrs.GetInt("groups") != 1) {
     return false;
   }
   // A convolution marked for an external backend is that backend's to compute.
@@ -98,8 +108,8 @@ ir::GraphFunction RewriteConvAlgorithms(const ir::GraphFunction& function,
     }
     if (!IsWinogradEligible(function, id)) {
       throw ir::Error(fmt::format(
-          "node '{}' of function {} is not a Winograd-eligible convolution (conv2d NCHW/OIHW, "
-          "3x3, stride 1, dilation 1, groups 1, f32/f64)",
+          "node '{}' of function {} is not a Winograd-eligible convolution (conv2d NCHW/OIHW or "
+          "NHWC/HWIO, 3x3, stride 1, dilation 1, groups 1, f32/f64)",
           name, function.name));
     }
     if (tile != 2 && tile != 4) {
@@ -120,25 +130,38 @@ ir::GraphFunction RewriteConvAlgorithms(const ir::GraphFunction& function,
         annotations.Erase("group");
         ir::Attrs tile{{"tile", it->second}};
         ir::ValueId data = map[static_cast<size_t>(conv.inputs[0])];
+        bool nhwc = IsNhwc(conv);
+        // The filter transform takes OIHW filters: an HWIO one is transposed first.
+        ir::Attrs to_oihw{{"src_layout", std::string("HWIO")}, {"dst_layout", std::string("OIHW")}};
         ir::ValueId weight;
         if (const ir::Tensor* value = ConstantValue(function, conv.inputs[1])) {
+          ir::Tensor filters =
+              nhwc ? EvaluateConstant("layout_transform", {*value}, to_oihw) : *value;
           weight =
-              AppendConstant(out, EvaluateConstant("winograd_weight_transform", {*value}, tile),
+              AppendConstant(out, EvaluateConstant("winograd_weight_transform", {filters}, tile),
                              conv.name + "_winograd_weight");
           folded = true;
         } else {
-          weight = AppendCall(out, "winograd_weight_transform",
-                              {map[static_cast<size_t>(conv.inputs[1])]}, tile,
+          ir::ValueId filters = map[static_cast<size_t>(conv.inputs[1])];
+          if (nhwc) {
+            filters = AppendCall(out, "layout_transform", {filters}, to_oihw,
+                                 conv.name + "_weight_oihw", annotations);
+          }
+          weight = AppendCall(out, "winograd_weight_transform", {filters}, tile,
                               conv.name + "_weight_transform", annotations);
         }
         ir::Attrs input_attrs = tile;
         input_attrs.Set("padding", conv.attrs.GetInts("padding"));
+        if (nhwc) input_attrs.Set("layout", std::string("NHWC"));
         ir::ValueId transformed = AppendCall(out, "winograd_input_transform", {data}, input_attrs,
                                              conv.name + "_input_transform", annotations);
         ir::ValueId product = AppendCall(out, "batch_matmul", {transformed, weight}, {},
                                          conv.name + "_batch_matmul", annotations);
         ir::Attrs output_attrs = tile;
-        output_attrs.Set("output_shape", conv.type.tensor().shape);
+        const ir::Shape& result = conv.type.tensor().shape;
+        output_attrs.Set("output_shape",
+                         nhwc ? ir::Shape{result[0], result[3], result[1], result[2]} : result);
+        if (nhwc) output_attrs.Set("layout", std::string("NHWC"));
         return AppendCall(out, "winograd_output_transform", {product}, output_attrs, conv.name,
                           annotations);
       });

@@ -4,9 +4,10 @@
 // file holds the rewrite and the text form of a choice, which the tuning trace records and
 // replays.
 //
-// A conv2d is eligible when it has NCHW data, OIHW weight, a 3x3 kernel, stride 1, dilation 1,
-// groups 1, f32/f64 operands without layout tags, and no external-backend annotation (padding
-// and batch are free). It becomes
+// A conv2d is eligible when it has NCHW data and OIHW weight (or NHWC data and HWIO weight, as
+// ConvertLayout writes them; then the transforms read and write NHWC), a 3x3 kernel, stride 1,
+// dilation 1, groups 1, f32/f64 operands, and no external-backend annotation (padding and batch
+// are free). It becomes
 //   winograd_output_transform(batch_matmul(winograd_input_transform(data),
 //                                          winograd_weight_transform(weight)))
 // with the last node keeping the convolution's name and annotations; a constant weight is

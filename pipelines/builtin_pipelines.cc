@@ -54,24 +54,31 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "DeadCodeElimination",
                      ""});
   registry.Register({"sequential",
-                     "Layout, then backend placement, then kernels, each tuned alone: every "
-                     "decision is taken with the later ones at their defaults.",
+                     "Layout, then the convolution algorithm, then backend placement, then "
+                     "kernels, each tuned alone: every decision is taken with the later ones at "
+                     "their defaults.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
                      "CombineParallelMatmul, DenseToMatmul, "
                      "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
+                     "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, FuseOps]), "
+                     "FoldConstant, InferType, "
                      "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
                      "TuneKernels",
                      ""});
   registry.Register(
       {"joint",
-       "Layout, backend placement and kernels tuned jointly: every layout is screened with "
-       "its all-own and all-backend placements, the best one gets its placement tuned "
-       "(pieces measured, dynamic program), the whole-module placements are screened again "
-       "and the best gets its kernels tuned with the rest of the budget; every decision is "
-       "taken on end-to-end measurements and the best measured candidate wins.",
+       "Layout, convolution algorithm, backend placement and kernels tuned jointly: every "
+       "layout is screened with each convolution algorithm that applies in it (direct, "
+       "Winograd F(2x2,3x3) or F(4x4,3x3)) and its all-own and all-backend placements; in the "
+       "best layout every 3x3 convolution is measured alone with each algorithm and placement, "
+       "the uniform and per-convolution choices are screened again and the best gets its "
+       "placement tuned (pieces measured, dynamic program), the whole-module placements are "
+       "screened again and the best gets its kernels tuned with the rest of the budget; every "
+       "decision is taken on end-to-end measurements and the best measured candidate wins.",
        "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
        "DenseToMatmul, TuneLayout(keep=1, eval=[FoldConstant, InferType, "
-       "TuneBackendPlacement(keep=1, eval=[FuseOps, TuneKernels(skip_tuned=1)])]), "
+       "TuneConvAlgorithm(keep=1, per_conv=1, eval=[FoldConstant, InferType, "
+       "TuneBackendPlacement(keep=1, eval=[FuseOps, TuneKernels(skip_tuned=1)])])]), "
        "DeadCodeElimination",
        ""});
   registry.Register({"unscheduled",

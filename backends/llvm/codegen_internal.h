@@ -155,7 +155,7 @@ class KernelCodegen {
 
   // ---- statements (codegen_stmt.cc)
   void Emit(const ir::Stmt& s);
-  void EmitFor(const ir::ForNode* loop);
+  void EmitFor(const ir::Stmt& loop);
   void EmitSerialFor(const ir::ForNode* loop);
   // A loop over [begin, end) in the current function; `body` receives the i64 counter.
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
@@ -198,6 +198,7 @@ class KernelCodegen {
   bool in_parallel_ = false;     // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
+  ir::VarMap unrolled_values_;  // the loop variables of the copy being emitted
   // Widest vector of buffer elements loaded or stored (bits); functions created so far.
   int64_t max_vector_bits_ = 0;
   std::vector<llvm::Function*> functions_;
@@ -206,8 +207,10 @@ class KernelCodegen {
 };
 
 // A rough size of the code `s` becomes after LLVM's full unrolling of short loops: expression
-// nodes times the iterations that may be unrolled.
-int64_t EstimateWork(const ir::Stmt& s);
+// nodes times the iterations that may be unrolled. With the variables of `constants` bound
+// (and for each copy of an unrolled loop that selects among arms), a select whose condition
+// is then constant counts only its taken arm, as only that one is emitted.
+int64_t EstimateWork(const ir::Stmt& s, const ir::VarMap& constants = {});
 
 // Loads and stores (by buffer) in `s`, counted per buffer.
 std::unordered_map<const ir::BufferNode*, int> CountAccesses(const ir::Stmt& s);

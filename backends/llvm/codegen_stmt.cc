@@ -7,6 +7,8 @@
 
 #include "backends/llvm/codegen_internal.h"
 #include "ir/error.h"
+#include "ir/kernel/kernel_printer.h"
+#include "ir/kernel/simplify.h"
 
 namespace tandem::backends::codegen {
 
@@ -54,47 +56,97 @@ int64_t ExprNodes(const Expr& e) {
   return count;
 }
 
+bool HasSelect(const Stmt& s) {
+  bool found = false;
+  ir::VisitStmtExprs(s, [&](const Expr& top) {
+    ir::VisitExprTree(top, [&](const Expr& e) { found |= e->kind == ir::ExprKind::kSelect; });
+  });
+  return found;
+}
+
+// Estimates code size (EstimateWork). With variables bound to constants (inside copies of an
+// unrolled loop that selects among arms), a select whose condition becomes a constant counts
+// only its taken arm, as the code generator emits only that one, and a load repeated in
+// another copy counts once (the copies sit side by side, so LLVM reuses the value).
+class WorkEstimator {
+ public:
+  int64_t Work(const Stmt& s, const ir::VarMap& constants) {
+    if (!s) return 0;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        const auto* loop = ir::As<ir::ForNode>(s);
+        if (loop->for_kind == ir::ForKind::kUnrolled && HasSelect(loop->body)) {
+          int64_t total = 0;
+          for (int64_t v = 0; v < loop->extent; ++v) {
+            ir::VarMap bound = constants;
+            bound[loop->loop_var.get()] = ir::IntImm(v, loop->loop_var->dtype);
+            total += Work(loop->body, bound);
+          }
+          return total;
+        }
+        // LLVM fully unrolls short loops: count up to 16 iterations; vector code is emitted
+        // once.
+        int64_t copies = loop->for_kind == ir::ForKind::kUnrolled ? loop->extent
+                         : loop->for_kind == ir::ForKind::kVectorized
+                             ? 1
+                             : std::min<int64_t>(loop->extent, 16);
+        return copies * Work(loop->body, constants);
+      }
+      case StmtKind::kSeq: {
+        int64_t total = 0;
+        for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) total += Work(child, constants);
+        return total;
+      }
+      case StmtKind::kStore: {
+        const auto* store = ir::As<ir::StoreNode>(s);
+        int64_t total = 1 + Nodes(store->value, constants);
+        for (const Expr& index : store->indices) total += Nodes(index, constants);
+        return total;
+      }
+      case StmtKind::kIfThenElse: {
+        const auto* branch = ir::As<ir::IfThenElseNode>(s);
+        return Nodes(branch->condition, constants) + Work(branch->then_case, constants) +
+               Work(branch->else_case, constants);
+      }
+      case StmtKind::kBlockRealize: {
+        const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+        int64_t total = Nodes(realize->predicate, constants);
+        if (!realize->block) return total;
+        // Block iterators bound to constants by the loops around are constants inside.
+        ir::VarMap inner = constants;
+        for (size_t k = 0; k < realize->iter_values.size(); ++k) {
+          total += Nodes(realize->iter_values[k], constants);
+          if (constants.empty() || k >= realize->block->iter_vars.size()) continue;
+          Expr value = ir::Simplify(ir::Substitute(realize->iter_values[k], constants));
+          if (value->is_const_int()) inner[realize->block->iter_vars[k].var.get()] = value;
+        }
+        return total + Work(realize->block->init, inner) + Work(realize->block->body, inner);
+      }
+    }
+    return 0;
+  }
+
+ private:
+  int64_t Nodes(const Expr& e, const ir::VarMap& constants) {
+    if (!e.defined()) return 0;
+    if (constants.empty()) return ExprNodes(e);
+    return BoundNodes(ir::Simplify(ir::Substitute(e, constants)));
+  }
+
+  int64_t BoundNodes(const Expr& e) {
+    if (e->kind == ir::ExprKind::kLoad && !seen_loads_.insert(ir::PrintExpr(e)).second) return 1;
+    int64_t count = 1;
+    for (const Expr& operand : e->operands) count += BoundNodes(operand);
+    return count;
+  }
+
+  std::unordered_set<std::string> seen_loads_;
+};
+
 }  // namespace
 
-int64_t EstimateWork(const Stmt& s) {
-  if (!s) return 0;
-  switch (s->kind) {
-    case StmtKind::kFor: {
-      const auto* loop = ir::As<ir::ForNode>(s);
-      // LLVM fully unrolls short loops: count up to 16 iterations; vector code is emitted once.
-      int64_t copies = loop->for_kind == ir::ForKind::kUnrolled ? loop->extent
-                       : loop->for_kind == ir::ForKind::kVectorized
-                           ? 1
-                           : std::min<int64_t>(loop->extent, 16);
-      return copies * EstimateWork(loop->body);
-    }
-    case StmtKind::kSeq: {
-      int64_t total = 0;
-      for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) total += EstimateWork(child);
-      return total;
-    }
-    case StmtKind::kStore: {
-      const auto* store = ir::As<ir::StoreNode>(s);
-      int64_t total = 1 + ExprNodes(store->value);
-      for (const Expr& index : store->indices) total += ExprNodes(index);
-      return total;
-    }
-    case StmtKind::kIfThenElse: {
-      const auto* branch = ir::As<ir::IfThenElseNode>(s);
-      return ExprNodes(branch->condition) + EstimateWork(branch->then_case) +
-             EstimateWork(branch->else_case);
-    }
-    case StmtKind::kBlockRealize: {
-      const auto* realize = ir::As<ir::BlockRealizeNode>(s);
-      int64_t total = ExprNodes(realize->predicate);
-      for (const Expr& value : realize->iter_values) total += ExprNodes(value);
-      if (realize->block) {
-        total += EstimateWork(realize->block->init) + EstimateWork(realize->block->body);
-      }
-      return total;
-    }
-  }
-  return 0;
+int64_t EstimateWork(const Stmt& s, const ir::VarMap& constants) {
+  return WorkEstimator().Work(s, constants);
 }
 
 std::unordered_map<const ir::BufferNode*, int> CountAccesses(const Stmt& s) {
@@ -156,7 +208,7 @@ void KernelCodegen::Emit(const Stmt& s) {
   if (!s) return;
   switch (s->kind) {
     case StmtKind::kFor:
-      EmitFor(ir::As<ir::ForNode>(s));
+      EmitFor(s);
       return;
     case StmtKind::kSeq:
       for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) Emit(child);
@@ -180,7 +232,8 @@ void KernelCodegen::Emit(const Stmt& s) {
   }
 }
 
-void KernelCodegen::EmitFor(const ir::ForNode* loop) {
+void KernelCodegen::EmitFor(const Stmt& s) {
+  const auto* loop = ir::As<ir::ForNode>(s);
   if (!loop->loop_var.defined() || loop->loop_var->kind != ir::ExprKind::kVar) {
     throw Error("loop without a loop variable");
   }
@@ -197,7 +250,7 @@ void KernelCodegen::EmitFor(const ir::ForNode* loop) {
       // Replicate while the product of enclosing replicated extents stays small; beyond that the
       // loop is left to LLVM's unroller (nested unrolled loops would multiply code size).
       if (unroll_product_ * loop->extent > kMaxUnrollProduct ||
-          unroll_product_ * loop->extent * EstimateWork(loop->body) > kMaxUnrolledWork) {
+          unroll_product_ * EstimateWork(s, unrolled_values_) > kMaxUnrolledWork) {
         EmitSerialFor(loop);
         return;
       }
@@ -206,8 +259,10 @@ void KernelCodegen::EmitFor(const ir::ForNode* loop) {
       for (int64_t v = 0; v < loop->extent; ++v) {
         CgValue counter = Uniform(builder_.getInt64(v), DataType::kInt64);
         VarScope bind(vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, counter));
+        unrolled_values_[loop->loop_var.get()] = ir::IntImm(v, loop->loop_var->dtype);
         Emit(loop->body);
       }
+      unrolled_values_.erase(loop->loop_var.get());
       unroll_product_ = saved_product;
       return;
     }

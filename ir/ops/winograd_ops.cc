@@ -2,7 +2,9 @@
 //   winograd_output_transform(batch_matmul(winograd_input_transform(data),
 //                                          winograd_weight_transform(weight)))
 // with tiles of m x m outputs (m = 2 or 4, a = m + 2). TuneConvAlgorithm writes this chain; each
-// op is an ordinary graph op with its own kernel, so kernel search and fusion apply to it.
+// op is an ordinary graph op with its own kernel, so kernel search and fusion apply to it. The
+// input and output transforms also take NHWC activations (attribute layout="NHWC", what
+// ConvertLayout sets when it moves a network into NHWC): then neither transform transposes.
 //   winograd_weight_transform  weight [K, C, 3, 3]            -> U [a*a, C, K]
 //   winograd_input_transform   data [N, C, H, W]              -> V [a*a, P, C]
 //   batch_matmul               V x U                          -> M [a*a, P, K]
@@ -49,13 +51,25 @@ const WinogradMatrices& Winograd(int64_t tile) {
 
 namespace {
 
-void CheckFloat(const TensorType& t, const std::string& role) {
+void CheckFloat(const TensorType& t, const std::string& role, const std::string& layout = "") {
   if (t.dtype != DataType::kFloat32 && t.dtype != DataType::kFloat64) {
     throw Error(fmt::format("{} must be f32 or f64 but is {}", role, ToString(t.dtype)));
   }
-  if (!t.layout.empty()) {
-    throw Error(fmt::format("{} must have no layout tag but is tagged '{}'", role, t.layout));
+  if (!t.layout.empty() && t.layout != layout) {
+    throw Error(layout.empty()
+                    ? fmt::format("{} must have no layout tag but is tagged '{}'", role, t.layout)
+                    : fmt::format("{} is tagged with layout '{}' but the op's layout is '{}'", role,
+                                  t.layout, layout));
   }
+}
+
+// True for the NHWC data layout, false for NCHW; anything else is an Error.
+bool ReadNhwc(const Attrs& attrs) {
+  const std::string& layout = attrs.GetString("layout");
+  if (layout != "NCHW" && layout != "NHWC") {
+    throw Error(fmt::format("layout must be NCHW or NHWC but is '{}'", layout));
+  }
+  return layout == "NHWC";
 }
 
 void CheckShapeRank(const TensorType& t, size_t rank, const std::string& role,
@@ -126,8 +140,9 @@ struct InputGeometry {
 };
 
 InputGeometry ReadInputGeometry(const TensorType& data, const Attrs& attrs) {
-  CheckShapeRank(data, 4, "data", "[N, C, H, W]");
-  CheckFloat(data, "data");
+  bool nhwc = ReadNhwc(attrs);
+  CheckShapeRank(data, 4, "data", nhwc ? "[N, H, W, C]" : "[N, C, H, W]");
+  CheckFloat(data, "data", nhwc ? "NHWC" : "");
   CheckLength(attrs, "padding", 4);
   const std::vector<int64_t>& padding = attrs.GetInts("padding");
   for (int64_t p : padding) {
@@ -138,9 +153,9 @@ InputGeometry ReadInputGeometry(const TensorType& data, const Attrs& attrs) {
   }
   int64_t tile = Winograd(attrs.GetInt("tile")).tile;
   InputGeometry g{data.shape[0],
-                  data.shape[1],
-                  data.shape[2],
-                  data.shape[3],
+                  data.shape[nhwc ? 3 : 1],
+                  data.shape[nhwc ? 1 : 2],
+                  data.shape[nhwc ? 2 : 3],
                   padding[0],
                   padding[1],
                   0,
@@ -172,6 +187,7 @@ std::vector<Tensor> InputTransformReference(const std::vector<Tensor>& inputs, c
   const WinogradMatrices& w = Winograd(attrs.GetInt("tile"));
   InputGeometry g = ReadInputGeometry(inputs.at(0).type(), attrs);
   std::vector<double> data = inputs[0].ToDoubles();
+  bool nhwc = ReadNhwc(attrs);
   int64_t a = w.size, m = w.tile;
   int64_t tiles = g.n * g.tiles_h * g.tiles_w;
   std::vector<double> out(static_cast<size_t>(a * a * tiles * g.c), 0.0);
@@ -186,8 +202,9 @@ std::vector<Tensor> InputTransformReference(const std::vector<Tensor>& inputs, c
             for (int64_t j = 0; j < a; ++j) {
               int64_t y = th * m + i - g.top, x = tw * m + j - g.left;
               bool inside = y >= 0 && y < g.h && x >= 0 && x < g.w;
-              d[static_cast<size_t>(i * a + j)] =
-                  inside ? data[static_cast<size_t>(((n * g.c + c) * g.h + y) * g.w + x)] : 0.0;
+              int64_t at =
+                  nhwc ? ((n * g.h + y) * g.w + x) * g.c + c : ((n * g.c + c) * g.h + y) * g.w + x;
+              d[static_cast<size_t>(i * a + j)] = inside ? data[static_cast<size_t>(at)] : 0.0;
             }
           }
           for (int64_t xi = 0; xi < a; ++xi) {
@@ -251,6 +268,7 @@ OutputGeometry ReadOutputGeometry(const TensorType& y, const Attrs& attrs) {
 Type InferOutputTransform(const std::vector<Type>& inputs, const Attrs& attrs) {
   const TensorType& y = TensorOperand(inputs, 0, "y");
   OutputGeometry g = ReadOutputGeometry(y, attrs);
+  if (ReadNhwc(attrs)) return TensorType{{g.n, g.out_h, g.out_w, g.k}, y.dtype, "NHWC"};
   return TensorType{{g.n, g.k, g.out_h, g.out_w}, y.dtype, ""};
 }
 
@@ -259,6 +277,7 @@ std::vector<Tensor> OutputTransformReference(const std::vector<Tensor>& inputs, 
   const WinogradMatrices& w = Winograd(attrs.GetInt("tile"));
   OutputGeometry g = ReadOutputGeometry(inputs.at(0).type(), attrs);
   std::vector<double> y = inputs[0].ToDoubles();
+  bool nhwc = ReadNhwc(attrs);
   int64_t a = w.size, m = w.tile;
   int64_t tiles = g.n * g.tiles_h * g.tiles_w;
   std::vector<double> out(static_cast<size_t>(g.n * g.k * g.out_h * g.out_w), 0.0);
@@ -288,7 +307,9 @@ std::vector<Tensor> OutputTransformReference(const std::vector<Tensor>& inputs, 
               for (int64_t nu = 0; nu < a; ++nu) {
                 sum += rows[static_cast<size_t>(i * a + nu)] * w.at[j][nu];
               }
-              out[static_cast<size_t>(((n * g.k + k) * g.out_h + oh) * g.out_w + ow)] = sum;
+              int64_t at = nhwc ? ((n * g.out_h + oh) * g.out_w + ow) * g.k + k
+                                : ((n * g.k + k) * g.out_h + oh) * g.out_w + ow;
+              out[static_cast<size_t>(at)] = sum;
             }
           }
         }
@@ -296,6 +317,11 @@ std::vector<Tensor> OutputTransformReference(const std::vector<Tensor>& inputs, 
     }
   }
   return {FromDoubles(out, output)};
+}
+
+AttrSpec LayoutSpec(const std::string& operand) {
+  return {"layout", AttrKind::kString, std::string("NCHW"),
+          fmt::format("layout of the {}: NCHW or NHWC", operand)};
 }
 
 AttrSpec TileSpec() {
@@ -321,11 +347,12 @@ void RegisterWinogradOps(OpRegistry& registry) {
   input.name = "winograd_input_transform";
   input.doc =
       "Winograd input transform B^T d B of every a x a tile (stride tile) of the zero-padded "
-      "data: data [N,C,H,W] -> [a*a, N*ceil(OH/tile)*ceil(OW/tile), C] with OH = H + top + "
-      "bottom - 2";
+      "data: data [N,C,H,W] (or [N,H,W,C] with layout NHWC) -> [a*a, "
+      "N*ceil(OH/tile)*ceil(OW/tile), C] with OH = H + top + bottom - 2";
   input.attrs = {TileSpec(),
                  {"padding", AttrKind::kInts, AttrValue(std::vector<int64_t>{0, 0, 0, 0}),
-                  "zero padding of the convolution: [top, left, bottom, right]"}};
+                  "zero padding of the convolution: [top, left, bottom, right]"},
+                 LayoutSpec("data")};
   input.pattern = PatternKind::kOpaque;
   input.infer_type = InferInputTransform;
   input.reference = InputTransformReference;
@@ -335,10 +362,11 @@ void RegisterWinogradOps(OpRegistry& registry) {
   output.name = "winograd_output_transform";
   output.doc =
       "Winograd output transform A^T Y A of every tile, cropped to the convolution result: y "
-      "[a*a,P,K] -> output_shape [N,K,OH,OW]";
+      "[a*a,P,K] -> output_shape [N,K,OH,OW] (or [N,OH,OW,K] with layout NHWC)";
   output.attrs = {TileSpec(),
                   {"output_shape", AttrKind::kInts, std::nullopt,
-                   "shape [N, K, OH, OW] of the convolution result"}};
+                   "shape [N, K, OH, OW] of the convolution result"},
+                  LayoutSpec("result")};
   output.pattern = PatternKind::kOutElementwiseFusable;
   output.infer_type = InferOutputTransform;
   output.reference = OutputTransformReference;

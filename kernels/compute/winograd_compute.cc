@@ -1,19 +1,27 @@
 // Winograd convolution transforms (see ir/ops/winograd_ops.cc for the ops and ir/ops/winograd.h
 // for the matrices).
 //
-// The transform matrices are small tables that each kernel computes first, in a spatial block
-// ("winograd_bt", "winograd_g", "winograd_at") whose body selects the constant entry; the
-// transform itself is then a reduction that reads the table like an operand, so the default
-// schedule and the kernel search treat it like a small matrix product (vector lanes along the
-// channel axis, the table entries broadcast):
-//   winograd_weight_transform: out[e, c, k] = sum_{i,j} G[e/a, i] G[e%a, j] weight[k, c, i, j]
+// The filter transform reads its matrix from a small table that the kernel computes first (a
+// spatial block "winograd_g" selecting the constant entries) and is a reduction over the 3x3
+// filter; for constant weights it runs once, at compile time.
+//
+// The input and output transforms run at inference time, so they are written out: every
+// element of a transformed tile is its own arm of a case split on the tile position, a sum of
+// the tile's elements with the matrices' constant coefficients (zeros skipped, factored by
+// rows so that the arms share the row sums once their copies sit side by side):
 //   winograd_input_transform:  "pad" copies the data, zero-padded to whole tiles, into NHWC
-//     [N, tilesH*m + 2, tilesW*m + 2, C] so that the transform reads channels contiguously;
-//     out[e, p, c] = sum_{i,j} B^T[e/a, i] B^T[e%a, j] pad[n, th*m + i, tw*m + j, c]
+//     [N, tilesH*m + 2, tilesW*m + 2, C] so that the transform reads channels contiguously (a
+//     transpose for NCHW data, a plain copy for NHWC);
+//     out[xi*a + nu, p, c] = sum_j B^T[nu, j] (sum_i B^T[xi, i] pad[n, th*m + i, tw*m + j, c])
 //   winograd_output_transform: the tiles [N, tilesH, m, tilesW, m, K] (NHWC of the uncropped
-//     result) = sum_{xi,nu} A^T[i, xi] A^T[j, nu] y[xi*a + nu, p, k], then "crop" writes the
-//     [N, K, OH, OW] result (where an elementwise epilogue fuses).
+//     result) [.., i, .., j, k] = sum_nu A^T[j, nu] (sum_xi A^T[i, xi] y[xi*a + nu, p, k]), then
+//     "crop" writes the [N, K, OH, OW] result (where an elementwise epilogue fuses; a
+//     transpose) or, with layout NHWC, the [N, OH, OW, K] result (a copy).
+// The dense form (a reduction over a table of B^T[xi, i] B^T[nu, j]) multiplies 36 pairs per
+// element of an F(4x4,3x3) tile; this one about 7.
 #include <fmt/format.h>
+
+#include <functional>
 
 #include "ir/error.h"
 #include "ir/ops/winograd.h"
@@ -51,6 +59,46 @@ ir::Buffer Table(ComputeBuilder& builder, const std::string& name, ir::DataType 
   return table;
 }
 
+// sum_k coefficients[k] * term(k) over the non-zero coefficients, without multiplications by
+// +-1: the transforms' matrices are sparse small integers and fractions, so written out with
+// constant coefficients a transform costs a fraction of a dense table product.
+Expr SparseSum(const std::vector<double>& coefficients, ir::DataType dtype,
+               const std::function<Expr(int64_t)>& term) {
+  Expr sum;
+  for (size_t k = 0; k < coefficients.size(); ++k) {
+    double c = coefficients[k];
+    if (c == 0) continue;
+    Expr t = term(static_cast<int64_t>(k));
+    if (!sum.defined()) {
+      sum = c == 1 ? t : Constant(dtype, c) * t;
+    } else if (c == 1 || c == -1) {
+      sum = c == 1 ? sum + t : sum - t;
+    } else {
+      sum = c > 0 ? sum + Constant(dtype, c) * t : sum - Constant(dtype, -c) * t;
+    }
+  }
+  return sum.defined() ? sum : Constant(dtype, 0);
+}
+
+// A case split: arms[k] where the iterators `selectors` (extents `extents`) take the k-th
+// combination of values (row-major), as a chain of selects on `selector == constant`
+// conditions; the last arm is the default. The default schedule unrolls such iterators so
+// that every copy computes only its own arm (ScheduleCaseSplit).
+Expr CaseSplit(const std::vector<Var>& selectors, const std::vector<int64_t>& extents,
+               const std::vector<Expr>& arms) {
+  Expr value = arms.back();
+  for (int64_t k = static_cast<int64_t>(arms.size()) - 2; k >= 0; --k) {
+    std::vector<Expr> conditions;
+    int64_t rest = k;
+    for (size_t d = selectors.size(); d-- > 0;) {
+      conditions.insert(conditions.begin(), selectors[d] == Expr(rest % extents[d]));
+      rest /= extents[d];
+    }
+    value = ir::Select(All(conditions), arms[static_cast<size_t>(k)], value);
+  }
+  return value;
+}
+
 const ir::ops::WinogradMatrices& Matrices(const OpCall& call) {
   try {
     return ir::ops::Winograd(call.attrs.GetInt("tile"));
@@ -81,9 +129,10 @@ void LowerWinogradInputTransform(ComputeBuilder& builder, const OpCall& call) {
   const ir::Buffer& data = call.inputs[0];
   const ir::Buffer& out = call.outputs[0];
   const std::vector<int64_t>& padding = call.attrs.GetInts("padding");
+  bool nhwc = call.attrs.GetString("layout") == "NHWC";
   int64_t a = w.size, m = w.tile;
-  int64_t batch = data->shape[0], channels = data->shape[1];
-  int64_t height = data->shape[2], width = data->shape[3];
+  int64_t batch = data->shape[0], channels = data->shape[nhwc ? 3 : 1];
+  int64_t height = data->shape[nhwc ? 1 : 2], width = data->shape[nhwc ? 2 : 3];
   int64_t top = padding[0], left = padding[1];
   int64_t tiles_h = ir::ops::WinogradTiles(height + padding[0] + padding[2] - 2, m);
   int64_t tiles_w = ir::ops::WinogradTiles(width + padding[1] + padding[3] - 2, m);
@@ -97,45 +146,65 @@ void LowerWinogradInputTransform(ComputeBuilder& builder, const OpCall& call) {
     if (padded_h - top > height) inside.push_back(i[1] < Expr(top + height));
     if (left > 0) inside.push_back(i[2] >= Expr(left));
     if (padded_w - left > width) inside.push_back(i[2] < Expr(left + width));
-    Expr load = ir::Load(data, {i[0], i[3], AddConst(i[1], -top), AddConst(i[2], -left)});
+    Expr load = nhwc ? ir::Load(data, {i[0], AddConst(i[1], -top), AddConst(i[2], -left), i[3]})
+                     : ir::Load(data, {i[0], i[3], AddConst(i[1], -top), AddConst(i[2], -left)});
     Expr condition = All(inside);
     return condition.defined() ? ir::Select(condition, load, Constant(data->dtype, 0)) : load;
   });
-  ir::Buffer bt = Table(builder, "winograd_bt", out->dtype, w.bt);
   int64_t per_image = tiles_h * tiles_w;
-  builder.Reduce(
-      call.op, out, {"e", "p", "c"}, {ReduceAxis{"i", a}, ReduceAxis{"j", a}}, Reducer::kSum,
-      [&](const std::vector<Var>& s, const std::vector<Var>& r) {
-        const Expr& p = s[1];
-        Expr n = batch == 1 ? Expr(0) : ir::FloorDiv(p, Expr(per_image));
-        Expr in_image = batch == 1 ? Expr(p) : ir::FloorMod(p, Expr(per_image));
-        Expr th = ir::FloorDiv(in_image, Expr(tiles_w));
-        Expr tw = ir::FloorMod(in_image, Expr(tiles_w));
-        Expr xi = ir::FloorDiv(s[0], Expr(a));
-        Expr nu = ir::FloorMod(s[0], Expr(a));
-        Expr tile = ir::Load(pad, {n, MulConst(th, m) + r[0], MulConst(tw, m) + r[1], s[2]});
-        return ir::Load(bt, {xi, r[0]}) * ir::Load(bt, {nu, r[1]}) * tile;
-      });
+  builder.Compute(call.op, out, {"e", "p", "c"}, [&](const std::vector<Var>& s) {
+    const Expr& p = s[1];
+    Expr n = batch == 1 ? Expr(0) : ir::FloorDiv(p, Expr(per_image));
+    Expr in_image = batch == 1 ? Expr(p) : ir::FloorMod(p, Expr(per_image));
+    Expr th = ir::FloorDiv(in_image, Expr(tiles_w));
+    Expr tw = ir::FloorMod(in_image, Expr(tiles_w));
+    auto tile = [&](int64_t i, int64_t j) {
+      return ir::Load(pad, {n, AddConst(MulConst(th, m), i), AddConst(MulConst(tw, m), j), s[2]});
+    };
+    std::vector<Expr> arms;
+    for (int64_t xi = 0; xi < a; ++xi) {
+      for (int64_t nu = 0; nu < a; ++nu) {
+        arms.push_back(SparseSum(w.bt[nu], out->dtype, [&](int64_t j) {
+          return SparseSum(w.bt[xi], out->dtype, [&](int64_t i) { return tile(i, j); });
+        }));
+      }
+    }
+    return CaseSplit({s[0]}, {a * a}, arms);
+  });
 }
 
 void LowerWinogradOutputTransform(ComputeBuilder& builder, const OpCall& call) {
   const ir::ops::WinogradMatrices& w = Matrices(call);
   const ir::Buffer& y = call.inputs[0];
   const ir::Buffer& out = call.outputs[0];
+  bool nhwc = call.attrs.GetString("layout") == "NHWC";
   int64_t a = w.size, m = w.tile;
-  int64_t batch = out->shape[0], channels = out->shape[1];
-  int64_t tiles_h = ir::ops::WinogradTiles(out->shape[2], m);
-  int64_t tiles_w = ir::ops::WinogradTiles(out->shape[3], m);
-  ir::Buffer at = Table(builder, "winograd_at", y->dtype, w.at);
+  int64_t batch = out->shape[0], channels = out->shape[nhwc ? 3 : 1];
+  int64_t tiles_h = ir::ops::WinogradTiles(out->shape[nhwc ? 1 : 2], m);
+  int64_t tiles_w = ir::ops::WinogradTiles(out->shape[nhwc ? 2 : 3], m);
   ir::Buffer tiles = builder.AddIntermediate(out->name + "_tiles", y->dtype,
                                              {batch, tiles_h, m, tiles_w, m, channels});
-  builder.Reduce(
-      call.op, tiles, {"n", "th", "i", "tw", "j", "k"}, {ReduceAxis{"xi", a}, ReduceAxis{"nu", a}},
-      Reducer::kSum, [&](const std::vector<Var>& s, const std::vector<Var>& r) {
-        Expr p = MulConst(MulConst(s[0], tiles_h) + s[1], tiles_w) + s[3];
-        Expr e = MulConst(r[0], a) + r[1];
-        return ir::Load(at, {s[2], r[0]}) * ir::Load(at, {s[4], r[1]}) * ir::Load(y, {e, p, s[5]});
-      });
+  builder.Compute(call.op, tiles, {"n", "th", "i", "tw", "j", "k"}, [&](const std::vector<Var>& s) {
+    Expr p = MulConst(MulConst(s[0], tiles_h) + s[1], tiles_w) + s[3];
+    std::vector<Expr> arms;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < m; ++j) {
+        arms.push_back(SparseSum(w.at[j], y->dtype, [&](int64_t nu) {
+          return SparseSum(w.at[i], y->dtype, [&](int64_t xi) {
+            return ir::Load(y, {Expr(xi * a + nu), p, s[5]});
+          });
+        }));
+      }
+    }
+    return CaseSplit({s[2], s[4]}, {m, m}, arms);
+  });
+  if (nhwc) {
+    builder.Compute("crop", out, {"n", "h", "w", "k"}, [&](const std::vector<Var>& i) {
+      return ir::Load(tiles, {i[0], ir::FloorDiv(i[1], Expr(m)), ir::FloorMod(i[1], Expr(m)),
+                              ir::FloorDiv(i[2], Expr(m)), ir::FloorMod(i[2], Expr(m)), i[3]});
+    });
+    return;
+  }
   builder.Compute("crop", out, {"n", "k", "h", "w"}, [&](const std::vector<Var>& i) {
     return ir::Load(tiles, {i[0], ir::FloorDiv(i[2], Expr(m)), ir::FloorMod(i[2], Expr(m)),
                             ir::FloorDiv(i[3], Expr(m)), ir::FloorMod(i[3], Expr(m)), i[1]});

@@ -12,7 +12,9 @@
 // convolutions in blocked layouts, and convolutions not in NCHW/OIHW are left alone. In NHWC,
 // pooling ops (max_pool2d, avg_pool2d, global_avg_pool2d: they take NHWC through their layout
 // attribute) of a converted value stay in NHWC too, so a network's pools and its head need no
-// transform of a large activation.
+// transform of a large activation; so do Winograd convolutions (TuneConvAlgorithm's chains):
+// their input and output transforms read and write NHWC, the batched GEMM between them has no
+// layout.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,6 +35,8 @@ const std::set<std::string> kUnary = {"relu", "sigmoid", "tanh", "exp", "sqrt",
                                       "erf",  "gelu",    "clip", "cast"};
 const std::set<std::string> kBinary = {"add", "subtract", "multiply", "divide", "pow"};
 const std::set<std::string> kPooling = {"max_pool2d", "avg_pool2d", "global_avg_pool2d"};
+const std::set<std::string> kWinogradTransforms = {"winograd_input_transform",
+                                                   "winograd_output_transform"};
 
 class LayoutConverter {
  public:
@@ -209,6 +213,21 @@ class LayoutConverter {
         n.inputs = {map_[static_cast<size_t>(node.inputs[0])]};
         n.attrs.Set("layout", layout_);
         Define(id, Emit(std::move(n)), layout_);
+        return;
+      }
+      // Winograd's transforms take NHWC activations through their layout attribute: the
+      // chain stays in NHWC and neither transform transposes.
+      if (layout_ == "NHWC" && kWinogradTransforms.count(node.op) &&
+          node.attrs.GetString("layout") == "NCHW") {
+        ir::Node n = node;
+        bool input_side = node.op == "winograd_input_transform";
+        n.inputs = {input_side ? InLayout(node.inputs[0], layout_) : Original(node.inputs[0])};
+        n.attrs.Set("layout", layout_);
+        if (input_side) {
+          map_[static_cast<size_t>(id)] = Emit(std::move(n));  // [a*a, P, C]: no layout
+        } else {
+          Define(id, Emit(std::move(n)), layout_);
+        }
         return;
       }
       if (kUnary.count(node.op) && converted_input) {

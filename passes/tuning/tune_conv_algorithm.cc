@@ -8,8 +8,11 @@
 // is cut out as a module of its own, expanded with the eval passes and measured with every
 // algorithm, and the fastest algorithm of each forms one more end-to-end candidate (kept only
 // when it differs from the uniform ones, so the result is never slower, as measured, than the
-// best uniform choice). The decision recorded in the trace is the choice text, so replay applies
-// it without measuring.
+// best uniform choice). When the eval passes nest tuning passes (placement, kernels), each piece
+// is measured in their screening forms instead (own kernels; everything a backend takes), so a
+// convolution oneDNN computes faster directly stays direct. The decision recorded in the trace
+// is the choice text, so replay applies it without measuring. Screening (when this pass is
+// nested in another's eval passes, or with keep=k) measures the uniform choices.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -114,6 +117,34 @@ class TuneConvAlgorithm : public TuningPass {
     return TuneChoices(candidate, std::move(choices), context);
   }
 
+  // The screening form: every applicable uniform algorithm (no per-convolution measurement),
+  // each with the screening form of the eval passes, so that a layout in which Winograd
+  // applies is ranked with it.
+  std::vector<Candidate> Screen(const Candidate& candidate, PassContext& context) const override {
+    tuning::Knob knob = MakeKnob(candidate.output, context);
+    const std::string& function_name = context.Tuning().options().function;
+    std::vector<std::string> texts = knob.ApplicableChoices(candidate.output);
+    std::vector<Candidate> screened;
+    for (const std::string& text : texts) {
+      Candidate next = candidate;
+      ir::Instruction instruction;
+      instruction.kind = name();
+      instruction.attrs.Set("pass", DecisionText());
+      instruction.attrs.Set("considered", fmt::format("{}", fmt::join(texts, ",")));
+      instruction.decision = ir::AttrValue(text);
+      next.trace.Append(std::move(instruction));
+      next.result.reset();
+      try {
+        next.output = ApplyConvAlgorithm(candidate.output, function_name, text);
+      } catch (const ir::Error&) {
+        continue;
+      }
+      for (Candidate& s : ScreenWithEvalPasses(next, context)) screened.push_back(std::move(s));
+    }
+    if (screened.empty()) screened.push_back(candidate);
+    return screened;
+  }
+
   ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
                              PassContext& context) const override {
     if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
@@ -154,6 +185,15 @@ class TuneConvAlgorithm : public TuningPass {
           piece = Candidate::Start(ApplyConvAlgorithm(alone, function.name, algorithms[k]));
         } catch (const ir::Error& e) {
           piece.result = tuning::MeasureResult::Failure(e.what());
+        }
+        if (EvalNestsTuning() && !piece.result) {
+          // Nested tuning passes (placement, kernels) are too costly per piece: each piece is
+          // measured in their screening forms (own kernels, everything a backend takes).
+          for (Candidate& screened : ScreenWithEvalPasses(piece, context)) {
+            measured.push_back(std::move(screened));
+            measured_as.emplace_back(convs[c], algorithms[k]);
+          }
+          continue;
         }
         int64_t left = static_cast<int64_t>((convs.size() - c) * algorithms.size() - k);
         int64_t total = static_cast<int64_t>(convs.size() * algorithms.size());

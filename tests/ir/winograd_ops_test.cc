@@ -138,7 +138,40 @@ TEST(WinogradOps, ChainEqualsDirectConvolution) {
     Tensor result = RunOp("winograd_output_transform", {product},
                           Attrs{{"tile", c.tile}, {"output_shape", direct.shape()}});
     testing::ExpectClose(result, direct, 1e-12);
+    // The same chain on NHWC activations computes the NHWC convolution.
+    Attrs nchw_to_nhwc{{"src_layout", std::string("NCHW")}, {"dst_layout", std::string("NHWC")}};
+    Tensor x_nhwc = RunOp("layout_transform", {x}, nchw_to_nhwc);
+    Tensor v_nhwc =
+        RunOp("winograd_input_transform", {x_nhwc},
+              Attrs{{"tile", c.tile}, {"padding", c.padding}, {"layout", std::string("NHWC")}});
+    testing::ExpectClose(v_nhwc, v, 0);
+    Tensor result_nhwc = RunOp(
+        "winograd_output_transform", {product},
+        Attrs{{"tile", c.tile}, {"output_shape", direct.shape()}, {"layout", std::string("NHWC")}});
+    EXPECT_EQ(result_nhwc.type().layout, "NHWC");
+    testing::ExpectClose(
+        RunOp("layout_transform", {result_nhwc},
+              Attrs{{"src_layout", std::string("NHWC")}, {"dst_layout", std::string("NCHW")}}),
+        direct, 1e-12);
   }
+}
+
+TEST(WinogradOps, NhwcLayoutShapesAndErrors) {
+  Attrs input{{"tile", int64_t{4}}, {"padding", Ints{1, 1, 1, 1}}, {"layout", std::string("NHWC")}};
+  EXPECT_EQ(Infer("winograd_input_transform", {F32({1, 8, 8, 16})}, input).tensor().shape,
+            (Shape{36, 4, 16}));
+  Attrs output{
+      {"tile", int64_t{4}}, {"output_shape", Ints{1, 16, 8, 8}}, {"layout", std::string("NHWC")}};
+  Type y = Infer("winograd_output_transform", {F32({36, 4, 16})}, output);
+  EXPECT_EQ(y.tensor().shape, (Shape{1, 8, 8, 16}));
+  EXPECT_EQ(y.tensor().layout, "NHWC");
+  input.Set("layout", std::string("NCHW16c"));
+  EXPECT_CONTAINS(InferError("winograd_input_transform", {F32({1, 8, 8, 16})}, input),
+                  "layout must be NCHW or NHWC");
+  input.Set("layout", std::string("NCHW"));
+  EXPECT_CONTAINS(InferError("winograd_input_transform",
+                             {TensorType{{1, 8, 8, 16}, DataType::kFloat32, "NHWC"}}, input),
+                  "must have no layout tag but is tagged 'NHWC'");
 }
 
 }  // namespace

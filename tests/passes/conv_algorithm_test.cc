@@ -83,20 +83,19 @@ graph @main(%x: f32[2,1]) -> f32[16,1,2] {
   EXPECT_FLOAT_EQ(result.value.data<float>()[5 * 2], 11.25f);
 }
 
-// Convolutions the rewrite must leave alone: stride 2, 1x1, grouped, dilated, 5x5, NHWC,
-// blocked layouts, integer.
+// Convolutions the rewrite must leave alone: stride 2, 1x1, grouped, dilated, 5x5, blocked
+// layouts, integer.
 TEST(ConvAlgorithm, LeavesIneligibleConvolutionsUnchanged) {
   const char* text = R"(
-graph @main(%x: f32[1,16,8,8], %w3: f32[16,16,3,3], %w1: f32[16,16,1,1], %wg: f32[16,8,3,3], %w5: f32[16,16,5,5], %xb: f32[1,1,8,8,16], %wb: f32[1,1,3,3,16,16], %xh: f32[1,8,8,16], %wh: f32[3,3,16,16], %xi: i32[1,2,6,6], %wi: i32[2,2,3,3]) -> (f32[1,16,4,4], f32[1,16,8,8], f32[1,16,8,8], f32[1,16,6,6], f32[1,16,4,4], f32[1,1,8,8,16]{NCHW16c}, f32[1,8,8,16]{NHWC}, i32[1,2,4,4]) {
+graph @main(%x: f32[1,16,8,8], %w3: f32[16,16,3,3], %w1: f32[16,16,1,1], %wg: f32[16,8,3,3], %w5: f32[16,16,5,5], %xb: f32[1,1,8,8,16], %wb: f32[1,1,3,3,16,16], %xi: i32[1,2,6,6], %wi: i32[2,2,3,3]) -> (f32[1,16,4,4], f32[1,16,8,8], f32[1,16,8,8], f32[1,16,6,6], f32[1,16,4,4], f32[1,1,8,8,16]{NCHW16c}, i32[1,2,4,4]) {
   %stride2 = conv2d(%x, %w3) {strides=[2,2], padding=[1,1,1,1]}
   %pointwise = conv2d(%x, %w1)
   %grouped = conv2d(%x, %wg) {groups=2, padding=[1,1,1,1]}
   %dilated = conv2d(%x, %w3) {dilation=[2,2], padding=[1,1,1,1]}
   %five = conv2d(%x, %w5)
   %blocked = conv2d(%xb, %wb) {padding=[1,1,1,1], data_layout="NCHW16c", kernel_layout="OIHW16i16o"}
-  %nhwc = conv2d(%xh, %wh) {padding=[1,1,1,1], data_layout="NHWC", kernel_layout="HWIO"}
   %int = conv2d(%xi, %wi)
-  %t = tuple(%stride2, %pointwise, %grouped, %dilated, %five, %blocked, %nhwc, %int)
+  %t = tuple(%stride2, %pointwise, %grouped, %dilated, %five, %blocked, %int)
   return %t
 })";
   ir::IRModule module = rewrite_testing::Run("InferType", ir::ParseModule(text, "input"));
@@ -230,6 +229,60 @@ TEST(ConvAlgorithm, CompiledProgramMatchesTheReferenceWithTheEpilogueFused) {
     EXPECT_LT(error, 1e-5) << algorithm;
     RecordProperty(std::string(algorithm) + "_relative_error", std::to_string(error));
   }
+}
+
+}  // namespace
+}  // namespace tandem::passes
+
+namespace tandem::passes {
+namespace {
+
+// After ConvertLayout to NHWC the convolutions are NHWC/HWIO: they are eligible, and their
+// chains read and write NHWC (no transpose in the transforms, none around the chain).
+TEST(ConvAlgorithm, RewritesNhwcConvolutionsIntoNhwcTransforms) {
+  ir::IRModule model = EpilogueModel();
+  ir::IRModule nhwc = rewrite_testing::Run(
+      "InferType, ConvertLayout(layout=\"NHWC\"), FoldConstant, InferType", model);
+  EXPECT_EQ(EligibleConvolutions(nhwc.Get("main")), (std::vector<std::string>{"conv"}));
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 7);
+  std::vector<ir::Tensor> want = backends::RunReference(model, inputs);
+  for (const char* algorithm : {"winograd_2x2", "winograd_4x4"}) {
+    SCOPED_TRACE(algorithm);
+    ir::IRModule rewritten = ApplyConvAlgorithm(nhwc, "main", algorithm);
+    int layout_transforms = CountOps(nhwc, "layout_transform");
+    EXPECT_EQ(CountOps(rewritten, "layout_transform"), layout_transforms);
+    for (const ir::Node& n : rewritten.Get("main").nodes) {
+      if (n.op == "winograd_input_transform" || n.op == "winograd_output_transform") {
+        EXPECT_EQ(n.attrs.GetString("layout"), "NHWC") << n.name;
+      }
+    }
+    std::vector<ir::Tensor> got = backends::RunReference(rewritten, inputs);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_LT(ir::RelativeError(got[0], want[0]), 1e-6);
+    ir::IRModule lowered = rewrite_testing::Run("InferType, FuseOps, Legalize", rewritten);
+    std::vector<ir::Tensor> compiled = backends::Build(lowered)->Run(inputs);
+    ASSERT_EQ(compiled.size(), 1u);
+    EXPECT_LT(ir::RelativeError(compiled[0], want[0]), 1e-5);
+  }
+}
+
+// A Winograd chain written in NCHW moves into NHWC as a whole: the transforms take the NHWC
+// layout, and only the model's input, its result and the bias constant (folded later) are
+// transposed.
+TEST(ConvAlgorithm, ConvertLayoutMovesAWinogradChainIntoNhwc) {
+  ir::IRModule model = EpilogueModel();
+  ir::IRModule chain = ApplyConvAlgorithm(model, "main", "winograd_4x4");
+  ir::IRModule nhwc = rewrite_testing::Run("InferType, ConvertLayout(layout=\"NHWC\")", chain);
+  EXPECT_EQ(CountOps(nhwc, "layout_transform"), 3);
+  for (const ir::Node& n : nhwc.Get("main").nodes) {
+    if (n.op == "winograd_input_transform" || n.op == "winograd_output_transform") {
+      EXPECT_EQ(n.attrs.GetString("layout"), "NHWC") << n.name;
+    }
+  }
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 8);
+  std::vector<ir::Tensor> got = backends::RunReference(nhwc, inputs);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LT(ir::RelativeError(got[0], backends::RunReference(model, inputs)[0]), 1e-6);
 }
 
 }  // namespace

@@ -4,11 +4,14 @@
 // to the same module.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "frontend/model_builders.h"
 #include "ir/structural.h"
 #include "passes/pipeline_text.h"
+#include "passes/tuning_pass.h"
 #include "tests/tuning/mock_tuning.h"
 
 namespace tandem {
@@ -97,6 +100,48 @@ TEST(TuneConvAlgorithm, RestrictedAlgorithmsAndModelsWithoutEligibleConvolutions
   EXPECT_EQ(none.counts.requested, 1);
   EXPECT_EQ(Decision(none), "direct");
   EXPECT_THROW(passes::ParsePipeline("TuneConvAlgorithm(algorithms=\"fast\")"), ir::Error);
+}
+
+// What a layout is ranked by when TuneConvAlgorithm is nested in TuneLayout's eval passes
+// (the `joint` pipeline): every algorithm that applies in that layout, each in every screening
+// form of the placement nested below it. NCHW and NHWC convolutions can be Winograd's; blocked
+// ones cannot.
+TEST(TuneConvAlgorithm, ScreensEveryApplicableAlgorithmWithItsPlacementScreens) {
+  passes::PassPtr pipeline = passes::ParsePipeline(
+      "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, "
+      "TuneBackendPlacement(eval=[FuseOps])])");
+  const auto* tune = dynamic_cast<const passes::TuningPass*>(
+      static_cast<const passes::Sequential&>(*pipeline).passes().at(0).get());
+  ASSERT_NE(tune, nullptr);
+  passes::PassContext context;
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(),
+      std::make_shared<tuning::ProcessRunner>(), tuning::TuningSession::Options{});
+  auto screen = [&](const std::string& layout_pipeline) {
+    ir::IRModule module = context.RunPipeline(
+        *passes::ParsePipeline("InferType, " + layout_pipeline + "FoldConstant, InferType"),
+        SmallResNetBlock());
+    std::map<std::string, int> per_algorithm;
+    for (const passes::Candidate& c : tune->Screen(passes::Candidate::Start(module), context)) {
+      EXPECT_FALSE(c.result.has_value()) << "screening forms are measured by the caller";
+      const ir::Instruction& first = c.trace.instructions().at(0);
+      EXPECT_EQ(first.kind, "TuneConvAlgorithm");
+      ++per_algorithm[std::get<std::string>(*first.decision)];
+    }
+    return per_algorithm;
+  };
+  for (const std::string& layout :
+       {std::string(), std::string("ConvertLayout(layout=\"NHWC\"), ")}) {
+    SCOPED_TRACE(layout);
+    std::map<std::string, int> screened = screen(layout);
+    ASSERT_EQ(screened.size(), 3u);
+    EXPECT_GE(screened["direct"], 2) << "own kernels and everything a backend takes";
+    EXPECT_EQ(screened["winograd_2x2"], screened["direct"]);
+    EXPECT_EQ(screened["winograd_4x4"], screened["direct"]);
+  }
+  std::map<std::string, int> blocked = screen("ConvertLayout(layout=\"NCHW8c\"), ");
+  EXPECT_EQ(blocked.size(), 1u);
+  EXPECT_EQ(blocked.count("direct"), 1u);
 }
 
 }  // namespace
