@@ -3,6 +3,7 @@
 // the first one did not (each candidate measured once in total), and takes the same decisions
 // as an uninterrupted run.
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -69,6 +70,10 @@ graph @main(%x: f32[64]) -> f32[64] {
 TEST_F(TuningResume, KilledRunResumesWithoutRepeatingMeasurements) {
   std::string path = (fs::path(directory_) / "tuning.db").string();
   tuning::OpenSqliteDatabase(path);  // create it before the child starts
+  // Tests before this one may have run OpenMP parallel regions (oneDNN does): the child would
+  // inherit a team whose threads it does not have and hang in its first OpenMP call. Released
+  // first, as ProcessRunner does before it forks its workers.
+  omp_pause_resource_all(omp_pause_hard);
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
