@@ -100,14 +100,9 @@ class TuneConvAlgorithm : public TuningPass {
         labels.push_back("per_conv");
       }
     }
-    std::string pass_text = DecisionText();
     std::vector<Choice> choices;
     for (size_t k = 0; k < texts.size(); ++k) {
-      ir::Instruction instruction;
-      instruction.kind = name();
-      instruction.attrs.Set("pass", pass_text);
-      instruction.attrs.Set("considered", fmt::format("{}", fmt::join(labels, ",")));
-      instruction.decision = ir::AttrValue(texts[k]);
+      ir::Instruction instruction = ChoiceInstruction(texts[k], labels);
       std::string text = texts[k];
       choices.push_back(
           {text, std::move(instruction), [&function_name, text](const ir::IRModule& m) {
@@ -127,12 +122,7 @@ class TuneConvAlgorithm : public TuningPass {
     std::vector<Candidate> screened;
     for (const std::string& text : texts) {
       Candidate next = candidate;
-      ir::Instruction instruction;
-      instruction.kind = name();
-      instruction.attrs.Set("pass", DecisionText());
-      instruction.attrs.Set("considered", fmt::format("{}", fmt::join(texts, ",")));
-      instruction.decision = ir::AttrValue(text);
-      next.trace.Append(std::move(instruction));
+      next.trace.Append(ChoiceInstruction(text, texts));
       next.result.reset();
       try {
         next.output = ApplyConvAlgorithm(candidate.output, function_name, text);
@@ -155,6 +145,17 @@ class TuneConvAlgorithm : public TuningPass {
   }
 
  private:
+  // The instruction recording `decision` among the `considered` labels.
+  ir::Instruction ChoiceInstruction(const std::string& decision,
+                                    const std::vector<std::string>& considered) const {
+    ir::Instruction instruction;
+    instruction.kind = name();
+    instruction.attrs.Set("pass", DecisionText());
+    instruction.attrs.Set("considered", fmt::format("{}", fmt::join(considered, ",")));
+    instruction.decision = ir::AttrValue(decision);
+    return instruction;
+  }
+
   std::vector<std::string> Algorithms() const {
     return ParseAlgorithms(StringArgument("algorithms", kDefaultAlgorithms));
   }
