@@ -31,6 +31,23 @@ bool CollectConditionAxes(const ir::Block& block, const ir::Expr& condition,
 
 }  // namespace
 
+ir::Expr MakeCaseSplit(const std::vector<ir::Expr>& selectors, const std::vector<int64_t>& extents,
+                       const std::vector<ir::Expr>& arms) {
+  ir::Expr value = arms.back();
+  for (int64_t k = static_cast<int64_t>(arms.size()) - 2; k >= 0; --k) {
+    std::vector<ir::Expr> tests(selectors.size());
+    int64_t rest = k;
+    for (size_t d = selectors.size(); d-- > 0;) {
+      tests[d] = selectors[d] == ir::Expr(rest % extents[d]);
+      rest /= extents[d];
+    }
+    ir::Expr condition = tests.front();
+    for (size_t d = 1; d < tests.size(); ++d) condition = condition && tests[d];
+    value = ir::Select(condition, arms[static_cast<size_t>(k)], value);
+  }
+  return value;
+}
+
 std::vector<int> CaseSplitAxes(const ir::Block& block) {
   const auto* store = ir::As<ir::StoreNode>(block->body);
   if (!store || block->init) return {};

@@ -7,11 +7,19 @@
 // computed (the code generator folds the rest away).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "ir/kernel/stmt.h"
 
 namespace tandem::kernels {
+
+// The value arms[k] where the iterators `selectors` (extents `extents`) take the k-th
+// combination of values (row-major, the last selector fastest): a chain of selects on
+// `selector == constant` conditions, the last arm the default. `arms` holds one arm per
+// combination and must not read the selectors.
+ir::Expr MakeCaseSplit(const std::vector<ir::Expr>& selectors, const std::vector<int64_t>& extents,
+                       const std::vector<ir::Expr>& arms);
 
 // The positions (in block->iter_vars) of the iterators `block` case-splits on, in order; empty
 // when the block is not a case split: its body is not a store of a select chain whose every

@@ -25,6 +25,7 @@
 
 #include "ir/error.h"
 #include "ir/ops/winograd.h"
+#include "kernels/case_split.h"
 #include "kernels/compute/op_compute.h"
 
 namespace tandem::kernels {
@@ -78,25 +79,6 @@ Expr SparseSum(const std::vector<double>& coefficients, ir::DataType dtype,
     }
   }
   return sum.defined() ? sum : Constant(dtype, 0);
-}
-
-// A case split: arms[k] where the iterators `selectors` (extents `extents`) take the k-th
-// combination of values (row-major), as a chain of selects on `selector == constant`
-// conditions; the last arm is the default. The default schedule unrolls such iterators so
-// that every copy computes only its own arm (ScheduleCaseSplit).
-Expr CaseSplit(const std::vector<Var>& selectors, const std::vector<int64_t>& extents,
-               const std::vector<Expr>& arms) {
-  Expr value = arms.back();
-  for (int64_t k = static_cast<int64_t>(arms.size()) - 2; k >= 0; --k) {
-    std::vector<Expr> conditions;
-    int64_t rest = k;
-    for (size_t d = selectors.size(); d-- > 0;) {
-      conditions.insert(conditions.begin(), selectors[d] == Expr(rest % extents[d]));
-      rest /= extents[d];
-    }
-    value = ir::Select(All(conditions), arms[static_cast<size_t>(k)], value);
-  }
-  return value;
 }
 
 const ir::ops::WinogradMatrices& Matrices(const OpCall& call) {
@@ -169,7 +151,7 @@ void LowerWinogradInputTransform(ComputeBuilder& builder, const OpCall& call) {
         }));
       }
     }
-    return CaseSplit({s[0]}, {a * a}, arms);
+    return MakeCaseSplit({s[0]}, {a * a}, arms);
   });
 }
 
@@ -196,7 +178,7 @@ void LowerWinogradOutputTransform(ComputeBuilder& builder, const OpCall& call) {
         }));
       }
     }
-    return CaseSplit({s[2], s[4]}, {m, m}, arms);
+    return MakeCaseSplit({s[2], s[4]}, {m, m}, arms);
   });
   if (nhwc) {
     builder.Compute("crop", out, {"n", "h", "w", "k"}, [&](const std::vector<Var>& i) {
