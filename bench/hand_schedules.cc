@@ -31,6 +31,14 @@ Schedule MatmulSchedule(const ir::KernelFunction& kernel, const std::vector<int6
   int64_t row_tiles = Tile(tiles, 2, 8), column_tiles = Tile(tiles, 3, 1);
   int64_t k_inner = Tile(tiles, 4, 1);
   BlockRV block = s.GetBlock("matmul");
+  if (Tile(tiles, 5, 0) == 1) {  // pack b into column panels [N / 16, K, 16] once per call
+    BlockRV copy = s.CacheRead(block, 1, "global");
+    s.TransformLayout(copy, 0, true, "AB", "BA16b");
+    std::vector<LoopRV> copy_loops = s.GetLoops(copy);
+    std::vector<LoopRV> lanes = s.Split(copy_loops.back(), {-1, 16});
+    s.Vectorize(lanes[1]);
+    s.Parallel(s.Fuse({copy_loops[0], lanes[0]}));
+  }
   std::vector<LoopRV> loops = s.GetLoops(block);
   auto i = s.Split(loops[0], {-1, row_tiles, rows});
   auto j = s.Split(loops[1], {-1, column_tiles, vectors, 16});

@@ -144,14 +144,42 @@ class AccessModel {
   const std::vector<ir::Expr>& load_exprs() const { return load_exprs_; }
   const ir::Expr& store() const { return store_; }
 
-  // The constant step of `index` when iterator `axis` grows by one, or nullopt.
+  // The constant step of `index` when iterator `axis` grows by one, or nullopt. Along the axis
+  // given to AlignLanes the step is taken inside its aligned tiles.
   std::optional<int64_t> Stride(const ir::Expr& index, int axis) const {
     const ir::Var& v = block_->iter_vars[static_cast<size_t>(axis)].var;
     ir::Expr step = ir::Simplify(
         ir::Substitute(index, ir::VarMap{{v.get(), v + ir::IntImm(1)}}) - index, ranges_);
     int64_t value = 0;
+    if (ir::AsConstInt(step, &value)) return value;
+    if (axis == lane_axis_) return LaneStride(index, axis, lane_tile_);
+    return std::nullopt;
+  }
+
+  // The step of `index` when iterator `axis` grows by one inside aligned tiles of `tile` values
+  // (axis = outer * tile + inner, inner < tile), or nullopt: an operand packed in panels
+  // (b[j / 16, k, j % 16]) moves contiguously only inside a panel.
+  std::optional<int64_t> LaneStride(const ir::Expr& index, int axis, int64_t tile) const {
+    const ir::IterVar& iv = block_->iter_vars[static_cast<size_t>(axis)];
+    if (tile <= 1 || iv.extent % tile != 0) return std::nullopt;
+    ir::Var outer = ir::MakeVar("outer"), inner = ir::MakeVar("inner");
+    ir::VarRanges ranges = ranges_;
+    ranges[outer.get()] = {0, iv.extent / tile - 1};
+    ranges[inner.get()] = {0, tile - 2};  // inner + 1 stays in the tile
+    ir::Expr at =
+        ir::Substitute(index, ir::VarMap{{iv.var.get(), outer * ir::IntImm(tile) + inner}});
+    ir::Expr next = ir::Substitute(at, ir::VarMap{{inner.get(), inner + ir::IntImm(1)}});
+    ir::Expr step = ir::Simplify(ir::Simplify(next, ranges) - ir::Simplify(at, ranges), ranges);
+    int64_t value = 0;
     if (!ir::AsConstInt(step, &value)) return std::nullopt;
     return value;
+  }
+
+  // From now on, steps along `axis` are taken inside aligned tiles of `tile` values (the vector
+  // tile of the register tile).
+  void AlignLanes(int axis, int64_t tile) {
+    lane_axis_ = axis;
+    lane_tile_ = tile;
   }
 
   // True when `index` changes inside a tile of `tile` consecutive values of iterator `axis`
@@ -185,6 +213,8 @@ class AccessModel {
   std::vector<ir::Expr> loads_;
   std::vector<ir::Expr> load_exprs_;
   bool valid_ = false;
+  int lane_axis_ = -1;
+  int64_t lane_tile_ = 0;
 };
 
 // Chooses the register tile of a reduction block by a simple model of one reduction step:
@@ -216,6 +246,18 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   plan.vector_axis = spatial.back();
   int64_t extent = block->iter_vars[static_cast<size_t>(plan.vector_axis)].extent;
   if (extent < 4 || model.Stride(model.store(), plan.vector_axis) != 1) return std::nullopt;
+  // Operands packed in panels along the vector axis (packed_matmul's b[j / nb, k, j % nb]) are
+  // contiguous only inside a panel: the vector tile is then at most the widest aligned tile
+  // (a power of two, at least the native width) inside which every load has a constant step.
+  int64_t lane_limit = kMaxVectorTile;
+  for (const ir::Expr& load : model.loads()) {
+    if (model.Stride(load, plan.vector_axis)) continue;
+    int64_t tile = lane_limit;
+    while (tile >= native && !model.LaneStride(load, plan.vector_axis, tile)) tile /= 2;
+    if (tile < native) return std::nullopt;
+    lane_limit = tile;
+  }
+  if (lane_limit < kMaxVectorTile) model.AlignLanes(plan.vector_axis, lane_limit);
   std::vector<bool> is_vector;  // per load: moves with the lanes
   double vector_cost = 0, broadcast_count = 0;
   int64_t vector_operands = 0;
@@ -240,12 +282,12 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
     double efficiency;  // useful lanes / computed lanes
   };
   std::vector<VectorTile> vector_tiles;
-  for (int64_t t = native; t <= kMaxVectorTile && t < 2 * extent; t *= 2) {
+  for (int64_t t = native; t <= lane_limit && t < 2 * extent; t *= 2) {
     int64_t computed = (extent + t - 1) / t * t;
     double efficiency = static_cast<double>(extent) / static_cast<double>(computed);
     vector_tiles.push_back({t, t / native, computed == extent ? 1.0 : 0.9 * efficiency});
   }
-  if (extent % native != 0 && extent <= 2 * kMaxVectorTile) {
+  if (extent % native != 0 && extent <= 2 * kMaxVectorTile && lane_limit == kMaxVectorTile) {
     vector_tiles.push_back({extent, VectorRegisters(extent, native), 1.0});
   }
   if (extent < native) {
@@ -433,6 +475,7 @@ class DefaultScheduler {
       std::vector<LoopRV> loops = s_.GetLoops(b);
       if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
       AccessModel model(block);
+      model.AlignLanes(plan->vector_axis, plan->vector_tile);
       std::vector<LoopRV> outer, reduction, tile;
       std::vector<LoopRV> vector_loads_depend, vector_loads_free;
       LoopRV vector_loop = loops[static_cast<size_t>(plan->vector_axis)];

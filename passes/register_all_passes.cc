@@ -15,6 +15,7 @@ void RegisterFuseGelu(PassRegistry& registry);
 void RegisterCombineParallelConv2D(PassRegistry& registry);
 void RegisterCombineParallelMatmul(PassRegistry& registry);
 void RegisterDenseToMatmul(PassRegistry& registry);
+void RegisterPackMatmulWeights(PassRegistry& registry);
 void RegisterAnnotateBackend(PassRegistry& registry);
 void RegisterConvertLayout(PassRegistry& registry);
 void RegisterTuneLayout(PassRegistry& registry);
@@ -38,6 +39,7 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterCombineParallelConv2D(registry);
   RegisterCombineParallelMatmul(registry);
   RegisterDenseToMatmul(registry);
+  RegisterPackMatmulWeights(registry);
   RegisterAnnotateBackend(registry);
   RegisterConvertLayout(registry);
   RegisterTuneLayout(registry);

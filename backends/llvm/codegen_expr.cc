@@ -279,15 +279,25 @@ std::optional<CgValue> KernelCodegen::IndexArithmetic(ExprKind kind, const CgVal
     return std::nullopt;
   }
   if (kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod) {
-    // x = base + stride * lane with base a multiple of c and every lane within [base, base + c):
-    // floordiv(x, c) = base / c for all lanes, floormod(x, c) = stride * lane.
+    // x = base + stride * lane with base a multiple of g = gcd(multiple of base, c) and every
+    // lane within [base, base + g): no lane crosses a multiple of c (those are multiples of g
+    // too), so floordiv(x, c) = floordiv(base, c) for all lanes and floormod(x, c) =
+    // floormod(base, c) + stride * lane. (A panel-packed operand b[j / 16, k, j % 16] read by
+    // 8 lanes at j = 16 t + 8.)
     const llvm::ConstantInt* divisor = b.uniform() ? ConstantIntOf(b.value) : nullptr;
     if (!divisor || divisor->getSExtValue() <= 0) return std::nullopt;
     int64_t c = divisor->getSExtValue();
     int64_t span = a.stride * std::max(0, width_ - 1);
-    if (ma % c != 0 || a.stride < 0 || span >= c) return std::nullopt;
-    if (kind == ExprKind::kFloorMod) return make(builder_.getInt64(0), a.stride, 0);
-    return make(builder_.CreateSDiv(a.value, b.value, "", /*isExact=*/true), 0, ma / c);
+    int64_t g = ma == 0 ? c : std::gcd(ma, c);
+    if (a.stride < 0 || span >= g) return std::nullopt;
+    if (ma % c == 0) {
+      if (kind == ExprKind::kFloorMod) return make(builder_.getInt64(0), a.stride, 0);
+      return make(builder_.CreateSDiv(a.value, b.value, "", /*isExact=*/true), 0, ma / c);
+    }
+    llvm::Value* quotient = BinaryOp(ExprKind::kFloorDiv, dtype, a.value, b.value);
+    if (kind == ExprKind::kFloorDiv) return make(quotient, 0, 1);
+    llvm::Value* remainder = builder_.CreateSub(a.value, builder_.CreateMul(quotient, b.value));
+    return make(remainder, a.stride, g);
   }
   return std::nullopt;
 }

@@ -1,4 +1,4 @@
-// Matrix products: dense, matmul (numpy semantics) and batch_matmul.
+// Matrix products: dense, matmul (numpy semantics), packed_matmul and batch_matmul.
 #include <fmt/format.h>
 
 #include "ir/op_registry.h"
@@ -156,6 +156,55 @@ std::vector<Tensor> MatmulReference(const std::vector<Tensor>& inputs, const Att
   return {ToTensor(out, output)};
 }
 
+// ---- packed_matmul ----
+
+// The plain shape [..., K, N] of a packed operand [..., N / nb, K, nb].
+Shape UnpackedShape(const TensorType& packed) {
+  if (packed.rank() < 3) {
+    throw Error(fmt::format("b must have rank at least 3 ([..., N/nb, K, nb]) but has shape {}",
+                            ShapeToString(packed.shape)));
+  }
+  if (!packed.layout.empty()) {
+    throw Error(fmt::format("b must carry no layout but carries '{}'", packed.layout));
+  }
+  size_t r = packed.shape.size();
+  Shape plain(packed.shape.begin(), packed.shape.end() - 3);
+  plain.push_back(packed.shape[r - 2]);
+  plain.push_back(packed.shape[r - 3] * packed.shape[r - 1]);
+  return plain;
+}
+
+Type InferPackedMatmul(const std::vector<Type>& inputs, const Attrs& attrs) {
+  const TensorType& a = TensorOperand(inputs, 0, "a");
+  const TensorType& b = TensorOperand(inputs, 1, "b");
+  if (a.rank() < 2) {
+    throw Error(fmt::format("a must have rank at least 2 ([..., M, K]) but has shape {}",
+                            ShapeToString(a.shape)));
+  }
+  TensorType plain{UnpackedShape(b), b.dtype, ""};
+  return TensorType{MatmulGeometry(a, plain).result, a.dtype, ""};
+}
+
+std::vector<Tensor> PackedMatmulReference(const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                          const Type& output) {
+  const Tensor& packed = inputs.at(1);
+  const Shape& shape = packed.shape();
+  size_t r = shape.size();
+  int64_t panels = shape[r - 3], k = shape[r - 2], block = shape[r - 1];
+  int64_t n = panels * block;
+  Tensor plain(TensorType{UnpackedShape(packed.type()), packed.dtype(), ""});
+  int64_t matrices = NumElements(Shape(shape.begin(), shape.end() - 3));
+  for (int64_t m = 0; m < matrices; ++m) {
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t from = ((m * panels + j / block) * k + p) * block + j % block;
+        plain.SetDouble((m * k + p) * n + j, packed.GetDouble(from));
+      }
+    }
+  }
+  return MatmulReference({inputs.at(0), plain}, attrs, output);
+}
+
 // ---- batch_matmul ----
 
 struct BatchMatmulShapes {
@@ -253,6 +302,19 @@ void RegisterMatmulOps(OpRegistry& registry) {
   matmul.infer_type = InferMatmul;
   matmul.reference = MatmulReference;
   registry.Register(std::move(matmul));
+
+  OpDef packed_matmul;
+  packed_matmul.name = "packed_matmul";
+  packed_matmul.doc =
+      "matmul with b packed in column panels: a [..., M, K], b [..., N/nb, K, nb] -> [..., M, N] "
+      "= matmul(a, b') with b'[..., k, j] = b[..., j / nb, k, j % nb]; a register tile then "
+      "reads one contiguous panel (PackMatmulWeights writes it for constant weights)";
+  packed_matmul.min_inputs = 2;
+  packed_matmul.max_inputs = 2;
+  packed_matmul.pattern = PatternKind::kOutElementwiseFusable;
+  packed_matmul.infer_type = InferPackedMatmul;
+  packed_matmul.reference = PackedMatmulReference;
+  registry.Register(std::move(packed_matmul));
 
   OpDef batch_matmul;
   batch_matmul.name = "batch_matmul";

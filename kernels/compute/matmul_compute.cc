@@ -57,6 +57,38 @@ void LowerMatmul(ComputeBuilder& builder, const OpCall& call) {
                  });
 }
 
+// b is packed [..., N / nb, K, nb]: element (k, j) of a matrix is b[..., j / nb, k, j % nb], which
+// the schedule's split of j into nb-aligned tiles simplifies to a contiguous panel row.
+void LowerPackedMatmul(ComputeBuilder& builder, const OpCall& call) {
+  const ir::Buffer& a = call.inputs[0];
+  const ir::Buffer& b = call.inputs[1];
+  const ir::Buffer& out = call.outputs[0];
+  size_t batch_rank = out->shape.size() - 2;
+  ir::Shape batch(out->shape.begin(), out->shape.begin() + static_cast<int64_t>(batch_rank));
+  int64_t k_extent = a->shape.back();
+  int64_t block = b->shape.back();
+  std::vector<std::string> names = AxisNames(batch_rank, "b");
+  names.push_back("i");
+  names.push_back("j");
+  builder.Reduce(
+      "matmul", out, names, {ReduceAxis{"k", k_extent}}, Reducer::kSum,
+      [&](const std::vector<Var>& s, const std::vector<Var>& r) {
+        std::vector<Var> batch_vars(s.begin(), s.begin() + static_cast<int64_t>(batch_rank));
+        const Expr& k = r[0];
+        const Expr& j = s.back();
+        std::vector<Expr> a_index =
+            BroadcastIndex(batch_vars, batch, ir::Shape(a->shape.begin(), a->shape.end() - 2));
+        a_index.push_back(s[batch_rank]);
+        a_index.push_back(k);
+        std::vector<Expr> b_index =
+            BroadcastIndex(batch_vars, batch, ir::Shape(b->shape.begin(), b->shape.end() - 3));
+        b_index.push_back(ir::FloorDiv(j, ir::IntImm(block)));
+        b_index.push_back(k);
+        b_index.push_back(ir::FloorMod(j, ir::IntImm(block)));
+        return ir::Load(a, a_index) * ir::Load(b, b_index);
+      });
+}
+
 void LowerBatchMatmul(ComputeBuilder& builder, const OpCall& call) {
   const ir::Buffer& a = call.inputs[0];
   const ir::Buffer& b = call.inputs[1];

@@ -49,6 +49,7 @@ void LowerWinogradInputTransform(ComputeBuilder& builder, const OpCall& call);
 void LowerWinogradOutputTransform(ComputeBuilder& builder, const OpCall& call);
 void LowerDense(ComputeBuilder& builder, const OpCall& call);
 void LowerMatmul(ComputeBuilder& builder, const OpCall& call);
+void LowerPackedMatmul(ComputeBuilder& builder, const OpCall& call);
 void LowerBatchMatmul(ComputeBuilder& builder, const OpCall& call);
 void LowerBinary(ComputeBuilder& builder, const OpCall& call);  // add, ..., pow
 void LowerUnary(ComputeBuilder& builder, const OpCall& call);   // relu, ..., gelu, clip

@@ -20,6 +20,7 @@ std::map<std::string, ComputeDef> BuildTable() {
       {"winograd_output_transform", LowerWinogradOutputTransform, {"y"}},
       {"dense", LowerDense, data_weight},
       {"matmul", LowerMatmul, binary},
+      {"packed_matmul", LowerPackedMatmul, binary},
       {"batch_matmul", LowerBatchMatmul, binary},
       {"add", LowerBinary, binary},
       {"subtract", LowerBinary, binary},

@@ -176,6 +176,11 @@ inline std::vector<Case> MatmulCases() {
       {"matmul", {F32({6}), F32({2, 6, 5})}, {}, {{-1, 1}}, "vector_a"},
       {"matmul", {F32({2, 4, 6}), F32({6})}, {}, {{-1, 1}}, "vector_b"},
       {"matmul", {F32({6}), F32({6})}, {}, {{-1, 1}}, "dot"},
+      // b packed [..., N/nb, K, nb] (PackMatmulWeights): panels of 16 and of 8 columns.
+      {"packed_matmul", {F32({5, 6}), F32({2, 6, 16})}, {}, {{-1, 1}}, "2d_panels_16"},
+      {"packed_matmul", {F32({2, 7, 9}), F32({3, 9, 8})}, {}, {{-1, 1}}, "batch_vs_panels_8"},
+      {"packed_matmul", {F32({3, 4, 6}), F32({3, 2, 6, 16})}, {}, {{-1, 1}}, "batched_panels"},
+      {"packed_matmul", {F32({1, 4, 6}), F32({3, 1, 6, 4})}, {}, {{-1, 1}}, "broadcast_a"},
       {"batch_matmul", {F32({2, 4, 6}), F32({2, 6, 5})}, {}, {{-1, 1}}, "plain"},
       {"batch_matmul",
        {F32({2, 6, 4}), F32({2, 6, 5})},

@@ -330,6 +330,7 @@ const std::map<std::string, OpSample>& OpSamples() {
         {{"strides", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}}}},
       {"dense", {{F32({2, 3, 8}), F32({5, 8})}, {}}},
       {"matmul", {{F32({2, 1, 3, 4}), F32({5, 4, 6})}, {}}},
+      {"packed_matmul", {{F32({2, 3, 4}), F32({2, 4, 8})}, {}}},
       {"batch_matmul", {{F32({2, 3, 4}), F32({1, 5, 4})}, {{"transpose_b", int64_t{1}}}}},
       {"add", {{F32({2, 3, 4}), F32({3, 1})}, {}}},
       {"subtract", {{F32({2, 3}), F32({3})}, {}}},

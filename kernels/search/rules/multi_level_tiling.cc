@@ -8,6 +8,7 @@
 // not inlined, the epilogue is computed under the S0 or S1 tile (a sample_categorical decision
 // that RewriteEpilogueFusion carries out, so that mutating it moves the epilogue).
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -52,6 +53,12 @@ class MultiLevelTiling : public ScheduleRule {
         last_spatial = k;
       }
     }
+    // An operand packed in panels along that axis (packed_matmul's b[j / nb, k, j % nb]) is
+    // contiguous only inside a panel: the vector tile stays within one.
+    if (last_spatial < loops.size()) {
+      int64_t panel = PanelWidth(b, b->iter_vars[last_spatial].var);
+      if (panel >= lanes) vector_bound = std::min(vector_bound, panel);
+    }
     // S0 S1 R0 S2 R1 S3; loops of extent 1 stay unsplit at the front of S0 (spatial) or R0.
     std::vector<LoopRV> tiles[6];
     for (size_t k = 0; k < loops.size(); ++k) {
@@ -95,6 +102,22 @@ class MultiLevelTiling : public ScheduleRule {
       BlockRV write_back = s.CacheWrite(block, 0, "local");
       s.ReverseComputeAt(write_back, inner);
     });
+  }
+
+  // The smallest c of the block's floormod(var, c) indices (an operand packed in panels c wide
+  // along `var`), or 0.
+  static int64_t PanelWidth(const ir::Block& b, const ir::Var& var) {
+    int64_t width = 0;
+    const auto* store = ir::As<ir::StoreNode>(b->body);
+    if (!store) return 0;
+    ir::VisitExprTree(store->value, [&](const ir::Expr& e) {
+      int64_t c = 0;
+      if (e->kind == ir::ExprKind::kFloorMod && e->operands[0].same_as(var) &&
+          ir::AsConstInt(e->operands[1], &c) && c > 0) {
+        width = width == 0 ? c : std::min(width, c);
+      }
+    });
+    return width;
   }
 
   // The single elementwise consumer of the block that could be computed under either tile
