@@ -8,7 +8,7 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
   registry.Register({"default_heuristic",
                      "Heuristic graph passes, then lowering to kernels with default schedules.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, DenseToMatmul, FuseOps, "
+                     "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, FuseOps, "
                      "DeadCodeElimination, Legalize",
                      ""});
   registry.Register({"graph_tuning",
@@ -33,24 +33,27 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "(TuneKernels: evolutionary search, XGBoost cost model, gradient task "
                      "scheduler) under the run's trial budget.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, DenseToMatmul, FuseOps, "
+                     "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, FuseOps, "
                      "DeadCodeElimination, TuneKernels",
                      ""});
-  registry.Register({"all_onednn",
-                     "The heuristic graph passes with every subgraph oneDNN takes placed on "
-                     "oneDNN (longest pattern match first); the rest is ours with default "
-                     "schedules.",
-                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, DenseToMatmul, "
-                     "PlaceOnBackend(backend=\"onednn\"), FuseOps, DeadCodeElimination, Legalize",
-                     ""});
+  registry.Register(
+      {"all_onednn",
+       "The heuristic graph passes with every subgraph oneDNN takes placed on "
+       "oneDNN (longest pattern match first); the rest is ours with default "
+       "schedules.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+       "CombineParallelMatmul, DenseToMatmul, "
+       "PlaceOnBackend(backend=\"onednn\"), PackMatmulWeights, FuseOps, DeadCodeElimination, "
+       "Legalize",
+       ""});
   registry.Register({"placement_tuning",
                      "Backend placement by measurement (Collage-style: pattern pieces measured "
                      "alone, a dynamic program, then the best of it, all-own and all-backend "
                      "measured end to end), each candidate with its own kernels tuned.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
                      "CombineParallelMatmul, DenseToMatmul, "
-                     "TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials=8, skip_tuned=1)]), "
+                     "TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps, "
+                     "TuneKernels(trials=8, skip_tuned=1)]), "
                      "DeadCodeElimination",
                      ""});
   registry.Register({"sequential",
@@ -62,7 +65,8 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
                      "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, FuseOps]), "
                      "FoldConstant, InferType, "
-                     "TuneBackendPlacement(eval=[FuseOps]), FuseOps, DeadCodeElimination, "
+                     "TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps]), FuseOps, "
+                     "DeadCodeElimination, "
                      "TuneKernels",
                      ""});
   registry.Register(
@@ -78,7 +82,8 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
        "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
        "DenseToMatmul, TuneLayout(keep=1, eval=[FoldConstant, InferType, "
        "TuneConvAlgorithm(keep=1, per_conv=1, eval=[FoldConstant, InferType, "
-       "TuneBackendPlacement(keep=1, eval=[FuseOps, TuneKernels(skip_tuned=1)])])]), "
+       "TuneBackendPlacement(keep=1, eval=[PackMatmulWeights, FuseOps, "
+       "TuneKernels(skip_tuned=1)])])]), "
        "DeadCodeElimination",
        ""});
   registry.Register({"unscheduled",

@@ -3,7 +3,8 @@
 //   all-own          default_heuristic: our code generator, default schedules
 //   all-onednn       every subgraph oneDNN takes placed on oneDNN, the rest ours
 //   all-own-tuned    default_tuning: our kernels tuned (TuneKernels, --trials) through --db
-//   placement-tuned  TuneBackendPlacement(eval=[FuseOps, TuneKernels(skip_tuned=1)]): placement
+//   placement-tuned  TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps,
+//   TuneKernels(skip_tuned=1)]): placement
 //                    by measurement against our kernels tuned (by all-own-tuned when it runs
 //                    first: the configurations share one database)
 // Any registered pipeline name is a configuration too (default_heuristic, default_tuning,
@@ -61,9 +62,13 @@ std::vector<Configuration> KnownConfigurations(int64_t trials) {
       {"all-own", pipelines::PipelineRegistry::Global().Get("default_heuristic").text, false},
       {"all-onednn", pipelines::PipelineRegistry::Global().Get("all_onednn").text, false},
       {"all-own-tuned",
-       prefix + fmt::format("FuseOps, DeadCodeElimination, TuneKernels(trials={})", trials), true},
+       prefix +
+           fmt::format("PackMatmulWeights, FuseOps, DeadCodeElimination, TuneKernels(trials={})",
+                       trials),
+       true},
       {"placement-tuned",
-       prefix + fmt::format("TuneBackendPlacement(eval=[FuseOps, TuneKernels(trials={}, "
+       prefix + fmt::format("TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps, "
+                            "TuneKernels(trials={}, "
                             "skip_tuned=1)]), DeadCodeElimination",
                             std::max<int64_t>(trials / 8, 1)),
        true},
