@@ -62,7 +62,13 @@ int RepeatsFor(double estimate, const TimingOptions& options) {
 void MeasureInTurns(const std::vector<Contender*>& contenders, const TimingOptions& options,
                     std::string* plan) {
   for (Contender* c : contenders) {
-    double estimate = WarmUp(c->run, 0.1, 3);
+    double estimate = 0;
+    if (c->run_block) {
+      std::vector<double> warm = c->run_block(3);
+      estimate = *std::min_element(warm.begin(), warm.end());
+    } else {
+      estimate = WarmUp(c->run, 0.1, 3);
+    }
     c->repeats = RepeatsFor(estimate, options);
     if (plan) *plan += fmt::format(" {}x~{:.0f}us", c->repeats, estimate * 1e6);
   }
@@ -70,7 +76,11 @@ void MeasureInTurns(const std::vector<Contender*>& contenders, const TimingOptio
     for (size_t k = 0; k < contenders.size(); ++k) {
       Contender* c = contenders[pass % 2 == 0 ? k : contenders.size() - 1 - k];
       std::vector<double> times(static_cast<size_t>(c->repeats));
-      for (double& t : times) t = TimeOnce(c->run);
+      if (c->run_block) {
+        times = c->run_block(c->repeats);
+      } else {
+        for (double& t : times) t = TimeOnce(c->run);
+      }
       c->block_medians.push_back(Median(times));
     }
   }

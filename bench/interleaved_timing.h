@@ -33,6 +33,9 @@ struct TimingOptions {
 
 struct Contender {
   std::function<void()> run;
+  // When set, a block of n runs timed by the contender itself (an engine in another process,
+  // bench/external_contender.h); `run` is then unused.
+  std::function<std::vector<double>(int n)> run_block;
   int repeats = 0;
   std::vector<double> block_medians;  // one per pass
   double best() const;

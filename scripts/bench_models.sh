@@ -2,8 +2,8 @@
 # The end-to-end comparison of issue 8: each model built under default_heuristic,
 # default_tuning, sequential, joint (the same trial budget each, measurements not shared between
 # pipelines: `tandem bench --isolate`) and all_onednn, checked against the reference interpreter
-# and timed in turns; then ONNX Runtime on the same models in the same run, when an interpreter
-# with onnxruntime is given (it is not a Debian package: see bench/ort_latency.py).
+# and timed in turns, with ONNX Runtime in the same turns when an interpreter with onnxruntime is
+# given (it is not a Debian package: see bench/ort_latency.py).
 #
 # usage: scripts/bench_models.sh [--trials N] [--ort-python PYTHON] [--db FILE] MODEL_DIR...
 #   MODEL_DIR holds model.onnx and test_data_set_0/ (e.g. ../shared/models/resnet18)
@@ -30,22 +30,17 @@ TANDEM="$ROOT/build/tools/tandem"
 [[ -x "$TANDEM" ]] || "$ROOT/scripts/setup.sh"
 mkdir -p "$(dirname "$DB")" "$ROOT/out/bench_models"
 
-ORT_CSV="$ROOT/out/bench_models/onnxruntime.csv"
-rm -f "$ORT_CSV"
 for dir in "${MODELS[@]}"; do
   name="$(basename "$dir")"
   printf '==> %s: tandem bench (trial budget %s per tuning pipeline)\n' "$name" "$TRIALS"
+  # ONNX Runtime, when given, is timed in the same turns as Tandem's configurations (an external
+  # contender of tandem bench: bench/ort_latency.py --serve), so that the changing load of these
+  # shared machines meets both alike.
+  EXTERNAL=()
+  if [[ -n "$ORT_PYTHON" ]]; then
+    EXTERNAL=(--external "onnxruntime=$ORT_PYTHON $ROOT/bench/ort_latency.py --serve --threads 2 $dir")
+  fi
   "$TANDEM" bench "$dir/model.onnx" --isolate --trials "$TRIALS" --db "$DB" \
     --configs default_heuristic,default_tuning,sequential,joint,all_onednn \
-    --repeat 10 --rounds 7 --csv "$ROOT/out/bench_models/$name.csv"
-  # Right after Tandem's timing of the same model: the load of these shared machines changes
-  # over minutes, so ONNX Runtime timed at the end of the whole run would meet another machine.
-  if [[ -n "$ORT_PYTHON" ]]; then
-    printf '==> %s: ONNX Runtime (2 threads)\n' "$name"
-    if [[ -f "$ORT_CSV" ]]; then
-      "$ORT_PYTHON" "$ROOT/bench/ort_latency.py" --threads 2 "$dir" | tail -n +2 | tee -a "$ORT_CSV"
-    else
-      "$ORT_PYTHON" "$ROOT/bench/ort_latency.py" --threads 2 "$dir" | tee "$ORT_CSV"
-    fi
-  fi
+    --repeat 10 --rounds 7 "${EXTERNAL[@]}" --csv "$ROOT/out/bench_models/$name.csv"
 done

@@ -25,6 +25,7 @@
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
+#include "bench/external_contender.h"
 #include "bench/interleaved_timing.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
@@ -92,13 +93,21 @@ struct Row {
   // The configuration that built the same optimized module (structurally equal), whose timing
   // this row shares: one program is timed once, so equal decisions give equal latencies.
   std::string same_module_as;
+  std::string external;  // the command of an external engine's row
 };
 
-// Builds `module` under each configuration, checks it, times all in turns.
+// An engine in another process timed in the same turns (--external NAME=COMMAND).
+struct External {
+  std::string name;
+  std::string command;
+};
+
+// Builds `module` under each configuration, checks it, times all (and the external engines) in
+// turns.
 std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
                          const std::vector<Configuration>& configurations,
-                         const std::string& database, bool isolate, int64_t trials, int repeat,
-                         int rounds, uint64_t seed) {
+                         const std::vector<External>& externals, const std::string& database,
+                         bool isolate, int64_t trials, int repeat, int rounds, uint64_t seed) {
   std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), seed);
   std::vector<ir::Tensor> reference = backends::RunReference(module, inputs);
   std::vector<Row> rows;
@@ -197,6 +206,25 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
     executables.push_back(std::move(exe));
     rows.push_back(row);
   }
+  // External engines: rows of their own, timed by themselves in the same turns.
+  std::vector<std::unique_ptr<bench::ExternalContender>> engines(rows.size());
+  for (const External& external : externals) {
+    Row row{subject, external.name};
+    row.external = external.command;
+    try {
+      engines.push_back(
+          std::make_unique<bench::ExternalContender>(external.name, external.command));
+    } catch (const ir::Error& e) {
+      row.failure = e.message();
+      engines.push_back(nullptr);
+    }
+    std::cerr << fmt::format("{} / {}: {}\n", subject, external.name,
+                             row.failure.empty() ? "started (external)" : row.failure);
+    module_hashes.push_back(0);
+    timed_as.push_back(-1);
+    executables.push_back(nullptr);
+    rows.push_back(row);
+  }
   // Fixed-size blocks of `repeat` runs, in turns (bench/interleaved_timing.h); the latency is
   // the median of the blocks' medians.
   bench::TimingOptions timing{
@@ -205,6 +233,12 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
   std::vector<bench::Contender*> turns;
   std::vector<std::vector<ir::Tensor>> outputs(executables.size());
   for (size_t c = 0; c < executables.size(); ++c) {
+    if (engines[c]) {
+      bench::ExternalContender* engine = engines[c].get();
+      contenders[c].run_block = [engine](int n) { return engine->RunBlock(n); };
+      turns.push_back(&contenders[c]);
+      continue;
+    }
     if (!executables[c]) continue;
     outputs[c] = executables[c]->Run(inputs);
     contenders[c].run = [&, c] { executables[c]->RunInto(inputs, outputs[c]); };
@@ -240,6 +274,7 @@ std::string Note(const Row& row) {
   std::vector<std::string> parts;
   if (row.replayed) parts.push_back("decisions replayed from the database");
   if (!row.same_module_as.empty()) parts.push_back("same module as " + row.same_module_as);
+  if (!row.external.empty()) parts.push_back("external: " + row.external);
   if (!row.failure.empty()) parts.push_back(row.failure);
   return fmt::format("{}", fmt::join(parts, "; "));
 }
@@ -298,6 +333,7 @@ Command AddBenchCommand(CLI::App& app) {
   auto repeat = std::make_shared<int>(10);
   auto rounds = std::make_shared<int>(5);
   auto threads = std::make_shared<int>(0);
+  auto external_specs = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "time a model or the operator workloads under named configurations (all-own, "
@@ -323,6 +359,10 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("--rounds", *rounds, "rounds of taking turns")->capture_default_str();
   cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)");
   cmd->add_option("--csv", *csv, "also write the rows as CSV to this file (- for stdout)");
+  cmd->add_option("--external", *external_specs,
+                  "NAME=COMMAND: an engine in another process timed in the same turns (the "
+                  "line protocol of bench/external_contender.h; e.g. onnxruntime=\"python3 "
+                  "bench/ort_latency.py --serve MODEL_DIR\"); repeatable, models only");
   return [=]() {
     if (!*cmd) return -1;
     if (model->empty() == workloads->empty()) {
@@ -355,12 +395,23 @@ Command AddBenchCommand(CLI::App& app) {
             name, fmt::join(names, ", "), fmt::join(pipeline_names, ", ")));
       }
     }
+    std::vector<External> externals;
+    for (const std::string& spec : *external_specs) {
+      size_t equals = spec.find('=');
+      if (equals == 0 || equals == std::string::npos || equals + 1 == spec.size()) {
+        throw ir::Error(fmt::format("tandem bench: --external '{}' is not NAME=COMMAND", spec));
+      }
+      externals.push_back({spec.substr(0, equals), spec.substr(equals + 1)});
+    }
+    if (!externals.empty() && model->empty()) {
+      throw ir::Error("tandem bench: --external times engines on a model, not on --workloads");
+    }
     std::vector<Row> rows;
     if (!model->empty()) {
       ir::IRModule module = LoadModel(ModelOptions{*model, *shapes});
       rows = Measure(std::filesystem::path(*model).parent_path().filename().string() + "/" +
                          std::filesystem::path(*model).stem().string(),
-                     module, chosen, *database, *isolate, *trials, *repeat, *rounds, 1);
+                     module, chosen, externals, *database, *isolate, *trials, *repeat, *rounds, 1);
     } else {
       std::vector<std::string> selected = bench::WorkloadNames();
       if (*workloads != "all") {
@@ -371,8 +422,8 @@ Command AddBenchCommand(CLI::App& app) {
       backends::OnednnContext context;
       for (const std::string& name : selected) {
         bench::Workload workload = bench::MakeWorkload(name, context);
-        std::vector<Row> more = Measure(name, workload.module, chosen, *database, *isolate, *trials,
-                                        *repeat, *rounds, 1);
+        std::vector<Row> more = Measure(name, workload.module, chosen, {}, *database, *isolate,
+                                        *trials, *repeat, *rounds, 1);
         rows.insert(rows.end(), more.begin(), more.end());
       }
     }
