@@ -16,6 +16,7 @@ void RegisterCombineParallelConv2D(PassRegistry& registry);
 void RegisterCombineParallelMatmul(PassRegistry& registry);
 void RegisterDenseToMatmul(PassRegistry& registry);
 void RegisterPackMatmulWeights(PassRegistry& registry);
+void RegisterPackConvWeights(PassRegistry& registry);
 void RegisterAnnotateBackend(PassRegistry& registry);
 void RegisterConvertLayout(PassRegistry& registry);
 void RegisterTuneLayout(PassRegistry& registry);
@@ -40,6 +41,7 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterCombineParallelMatmul(registry);
   RegisterDenseToMatmul(registry);
   RegisterPackMatmulWeights(registry);
+  RegisterPackConvWeights(registry);
   RegisterAnnotateBackend(registry);
   RegisterConvertLayout(registry);
   RegisterTuneLayout(registry);

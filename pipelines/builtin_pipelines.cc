@@ -5,12 +5,13 @@
 namespace tandem::pipelines {
 
 void RegisterBuiltinPipelines(PipelineRegistry& registry) {
-  registry.Register({"default_heuristic",
-                     "Heuristic graph passes, then lowering to kernels with default schedules.",
-                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, FuseOps, "
-                     "DeadCodeElimination, Legalize",
-                     ""});
+  registry.Register(
+      {"default_heuristic",
+       "Heuristic graph passes, then lowering to kernels with default schedules.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+       "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, PackConvWeights, FuseOps, "
+       "DeadCodeElimination, Legalize",
+       ""});
   registry.Register({"graph_tuning",
                      "The graph-level tuning passes, each tuned alone in sequence (with the "
                      "heuristic passes they need as eval passes), then lowering with default "
@@ -28,47 +29,49 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "TuneCombineParallel(eval=[TuneFusion(eval=[TuneCodegenFlags])])]), "
                      "DeadCodeElimination, Legalize",
                      ""});
-  registry.Register({"default_tuning",
-                     "The heuristic graph passes, then kernel schedule search for every kernel "
-                     "(TuneKernels: evolutionary search, XGBoost cost model, gradient task "
-                     "scheduler) under the run's trial budget.",
-                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, FuseOps, "
-                     "DeadCodeElimination, TuneKernels",
-                     ""});
   registry.Register(
-      {"all_onednn",
-       "The heuristic graph passes with every subgraph oneDNN takes placed on "
-       "oneDNN (longest pattern match first); the rest is ours with default "
-       "schedules.",
+      {"default_tuning",
+       "The heuristic graph passes, then kernel schedule search for every kernel "
+       "(TuneKernels: evolutionary search, XGBoost cost model, gradient task "
+       "scheduler) under the run's trial budget.",
        "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-       "CombineParallelMatmul, DenseToMatmul, "
-       "PlaceOnBackend(backend=\"onednn\"), PackMatmulWeights, FuseOps, DeadCodeElimination, "
-       "Legalize",
+       "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, PackConvWeights, FuseOps, "
+       "DeadCodeElimination, TuneKernels",
        ""});
+  registry.Register({"all_onednn",
+                     "The heuristic graph passes with every subgraph oneDNN takes placed on "
+                     "oneDNN (longest pattern match first); the rest is ours with default "
+                     "schedules.",
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, DenseToMatmul, "
+                     "PlaceOnBackend(backend=\"onednn\"), PackMatmulWeights, PackConvWeights, "
+                     "FuseOps, DeadCodeElimination, "
+                     "Legalize",
+                     ""});
   registry.Register({"placement_tuning",
                      "Backend placement by measurement (Collage-style: pattern pieces measured "
                      "alone, a dynamic program, then the best of it, all-own and all-backend "
                      "measured end to end), each candidate with its own kernels tuned.",
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
                      "CombineParallelMatmul, DenseToMatmul, "
-                     "TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps, "
+                     "TuneBackendPlacement(eval=[PackMatmulWeights, PackConvWeights, FuseOps, "
                      "TuneKernels(trials=8, skip_tuned=1)]), "
                      "DeadCodeElimination",
                      ""});
-  registry.Register({"sequential",
-                     "Layout, then the convolution algorithm, then backend placement, then "
-                     "kernels, each tuned alone: every decision is taken with the later ones at "
-                     "their defaults.",
-                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-                     "CombineParallelMatmul, DenseToMatmul, "
-                     "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
-                     "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, FuseOps]), "
-                     "FoldConstant, InferType, "
-                     "TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps]), FuseOps, "
-                     "DeadCodeElimination, "
-                     "TuneKernels",
-                     ""});
+  registry.Register(
+      {"sequential",
+       "Layout, then the convolution algorithm, then backend placement, then "
+       "kernels, each tuned alone: every decision is taken with the later ones at "
+       "their defaults.",
+       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+       "CombineParallelMatmul, DenseToMatmul, "
+       "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
+       "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, FuseOps]), "
+       "FoldConstant, InferType, "
+       "TuneBackendPlacement(eval=[PackMatmulWeights, PackConvWeights, FuseOps]), FuseOps, "
+       "DeadCodeElimination, "
+       "TuneKernels",
+       ""});
   registry.Register(
       {"joint",
        "Layout, convolution algorithm, backend placement and kernels tuned jointly: every "
@@ -82,7 +85,7 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
        "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
        "DenseToMatmul, TuneLayout(keep=1, eval=[FoldConstant, InferType, "
        "TuneConvAlgorithm(keep=1, per_conv=1, eval=[FoldConstant, InferType, "
-       "TuneBackendPlacement(keep=1, eval=[PackMatmulWeights, FuseOps, "
+       "TuneBackendPlacement(keep=1, eval=[PackMatmulWeights, PackConvWeights, FuseOps, "
        "TuneKernels(skip_tuned=1)])])]), "
        "DeadCodeElimination",
        ""});

@@ -3,7 +3,7 @@
 //   all-own          default_heuristic: our code generator, default schedules
 //   all-onednn       every subgraph oneDNN takes placed on oneDNN, the rest ours
 //   all-own-tuned    default_tuning: our kernels tuned (TuneKernels, --trials) through --db
-//   placement-tuned  TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps,
+//   placement-tuned  TuneBackendPlacement(eval=[PackMatmulWeights, PackConvWeights, FuseOps,
 //   TuneKernels(skip_tuned=1)]): placement
 //                    by measurement against our kernels tuned (by all-own-tuned when it runs
 //                    first: the configurations share one database)
@@ -63,15 +63,16 @@ std::vector<Configuration> KnownConfigurations(int64_t trials) {
       {"all-own", pipelines::PipelineRegistry::Global().Get("default_heuristic").text, false},
       {"all-onednn", pipelines::PipelineRegistry::Global().Get("all_onednn").text, false},
       {"all-own-tuned",
-       prefix +
-           fmt::format("PackMatmulWeights, FuseOps, DeadCodeElimination, TuneKernels(trials={})",
-                       trials),
+       prefix + fmt::format("PackMatmulWeights, PackConvWeights, FuseOps, DeadCodeElimination, "
+                            "TuneKernels(trials={})",
+                            trials),
        true},
       {"placement-tuned",
-       prefix + fmt::format("TuneBackendPlacement(eval=[PackMatmulWeights, FuseOps, "
-                            "TuneKernels(trials={}, "
-                            "skip_tuned=1)]), DeadCodeElimination",
-                            std::max<int64_t>(trials / 8, 1)),
+       prefix +
+           fmt::format("TuneBackendPlacement(eval=[PackMatmulWeights, PackConvWeights, FuseOps, "
+                       "TuneKernels(trials={}, "
+                       "skip_tuned=1)]), DeadCodeElimination",
+                       std::max<int64_t>(trials / 8, 1)),
        true},
   };
 }

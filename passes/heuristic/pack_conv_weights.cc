@@ -1,0 +1,98 @@
+// PackConvWeights: a channels-last conv2d (data NHWC) with a constant weight gets the weight cut
+// into panels of output channels, kernel layout OIHW{nb}o ([O/nb, I, KH, KW, nb]), computed at
+// compile time.
+//
+// Why: our kernels of a channels-last convolution vectorize over output channels and walk input
+// channels and taps; in HWIO consecutive input channels are a whole row of O weights apart (2 KiB
+// at O = 512), so a register tile touches a new page every few steps, as the plain weight of a
+// matmul does (see PackMatmulWeights). In panels the tile streams one contiguous block. oneDNN
+// takes blocked constant weights too (it reorders them at build), but the pass runs after
+// backend placement like PackMatmulWeights. nb defaults to one 64-byte cache line of elements.
+// Grouped and depthwise convolutions are left alone (their weight rows are short). Values are
+// unchanged (the same products in the same order).
+#include <fmt/format.h>
+
+#include "ir/layout.h"
+#include "passes/graph_utils.h"
+#include "passes/heuristic/rewrite_helpers.h"
+#include "passes/pass_registry.h"
+
+namespace tandem::passes {
+
+namespace {
+
+constexpr int64_t kCacheLineBytes = 64;
+
+bool Plain(const std::string& layout) {
+  return layout.find_first_of("0123456789") == std::string::npos;
+}
+
+// The panel width for `node`, or 0 when it is not packed.
+int64_t PanelWidth(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) {
+  if (node.kind != ir::NodeKind::kCall || node.op != "conv2d") return 0;
+  if (node.attrs.GetInt("groups") != 1) return 0;
+  const std::string& data_layout = node.attrs.GetString("data_layout");
+  const std::string& kernel_layout = node.attrs.GetString("kernel_layout");
+  if (!Plain(data_layout) || !Plain(kernel_layout) || data_layout.back() != 'C') return 0;
+  const ir::Tensor* weight = ConstantValue(fn, node.inputs[1]);
+  if (weight == nullptr || !ir::IsFloat(weight->dtype())) return 0;
+  const std::string& tag = weight->type().layout;
+  if (!tag.empty() && tag != kernel_layout) return 0;
+  if (block == 0) block = kCacheLineBytes / ir::SizeOf(weight->dtype());
+  int64_t out_channels = weight->shape()[kernel_layout.find('O')];
+  return out_channels % block == 0 && out_channels > block ? block : 0;
+}
+
+ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, int64_t block) {
+  return RewriteNodes(fn,
+                      [&](ir::ValueId id, ir::GraphFunction& out,
+                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
+                        const ir::Node& node = fn.node(id);
+                        int64_t panel = PanelWidth(fn, node, block);
+                        if (panel == 0) return -1;
+                        std::string packed_layout = fmt::format("OIHW{}o", panel);
+                        ir::Tensor packed = EvaluateConstant(
+                            "layout_transform", {*ConstantValue(fn, node.inputs[1])},
+                            ir::Attrs{{"src_layout", node.attrs.GetString("kernel_layout")},
+                                      {"dst_layout", packed_layout}});
+                        ir::ValueId constant =
+                            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
+                        ir::Attrs attrs = node.attrs;
+                        attrs.Set("kernel_layout", packed_layout);
+                        ir::ValueId result = AppendCall(
+                            out, node.op, {map[static_cast<size_t>(node.inputs[0])], constant},
+                            attrs, node.name, node.annotations);
+                        // A rejected rewrite's appended nodes are unused and dropped by
+                        // RewriteNodes.
+                        return out.type_of(result) == node.type ? result : -1;
+                      });
+}
+
+}  // namespace
+
+void RegisterPackConvWeights(PassRegistry& registry) {
+  registry.Register(PassDef{
+      .name = "PackConvWeights",
+      .doc = "Give a channels-last conv2d with a constant weight the kernel layout OIHW{nb}o "
+             "(panels of nb output channels) at compile time, so that a register tile streams "
+             "contiguous weights (after backend placement, like PackMatmulWeights).",
+      .arguments = {{"block", ir::AttrKind::kInt, int64_t{0},
+                     "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}},
+      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+        return std::make_shared<FunctionPass>(
+            PassInfo{"PackConvWeights", {"InferType"}, false}, std::move(args),
+            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
+              int64_t block = IntArgument(a, "block", 0);
+              if (block < 0 || block == 1) {
+                throw ir::Error(fmt::format(
+                    "PackConvWeights: block must be 0 (a cache line) or at least 2 but is {}",
+                    block));
+              }
+              return MapGraphFunctions(module, [block](const ir::GraphFunction& fn) {
+                return PackConvWeights(fn, block);
+              });
+            });
+      }});
+}
+
+}  // namespace tandem::passes

@@ -1,0 +1,88 @@
+// PackConvWeights: a channels-last conv2d with a constant weight gets the weight in panels of
+// output channels (kernel layout OIHW{nb}o) at compile time (IR text in, IR text out); the cases
+// that must not fire; the same values on the test models in NHWC, on the reference interpreter
+// and compiled with default schedules.
+#include <gtest/gtest.h>
+
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
+#include "ir/error.h"
+#include "tests/passes/rewrite_test_util.h"
+
+namespace tandem::passes {
+namespace {
+
+using rewrite_testing::CountOps;
+using rewrite_testing::ExpectRewrite;
+using rewrite_testing::ExpectUnchanged;
+
+TEST(PackConvWeights, CutsAnHwioWeightIntoOutputChannelPanels) {
+  // W HWIO [1, 1, I=2, O=4] in panels of 2: P[p, i, 0, 0, c] = W[0, 0, i, 2p + c].
+  ExpectRewrite("InferType, PackConvWeights(block=2)", R"(
+graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,3,3,4]{NHWC} {
+  %w = constant f32[1,1,2,4] [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+  %y = conv2d(%x, %w) {data_layout="NHWC", kernel_layout="HWIO"}
+  return %y
+})",
+                R"(
+graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,3,3,4]{NHWC} {
+  %w_packed = constant f32[2,2,1,1,2] [1.0, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0]
+  %y = conv2d(%x, %w_packed) {data_layout="NHWC", kernel_layout="OIHW2o"}
+  return %y
+})");
+}
+
+TEST(PackConvWeights, LeavesWhatItCannotPack) {
+  const char* pipeline = "InferType, PackConvWeights(block=2)";
+  // NCHW data: the kernels vectorize over width, not over output channels.
+  ExpectUnchanged(pipeline, R"(
+graph @main(%x: f32[1,1,3,3]) -> f32[1,4,3,3] {
+  %w = constant f32[4,1,1,1] [1.0, 2.0, 3.0, 4.0]
+  %y = conv2d(%x, %w)
+  return %y
+})");
+  // A depthwise convolution, a weight that is an input, and O = 3 (not a multiple of 2).
+  ExpectUnchanged(pipeline, R"(
+graph @main(%x: f32[1,3,3,4]{NHWC}, %v: f32[1,1,4,4]) -> (f32[1,3,3,4]{NHWC}, f32[1,3,3,4]{NHWC}, f32[1,3,3,3]{NHWC}) {
+  %w = constant f32[1,1,1,4] [1.0, 2.0, 3.0, 4.0]
+  %d = conv2d(%x, %w) {data_layout="NHWC", kernel_layout="HWIO", groups=4}
+  %e = conv2d(%x, %v) {data_layout="NHWC", kernel_layout="HWIO"}
+  %u = constant f32[1,1,4,3] [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0]
+  %f = conv2d(%x, %u) {data_layout="NHWC", kernel_layout="HWIO"}
+  %t = tuple(%d, %e, %f)
+  return %t
+})");
+  EXPECT_THROW(rewrite_testing::Run("InferType, PackConvWeights(block=1)",
+                                    rewrite_testing::Model("resnet_basic_block")),
+               ir::Error);
+}
+
+TEST(PackConvWeights, PreservesTheModelsInNhwcOnTheReferenceAndCompiled) {
+  for (const std::string& name : rewrite_testing::ModelNames()) {
+    if (name.rfind("bert", 0) == 0) continue;  // no convolutions
+    SCOPED_TRACE(name);
+    ir::IRModule packed = rewrite_testing::Run(
+        "InferType, SimplifyExpr, FoldConstant, ConvertLayout(layout=\"NHWC\"), FoldConstant, "
+        "InferType, PackConvWeights(block=4), FuseOps",
+        rewrite_testing::Model(name));
+    int blocked = 0;
+    for (const ir::Node& node : packed.Get("main").nodes) {
+      if (node.kind == ir::NodeKind::kCall && node.op == "conv2d" &&
+          node.attrs.GetString("kernel_layout") == "OIHW4o") {
+        ++blocked;
+      }
+    }
+    EXPECT_GT(blocked, 0);
+    rewrite_testing::ExpectSameOutputs(name, packed);
+    const rewrite_testing::ReferenceRun& reference = rewrite_testing::Reference(name);
+    std::vector<ir::Tensor> got =
+        backends::Build(rewrite_testing::Run("Legalize", packed))->Run(reference.inputs);
+    ASSERT_EQ(got.size(), reference.outputs.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_LT(ir::RelativeError(got[i], reference.outputs[i]), 1e-4) << "output " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tandem::passes
