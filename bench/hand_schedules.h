@@ -24,7 +24,8 @@ HandWorkload MakeHandWorkload(const std::string& op, std::vector<int64_t> shape)
 
 // The hand schedule of the workload's op. `tiles` (empty: defaults):
 //   gmm: rows of the register tile, 16-lane vectors of the register tile, row tiles and column
-//        tiles per parallel task, inner reduction split;
+//        tiles per parallel task, inner reduction split, pack b into [N/16, K, 16] panels once
+//        per call (1) or not (0);
 //   conv/conv16c: output-width register tile, output-channel vectors per tile (conv16c: blocks),
 //        pack the padded input (1) or not (0).
 kernels::Schedule ApplyHandSchedule(const HandWorkload& workload, std::vector<int64_t> tiles);

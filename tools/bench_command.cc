@@ -7,6 +7,8 @@
 //   TuneKernels(skip_tuned=1)]): placement
 //                    by measurement against our kernels tuned (by all-own-tuned when it runs
 //                    first: the configurations share one database)
+// --external NAME=COMMAND adds an engine in another process (ONNX Runtime through
+// bench/ort_latency.py --serve) timed in the same turns (bench/external_contender.h).
 // Any registered pipeline name is a configuration too (default_heuristic, default_tuning,
 // sequential, joint, ...): a pipeline with tuning passes runs under a trial budget of --trials
 // measurements, and its run is committed to the database as a tuning::TuningRun, so a second
