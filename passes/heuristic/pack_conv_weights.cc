@@ -21,14 +21,12 @@ namespace tandem::passes {
 
 namespace {
 
-constexpr int64_t kCacheLineBytes = 64;
-
 bool Plain(const std::string& layout) {
   return layout.find_first_of("0123456789") == std::string::npos;
 }
 
 // The panel width for `node`, or 0 when it is not packed.
-int64_t PanelWidth(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) {
+int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) {
   if (node.kind != ir::NodeKind::kCall || node.op != "conv2d") return 0;
   if (node.attrs.GetInt("groups") != 1) return 0;
   const std::string& data_layout = node.attrs.GetString("data_layout");
@@ -38,7 +36,7 @@ int64_t PanelWidth(const ir::GraphFunction& fn, const ir::Node& node, int64_t bl
   if (weight == nullptr || !ir::IsFloat(weight->dtype())) return 0;
   const std::string& tag = weight->type().layout;
   if (!tag.empty() && tag != kernel_layout) return 0;
-  if (block == 0) block = kCacheLineBytes / ir::SizeOf(weight->dtype());
+  block = PanelWidth(weight->dtype(), block);
   int64_t out_channels = weight->shape()[kernel_layout.find('O')];
   return out_channels % block == 0 && out_channels > block ? block : 0;
 }
@@ -48,7 +46,7 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, int64_t block) {
                       [&](ir::ValueId id, ir::GraphFunction& out,
                           const std::vector<ir::ValueId>& map) -> ir::ValueId {
                         const ir::Node& node = fn.node(id);
-                        int64_t panel = PanelWidth(fn, node, block);
+                        int64_t panel = PanelFor(fn, node, block);
                         if (panel == 0) return -1;
                         std::string packed_layout = fmt::format("OIHW{}o", panel);
                         ir::Tensor packed = EvaluateConstant(
@@ -71,28 +69,12 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, int64_t block) {
 }  // namespace
 
 void RegisterPackConvWeights(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "PackConvWeights",
-      .doc = "Give a channels-last conv2d with a constant weight the kernel layout OIHW{nb}o "
-             "(panels of nb output channels) at compile time, so that a register tile streams "
-             "contiguous weights (after backend placement, like PackMatmulWeights).",
-      .arguments = {{"block", ir::AttrKind::kInt, int64_t{0},
-                     "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"PackConvWeights", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              int64_t block = IntArgument(a, "block", 0);
-              if (block < 0 || block == 1) {
-                throw ir::Error(fmt::format(
-                    "PackConvWeights: block must be 0 (a cache line) or at least 2 but is {}",
-                    block));
-              }
-              return MapGraphFunctions(module, [block](const ir::GraphFunction& fn) {
-                return PackConvWeights(fn, block);
-              });
-            });
-      }});
+  RegisterPanelPackingPass(
+      registry, "PackConvWeights",
+      "Give a channels-last conv2d with a constant weight the kernel layout OIHW{nb}o (panels of "
+      "nb output channels) at compile time, so that a register tile streams contiguous weights "
+      "(after backend placement, like PackMatmulWeights).",
+      PackConvWeights);
 }
 
 }  // namespace tandem::passes

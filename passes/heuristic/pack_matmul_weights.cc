@@ -37,8 +37,6 @@ ir::Tensor PackColumns(const ir::Tensor& weight, int64_t block) {
   return EvaluateConstant("transpose", {reshaped}, ir::Attrs{{"axes", axes}});
 }
 
-constexpr int64_t kCacheLineBytes = 64;
-
 bool Packable(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) {
   if (node.kind != ir::NodeKind::kCall) return false;
   if (node.op == "batch_matmul") {
@@ -53,57 +51,40 @@ bool Packable(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) 
   if (weight == nullptr || weight->rank() < 2 || data.rank() < 2) return false;
   if (!data.layout.empty() || !weight->type().layout.empty()) return false;
   if (!ir::IsFloat(weight->dtype())) return false;
-  if (block == 0) block = kCacheLineBytes / ir::SizeOf(weight->dtype());
+  block = PanelWidth(weight->dtype(), block);
   int64_t n = weight->shape().back();
   return n % block == 0 && n > block;
 }
 
 ir::GraphFunction PackMatmulWeights(const ir::GraphFunction& fn, int64_t block) {
-  return RewriteNodes(
-      fn,
-      [&](ir::ValueId id, ir::GraphFunction& out,
-          const std::vector<ir::ValueId>& map) -> ir::ValueId {
-        const ir::Node& node = fn.node(id);
-        if (!Packable(fn, node, block)) return -1;
-        const ir::Tensor& weight = *ConstantValue(fn, node.inputs[1]);
-        ir::Tensor packed =
-            PackColumns(weight, block > 0 ? block : kCacheLineBytes / ir::SizeOf(weight.dtype()));
-        ir::ValueId constant =
-            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
-        ir::ValueId result =
-            AppendCall(out, "packed_matmul", {map[static_cast<size_t>(node.inputs[0])], constant},
-                       {}, node.name, node.annotations);
-        // A rejected rewrite's appended nodes are unused and dropped by RewriteNodes.
-        return out.type_of(result) == node.type ? result : -1;
-      });
+  return RewriteNodes(fn,
+                      [&](ir::ValueId id, ir::GraphFunction& out,
+                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
+                        const ir::Node& node = fn.node(id);
+                        if (!Packable(fn, node, block)) return -1;
+                        const ir::Tensor& weight = *ConstantValue(fn, node.inputs[1]);
+                        ir::Tensor packed = PackColumns(weight, PanelWidth(weight.dtype(), block));
+                        ir::ValueId constant =
+                            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
+                        ir::ValueId result =
+                            AppendCall(out, "packed_matmul",
+                                       {map[static_cast<size_t>(node.inputs[0])], constant}, {},
+                                       node.name, node.annotations);
+                        // A rejected rewrite's appended nodes are unused and dropped by
+                        // RewriteNodes.
+                        return out.type_of(result) == node.type ? result : -1;
+                      });
 }
 
 }  // namespace
 
 void RegisterPackMatmulWeights(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "PackMatmulWeights",
-      .doc = "Turn matmul/batch_matmul with a constant weight [..., K, N] into packed_matmul with "
-             "the weight cut into column panels [..., N/nb, K, nb] at compile time, so that a "
-             "register tile streams contiguous memory (after backend placement: oneDNN packs "
-             "its own).",
-      .arguments = {{"block", ir::AttrKind::kInt, int64_t{0},
-                     "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"PackMatmulWeights", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              int64_t block = IntArgument(a, "block", 0);
-              if (block < 0 || block == 1) {
-                throw ir::Error(fmt::format(
-                    "PackMatmulWeights: block must be 0 (a cache line) or at least 2 but is {}",
-                    block));
-              }
-              return MapGraphFunctions(module, [block](const ir::GraphFunction& fn) {
-                return PackMatmulWeights(fn, block);
-              });
-            });
-      }});
+  RegisterPanelPackingPass(
+      registry, "PackMatmulWeights",
+      "Turn matmul/batch_matmul with a constant weight [..., K, N] into packed_matmul with the "
+      "weight cut into column panels [..., N/nb, K, nb] at compile time, so that a register tile "
+      "streams contiguous memory (after backend placement: oneDNN packs its own).",
+      PackMatmulWeights);
 }
 
 }  // namespace tandem::passes

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <variant>
 
 #include "ir/error.h"
@@ -45,6 +47,34 @@ ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_
   node.attrs.Set("index", index);
   node.type = out.type_of(tuple).fields().at(static_cast<size_t>(index));
   return AppendNode(out, std::move(node));
+}
+
+void RegisterPanelPackingPass(
+    PassRegistry& registry, const std::string& name, const std::string& doc,
+    std::function<ir::GraphFunction(const ir::GraphFunction&, int64_t block)> rewrite) {
+  registry.Register(PassDef{
+      .name = name,
+      .doc = doc,
+      .arguments = {{"block", ir::AttrKind::kInt, int64_t{0},
+                     "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}},
+      .create = [name, rewrite](PassArguments args, std::vector<PassPtr>) -> PassPtr {
+        return std::make_shared<FunctionPass>(
+            PassInfo{name, {"InferType"}, false}, std::move(args),
+            [name, rewrite](const ir::IRModule& module, PassContext&, const PassArguments& a) {
+              int64_t block = IntArgument(a, "block", 0);
+              if (block < 0 || block == 1) {
+                throw ir::Error(fmt::format(
+                    "{}: block must be 0 (a cache line) or at least 2 but is {}", name, block));
+              }
+              return MapGraphFunctions(
+                  module, [&](const ir::GraphFunction& fn) { return rewrite(fn, block); });
+            });
+      }});
+}
+
+int64_t PanelWidth(ir::DataType dtype, int64_t block) {
+  constexpr int64_t kCacheLineBytes = 64;
+  return block > 0 ? block : std::max<int64_t>(2, kCacheLineBytes / ir::SizeOf(dtype));
 }
 
 void RegisterGraphRewritePass(PassRegistry& registry, const std::string& name,

@@ -26,6 +26,17 @@ ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
 ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
                                const std::string& name);
 
+// Registers a weight-packing pass (PackMatmulWeights, PackConvWeights): it needs InferType,
+// takes the argument `block` (the panel width nb; 0, the default, asks for one 64-byte cache
+// line of elements, see PanelWidth; 1 and negative widths are an ir::Error naming the pass) and
+// rewrites every graph function with `rewrite(function, block)`.
+void RegisterPanelPackingPass(
+    PassRegistry& registry, const std::string& name, const std::string& doc,
+    std::function<ir::GraphFunction(const ir::GraphFunction&, int64_t block)> rewrite);
+// The panel width of a weight-packing pass for elements of `dtype`: `block`, or one 64-byte
+// cache line of elements when `block` is 0.
+int64_t PanelWidth(ir::DataType dtype, int64_t block);
+
 // Registers a heuristic pass without arguments that needs InferType and rewrites every graph
 // function of the module (extern functions excepted) with `rewrite`.
 void RegisterGraphRewritePass(PassRegistry& registry, const std::string& name,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
 #include "frontend/model_builders.h"
 #include "frontend/onnx_importer.h"
 #include "ir/parser.h"
@@ -120,6 +121,17 @@ inline void ExpectSameOutputs(const std::string& name, const ir::IRModule& modul
   for (size_t i = 0; i < got.size(); ++i) {
     double error = ir::RelativeError(got[i], reference.outputs[i]);
     EXPECT_LT(error, 1e-4) << name << " output " << i;
+  }
+}
+
+// Expects `module` (a transformed test model), lowered with default schedules and compiled, to
+// compute what the model `name` computes on its random inputs, to a relative error below 1e-4.
+inline void ExpectCompiledSameOutputs(const std::string& name, const ir::IRModule& module) {
+  const ReferenceRun& reference = Reference(name);
+  std::vector<ir::Tensor> got = backends::Build(Run("Legalize", module))->Run(reference.inputs);
+  ASSERT_EQ(got.size(), reference.outputs.size()) << name;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LT(ir::RelativeError(got[i], reference.outputs[i]), 1e-4) << name << " output " << i;
   }
 }
 
