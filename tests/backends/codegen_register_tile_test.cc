@@ -320,3 +320,46 @@ TEST(CodegenRegisterTile, GuardsOfShiftedLocalAccessesStay) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// packed_matmul's b[j / 16, k, j % 16] read by 8-lane vectors of a 16-column tile (the AVX2 6x16
+// tile): the second vector starts at j = 16 t + 8, in the middle of a panel, and still loads
+// contiguously (codegen: floordiv/floormod of an index whose lanes stay inside one panel).
+TEST(CodegenRegisterTile, HalfPanelVectorsOfAPackedOperandStayContiguous) {
+  KernelFunction kernel = kernels::LowerOpCall("pmm", "packed_matmul", {},
+                                               {F32({6, 16}), F32({4, 16, 16})}, F32({6, 64}));
+  Schedule s(kernel);
+  BlockRV block = s.GetBlock("matmul");
+  std::vector<LoopRV> loops = s.GetLoops(block);
+  std::vector<LoopRV> j = s.Split(loops[1], {-1, 2, 8});
+  s.Reorder({j[0], loops[0], loops[2], j[1], j[2]});
+  s.Unroll(j[1]);
+  s.Vectorize(j[2]);
+  ExpectMatchesReference(s.function());
+  std::string ir = backends::EmitLlvmIr({s.function()});
+  EXPECT_EQ(Count(ir, "llvm.masked.gather"), 0u) << ir;
+  EXPECT_GT(Count(ir, "<8 x float>"), 0u);
+}
+
+// The default schedule of a packed_matmul on AVX2: a register tile (accumulators in a "local"
+// buffer) whose vector tile stays inside the 16-wide panels (no gathers), results equal to the
+// reference.
+TEST(CodegenRegisterTile, DefaultScheduleOfAPackedMatmulKeepsVectorsInsidePanels) {
+  KernelFunction kernel = kernels::LowerOpCall("pmm", "packed_matmul", {},
+                                               {F32({24, 32}), F32({4, 32, 16})}, F32({24, 64}));
+  Schedule s = kernels::ApplyDefaultSchedule(
+      kernel,
+      kernels::DefaultScheduleOptions{
+          .vector_lanes = 8, .vector_registers = 16, .parallel_min_work = 64, .num_threads = 2});
+  ExpectMatchesReference(s.function());
+  std::string ir = backends::EmitLlvmIr({s.function()});
+  EXPECT_EQ(Count(ir, "llvm.masked.gather"), 0u) << ir;
+  std::string scheduled = ir::PrintKernel(s.function());
+  EXPECT_NE(scheduled.find(" local)"), std::string::npos) << scheduled;
+  EXPECT_NE(scheduled.find("in 16 vectorized"), std::string::npos) << scheduled;  // one panel
+}
+
+}  // namespace
+}  // namespace tandem
