@@ -87,7 +87,7 @@ Command AddCompileCommand(CLI::App& app) {
       std::cout << ir::PrintModule(out, options);
       return 0;
     }
-    backends::BuildOptions build;
+    backends::BuildOptions build = backends::BuildOptionsFor(ir::ParseTarget(pipeline->target));
     ir::IRModule legalized = backends::LegalizeForBuild(out, build);
     std::vector<ir::KernelFunction> kernels;
     std::vector<std::string> names;

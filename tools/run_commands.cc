@@ -163,8 +163,8 @@ Command AddRunCommand(CLI::App& app) {
     ir::IRModule optimized = RunPipeline(module, *pipeline);
     double pipeline_seconds = Seconds(start);
     start = std::chrono::steady_clock::now();
-    backends::BuildOptions build_options;
-    build_options.function = io->function;
+    backends::BuildOptions build_options =
+        backends::BuildOptionsFor(ir::ParseTarget(pipeline->target), io->function);
     auto exe = backends::Build(optimized, build_options);
     double build_seconds = Seconds(start);
     fmt::print(

@@ -73,12 +73,7 @@ std::shared_ptr<TuningSession> TuningSession::MakeDefault(const ir::Target& targ
 }
 
 backends::BuildOptions TuningSession::build_options() const {
-  backends::BuildOptions build;
-  build.function = options_.function;
-  build.codegen.cpu = target_.cpu;
-  build.codegen.features = target_.features;
-  build.codegen.prefer_vector_width = target_.vector_bits;
-  return build;
+  return backends::BuildOptionsFor(target_, options_.function);
 }
 
 EvaluationCounts TuningSession::TotalCounts() const {

@@ -81,6 +81,15 @@ ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& no
 
 }  // namespace
 
+BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
+  BuildOptions build;
+  build.function = std::move(function);
+  build.codegen.cpu = target.cpu;
+  build.codegen.features = target.features;
+  build.codegen.prefer_vector_width = target.vector_bits;
+  return build;
+}
+
 CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions options) {
   const ir::Attrs& attrs = module.attrs();
   if (attrs.Has(kPreferVectorWidthAttr)) {

@@ -18,6 +18,7 @@
 #include "backends/external/external_backend.h"
 #include "backends/llvm/codegen.h"
 #include "ir/graph.h"
+#include "ir/target.h"
 #include "ir/tensor.h"
 #include "kernels/legalize.h"
 
@@ -28,6 +29,11 @@ struct BuildOptions {
   CodegenOptions codegen;
   kernels::LegalizeOptions legalize;
 };
+
+// Build options generating code for `target` (its CPU, features and preferred vector width), as
+// the tuning builder does, so that what `tandem run` and `tandem compile --emit` build matches
+// what tuning measured for that target.
+BuildOptions BuildOptionsFor(const ir::Target& target, std::string function = "main");
 
 // Time spent in one kernel over the runs made with profiling on.
 struct KernelProfile {
