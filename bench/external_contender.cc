@@ -1,5 +1,6 @@
 #include "bench/external_contender.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
@@ -38,7 +40,6 @@ ExternalContender::ExternalContender(std::string name, const std::string& comman
     throw ir::Error(fmt::format("external contender '{}': fork: {}", name_, strerror(error)));
   }
   socket_ = ends[0];
-  from_engine_ = fdopen(dup(socket_), "r");
   std::string first = ReadLine();
   if (first != "ready") {
     Stop();
@@ -69,10 +70,6 @@ void ExternalContender::Stop() {
     close(socket_);
     socket_ = -1;
   }
-  if (from_engine_) {
-    std::fclose(from_engine_);
-    from_engine_ = nullptr;
-  }
   if (pid_ > 0) {
     int status = 0;
     // A well-behaved engine ends on "quit"; one that does not within a few seconds is killed.
@@ -91,17 +88,36 @@ void ExternalContender::Stop() {
 }
 
 std::string ExternalContender::ReadLine() {
-  std::string line;
-  if (!from_engine_) return line;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof(buffer), from_engine_)) {
-    line += buffer;
-    if (!line.empty() && line.back() == '\n') {
-      line.pop_back();
+  // A silent engine must not hang the benchmark: each line has to come within the deadline.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLineTimeoutSeconds);
+  while (true) {
+    size_t end = pending_.find('\n');
+    if (end != std::string::npos) {
+      std::string line = pending_.substr(0, end);
+      pending_.erase(0, end + 1);
       return line;
     }
+    if (socket_ < 0) return "";
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      throw ir::Error(
+          fmt::format("external contender '{}' sent no line for {} s", name_, kLineTimeoutSeconds));
+    }
+    pollfd request{socket_, POLLIN, 0};
+    int ready = poll(&request, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // the deadline check above decides
+    char buffer[4096];
+    ssize_t n = recv(socket_, buffer, sizeof(buffer), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // the engine ended: what it sent without a newline is its last line
+      std::string line = std::move(pending_);
+      pending_.clear();
+      return line;
+    }
+    pending_.append(buffer, static_cast<size_t>(n));
   }
-  return line;
 }
 
 std::vector<double> ExternalContender::RunBlock(int repeats) {

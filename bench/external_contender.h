@@ -11,12 +11,12 @@
 //             model timed inside the engine (no pipe overhead in the numbers);
 //   bench  -> "quit" (or end of input) when done.
 // Its standard error passes through. Failures (the command cannot start, dies, answers
-// something else) are ir::Error naming the contender and what it said last.
+// something else, sends no line for 10 minutes) are ir::Error naming the contender and what it
+// said last.
 #pragma once
 
 #include <sys/types.h>
 
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -39,10 +39,13 @@ class ExternalContender {
   bool Send(const std::string& line);
   void Stop();
 
+  // The longest wait for one line of the engine (loading a model, one block of runs).
+  static constexpr int kLineTimeoutSeconds = 600;
+
   std::string name_;
   pid_t pid_ = -1;
   int socket_ = -1;
-  FILE* from_engine_ = nullptr;
+  std::string pending_;  // received, not yet returned as a line
 };
 
 }  // namespace tandem::bench
