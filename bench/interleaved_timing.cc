@@ -81,6 +81,9 @@ void MeasureInTurns(const std::vector<Contender*>& contenders, const TimingOptio
       } else {
         for (double& t : times) t = TimeOnce(c->run);
       }
+      if (options.settle_seconds > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(options.settle_seconds));
+      }
       c->block_medians.push_back(Median(times));
     }
   }

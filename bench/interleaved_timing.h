@@ -29,6 +29,12 @@ struct TimingOptions {
   double min_time = 0.2;
   int min_repeats = 10;
   double max_block_time = 5.0;
+  // Pause after every block, so that the idle worker threads of the contender just timed, which
+  // may spin-wait for more work (ONNX Runtime's do by default, OpenMP's for a while), stop
+  // before the next contender's block. Needed when a contender runs in another process
+  // (Contender::run_block): alternating with ONNX Runtime without the pause read Tandem's BERT
+  // module 1.7-2x slower than alone (6.3-7.8 ms against 3.8), with 0.25 s as fast as alone.
+  double settle_seconds = 0;
 };
 
 struct Contender {

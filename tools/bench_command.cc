@@ -109,8 +109,9 @@ struct External {
 // turns.
 std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
                          const std::vector<Configuration>& configurations,
-                         const std::vector<External>& externals, const std::string& database,
-                         bool isolate, int64_t trials, int repeat, int rounds, uint64_t seed) {
+                         const std::vector<External>& externals, double settle_seconds,
+                         const std::string& database, bool isolate, int64_t trials, int repeat,
+                         int rounds, uint64_t seed) {
   std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), seed);
   std::vector<ir::Tensor> reference = backends::RunReference(module, inputs);
   std::vector<Row> rows;
@@ -230,8 +231,11 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
   }
   // Fixed-size blocks of `repeat` runs, in turns (bench/interleaved_timing.h); the latency is
   // the median of the blocks' medians.
-  bench::TimingOptions timing{
-      .passes = rounds, .min_time = 0, .min_repeats = repeat, .max_block_time = 1e9};
+  bench::TimingOptions timing{.passes = rounds,
+                              .min_time = 0,
+                              .min_repeats = repeat,
+                              .max_block_time = 1e9,
+                              .settle_seconds = externals.empty() ? 0 : settle_seconds};
   std::vector<bench::Contender> contenders(executables.size());
   std::vector<bench::Contender*> turns;
   std::vector<std::vector<ir::Tensor>> outputs(executables.size());
@@ -337,6 +341,7 @@ Command AddBenchCommand(CLI::App& app) {
   auto rounds = std::make_shared<int>(5);
   auto threads = std::make_shared<int>(0);
   auto external_specs = std::make_shared<std::vector<std::string>>();
+  auto settle = std::make_shared<double>(0.25);
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "time a model or the operator workloads under named configurations (all-own, "
@@ -366,6 +371,10 @@ Command AddBenchCommand(CLI::App& app) {
                   "NAME=COMMAND: an engine in another process timed in the same turns (the "
                   "line protocol of bench/external_contender.h; e.g. onnxruntime=\"python3 "
                   "bench/ort_latency.py --serve MODEL_DIR\"); repeatable, models only");
+  cmd->add_option("--settle", *settle,
+                  "with --external: seconds to pause after every block of runs, so that the idle "
+                  "threads of one engine stop spinning before the next one's block")
+      ->capture_default_str();
   return [=]() {
     if (!*cmd) return -1;
     if (model->empty() == workloads->empty()) {
@@ -414,7 +423,8 @@ Command AddBenchCommand(CLI::App& app) {
       ir::IRModule module = LoadModel(ModelOptions{*model, *shapes});
       rows = Measure(std::filesystem::path(*model).parent_path().filename().string() + "/" +
                          std::filesystem::path(*model).stem().string(),
-                     module, chosen, externals, *database, *isolate, *trials, *repeat, *rounds, 1);
+                     module, chosen, externals, *settle, *database, *isolate, *trials, *repeat,
+                     *rounds, 1);
     } else {
       std::vector<std::string> selected = bench::WorkloadNames();
       if (*workloads != "all") {
@@ -425,7 +435,7 @@ Command AddBenchCommand(CLI::App& app) {
       backends::OnednnContext context;
       for (const std::string& name : selected) {
         bench::Workload workload = bench::MakeWorkload(name, context);
-        std::vector<Row> more = Measure(name, workload.module, chosen, {}, *database, *isolate,
+        std::vector<Row> more = Measure(name, workload.module, chosen, {}, 0, *database, *isolate,
                                         *trials, *repeat, *rounds, 1);
         rows.insert(rows.end(), more.begin(), more.end());
       }
