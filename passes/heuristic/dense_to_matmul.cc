@@ -28,13 +28,7 @@ ir::GraphFunction DenseToMatmul(const ir::GraphFunction& fn) {
         if (data.rank() < 2 || !data.layout.empty()) return -1;
         ir::Tensor transposed = EvaluateConstant("transpose", {*weight},
                                                  ir::Attrs{{"axes", std::vector<int64_t>{1, 0}}});
-        ir::ValueId constant =
-            AppendConstant(out, transposed, fn.node(node.inputs[1]).name + "_transposed");
-        ir::ValueId result =
-            AppendCall(out, "matmul", {map[static_cast<size_t>(node.inputs[0])], constant}, {},
-                       node.name, node.annotations);
-        // Appended nodes of a rejected rewrite are unused and dropped by RewriteNodes.
-        return out.type_of(result) == node.type ? result : -1;
+        return ReplaceWeight(fn, node, out, map, "matmul", transposed, {}, "_transposed");
       });
 }
 

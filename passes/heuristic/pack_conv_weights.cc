@@ -53,16 +53,9 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, int64_t block) {
                             "layout_transform", {*ConstantValue(fn, node.inputs[1])},
                             ir::Attrs{{"src_layout", node.attrs.GetString("kernel_layout")},
                                       {"dst_layout", packed_layout}});
-                        ir::ValueId constant =
-                            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
                         ir::Attrs attrs = node.attrs;
                         attrs.Set("kernel_layout", packed_layout);
-                        ir::ValueId result = AppendCall(
-                            out, node.op, {map[static_cast<size_t>(node.inputs[0])], constant},
-                            attrs, node.name, node.annotations);
-                        // A rejected rewrite's appended nodes are unused and dropped by
-                        // RewriteNodes.
-                        return out.type_of(result) == node.type ? result : -1;
+                        return ReplaceWeight(fn, node, out, map, node.op, packed, attrs, "_packed");
                       });
 }
 

@@ -64,15 +64,8 @@ ir::GraphFunction PackMatmulWeights(const ir::GraphFunction& fn, int64_t block) 
                         if (!Packable(fn, node, block)) return -1;
                         const ir::Tensor& weight = *ConstantValue(fn, node.inputs[1]);
                         ir::Tensor packed = PackColumns(weight, PanelWidth(weight.dtype(), block));
-                        ir::ValueId constant =
-                            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
-                        ir::ValueId result =
-                            AppendCall(out, "packed_matmul",
-                                       {map[static_cast<size_t>(node.inputs[0])], constant}, {},
-                                       node.name, node.annotations);
-                        // A rejected rewrite's appended nodes are unused and dropped by
-                        // RewriteNodes.
-                        return out.type_of(result) == node.type ? result : -1;
+                        return ReplaceWeight(fn, node, out, map, "packed_matmul", packed, {},
+                                             "_packed");
                       });
 }
 

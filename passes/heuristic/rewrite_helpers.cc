@@ -49,6 +49,15 @@ ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_
   return AppendNode(out, std::move(node));
 }
 
+ir::ValueId ReplaceWeight(const ir::GraphFunction& fn, const ir::Node& node, ir::GraphFunction& out,
+                          const std::vector<ir::ValueId>& map, const std::string& op,
+                          const ir::Tensor& weight, ir::Attrs attrs, const std::string& suffix) {
+  ir::ValueId constant = AppendConstant(out, weight, fn.node(node.inputs[1]).name + suffix);
+  ir::ValueId result = AppendCall(out, op, {map[static_cast<size_t>(node.inputs[0])], constant},
+                                  std::move(attrs), node.name, node.annotations);
+  return out.type_of(result) == node.type ? result : -1;
+}
+
 void RegisterPanelPackingPass(
     PassRegistry& registry, const std::string& name, const std::string& doc,
     std::function<ir::GraphFunction(const ir::GraphFunction&, int64_t block)> rewrite) {

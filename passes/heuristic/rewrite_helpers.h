@@ -22,6 +22,13 @@ ir::ValueId AppendCall(ir::GraphFunction& out, const std::string& op,
 // Appends a constant node holding `value` (its type is the value's, without layout).
 ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
                            const std::string& name);
+// The rewrite of a call `node` of `fn` (data, weight) into `op`(data, `weight`) with `attrs`,
+// the new constant named after the old weight plus `suffix`: the id of the new call in `out`, or
+// -1 when its type differs from the node's (the appended nodes are then unused and dropped by
+// RewriteNodes). The shared last step of DenseToMatmul, PackMatmulWeights and PackConvWeights.
+ir::ValueId ReplaceWeight(const ir::GraphFunction& fn, const ir::Node& node, ir::GraphFunction& out,
+                          const std::vector<ir::ValueId>& map, const std::string& op,
+                          const ir::Tensor& weight, ir::Attrs attrs, const std::string& suffix);
 // Appends field `index` of the tuple value `tuple`.
 ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
                                const std::string& name);
