@@ -245,8 +245,9 @@ int64_t KnownMultiple(const CgValue& v) {
 
 // A multiple of x * y given multiples of x and y (1 when the product is out of range).
 int64_t ProductMultiple(int64_t a, int64_t b) {
-  __int128 product = static_cast<__int128>(a) * b;
-  return product <= (int64_t{1} << 40) ? static_cast<int64_t>(product) : 1;
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) return 1;
+  return product <= (int64_t{1} << 40) ? product : 1;
 }
 
 }  // namespace

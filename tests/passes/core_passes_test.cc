@@ -127,8 +127,12 @@ graph @main(%x: f32[1,8,6,6]) -> f32[1,8,6,6] {
 })"));
   EXPECT_EQ(CountOps(out, "layout_transform"), 4);  // data in, the weight, the bias, result out
   for (const ir::Node& n : out.Get("main").nodes) {
-    if (n.op == "conv2d") EXPECT_EQ(n.attrs.GetString("data_layout"), "NCHW4c");
-    if (n.op == "relu") EXPECT_EQ(n.type.tensor().rank(), 5);  // stays blocked
+    if (n.op == "conv2d") {
+      EXPECT_EQ(n.attrs.GetString("data_layout"), "NCHW4c");
+    }
+    if (n.op == "relu") {
+      EXPECT_EQ(n.type.tensor().rank(), 5);  // stays blocked
+    }
   }
 }
 
@@ -148,7 +152,9 @@ graph @main(%x: f32[1,4,6,6]) -> f32[1,4] {
   // activations never go back to NCHW.
   EXPECT_EQ(CountOps(out, "layout_transform"), 3);
   for (const ir::Node& n : out.Get("main").nodes) {
-    if (n.op.find("pool") != std::string::npos) EXPECT_EQ(n.attrs.GetString("layout"), "NHWC");
+    if (n.op.find("pool") != std::string::npos) {
+      EXPECT_EQ(n.attrs.GetString("layout"), "NHWC");
+    }
   }
   std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 3);
   EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", out), inputs)[0],
