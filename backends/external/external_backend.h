@@ -36,6 +36,9 @@ class ExternalFunction {
   // that hold a GPU context: CUDA cannot be used in a child forked from a process that
   // initialized it, so the process runner measures such executables in the tuning process.
   virtual bool runs_in_forked_process() const { return true; }
+  // Whether it runs its parallel work on OpenMP's team: an executable that calls such a function
+  // runs its own kernels' loops there too (backends/runtime/thread_pool.h, OpenMPTeamScope).
+  virtual bool runs_on_openmp() const { return false; }
 };
 
 class ExternalBackend {

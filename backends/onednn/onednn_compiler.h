@@ -31,6 +31,7 @@ class OnednnFunction : public ExternalFunction {
   void Run(void* const* arguments) override;
   std::string Describe() const override { return program_.Implementations(); }
   int64_t reorders_per_call() const override { return program_.NumReorders(); }
+  bool runs_on_openmp() const override { return true; }  // oneDNN in Debian is built on it
 
  private:
   std::shared_ptr<OnednnContext> context_;  // its own stream: functions may run concurrently

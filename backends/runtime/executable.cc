@@ -1,4 +1,5 @@
 #include "backends/runtime/executable.h"
+#include "backends/runtime/thread_pool.h"
 
 #include <fmt/format.h>
 
@@ -258,6 +259,9 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
   exe->step_seconds_.assign(exe->steps_.size(), 0);
   exe->step_calls_.assign(exe->steps_.size(), 0);
   exe->module_ = std::move(module);
+  exe->runs_on_openmp_ =
+      std::any_of(exe->external_functions_.begin(), exe->external_functions_.end(),
+                  [](const auto& entry) { return entry.second->runs_on_openmp(); });
   return exe;
 }
 
@@ -313,6 +317,7 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
         break;
     }
   }
+  OpenMPTeamScope team(runs_on_openmp_);
   for (size_t st = 0; st < steps_.size(); ++st) {
     const Step& step = steps_[st];
     arguments_.resize(step.args.size());

@@ -70,6 +70,8 @@ class Executable {
   const std::vector<ir::TensorType>& output_types() const { return output_types_; }
   // Whether a forked child can run this executable: every external function can.
   bool runs_in_forked_process() const;
+  // Whether its parallel loops run on OpenMP's team: when some external function does.
+  bool runs_on_openmp() const { return runs_on_openmp_; }
 
  private:
   friend std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options);
@@ -96,6 +98,7 @@ class Executable {
   ir::IRModule module_;
   std::unique_ptr<CompiledModule> compiled_;
   std::map<std::string, std::shared_ptr<ExternalFunction>> external_functions_;
+  bool runs_on_openmp_ = false;
   std::vector<Slot> slots_;
   std::vector<Step> steps_;
   std::vector<OutputCopy> output_copies_;

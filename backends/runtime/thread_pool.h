@@ -1,11 +1,10 @@
 // The runtime thread pool that runs the parallel loops of generated code.
 //
-// Built on the OpenMP runtime, the one oneDNN runs on: a module that mixes our kernels with
-// oneDNN calls then has one team of threads, handed from one kernel to the next while they still
-// spin. (With a pool of our own, OpenMP's threads went on spinning through our next kernel after
-// every oneDNN call, and ours through oneDNN's: on 2 cores a placement alternating between the
-// two ran 1.7x slower than either alone.) Static chunking of [0, extent) into one chunk per team
-// member, no heap allocation per call.
+// Built for small kernels on few cores (batch-1 inference): a fixed set of worker threads that
+// spin briefly and then sleep on a futex (C++20 atomic wait), static chunking of [0, extent)
+// into one chunk per participant with the calling thread taking the first one (chunks not yet
+// claimed by a worker when the caller is done are run by the caller), and no heap allocation
+// per call.
 //
 // Guarantees of ParallelFor:
 //   - every index of [0, extent) is passed to the body exactly once, in contiguous chunks
@@ -15,15 +14,28 @@
 //   - a call made while the calling thread is already inside a ParallelFor body (a nested
 //     parallel loop), or while another thread is using the pool, runs serially on the calling
 //     thread;
-//   - an exception thrown by the body never escapes a team thread: ParallelFor rethrows the
+//   - an exception thrown by the body never escapes a worker thread: ParallelFor rethrows the
 //     first one in the caller once all chunks have finished (the C entry point
 //     tandem_parallel_for swallows it instead, since generated code cannot unwind).
+//
+// Inside an OpenMPTeamScope, the loops of the calling thread run on OpenMP's team instead (the
+// same chunks and guarantees): the runtime oneDNN runs on, so that a module mixing our kernels
+// with oneDNN calls hands one team of threads from kernel to kernel. With two pools, OpenMP's
+// team went on spinning through our next kernel after every oneDNN call, and ours through
+// oneDNN's: on 2 cores, MobileNetV2 with 8 oneDNN calls and the rest ours ran 12.4 ms against
+// 7.3 all-own and 5.6 all-oneDNN. Our own pool stays the default because it keeps going when a
+// worker is descheduled (the caller runs the chunks nobody claimed), where OpenMP's barrier
+// waits for it: under another process's load, a module of our kernels alone ran 100x slower on
+// OpenMP's team.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 namespace tandem::backends {
 
@@ -48,25 +60,69 @@ class ThreadPool {
   static ThreadPool& Global();
 
   // For a child process right after fork(), where only the forking thread exists: makes
-  // Global() return a new pool with the same number of threads. The old pool (whose lock another
-  // thread may have held) is left untouched and never destroyed. (The OpenMP team of the forking
-  // thread must have been released before the fork: tuning/process_runner.cc.)
+  // Global() return a new pool with the same number of threads. The old pool (whose workers did
+  // not survive the fork, and whose lock another thread may have held) is left untouched and
+  // never destroyed.
   static void ResetGlobalAfterFork();
 
-  // Sets the number of participants of each loop (Error when < 1), and OpenMP's default for
-  // the calling thread, so that oneDNN's calls from it use as many. Waits for a ParallelFor in
-  // progress on another thread to finish first.
+  // Restarts the workers so that `num_threads` participants share each loop (Error when < 1),
+  // and, for the global pool, sets OpenMP's count for the calling thread to match, so that
+  // oneDNN's calls use as many. Waits for a ParallelFor in progress on another thread first.
   void SetNumThreads(int num_threads);
   int num_threads() const { return num_threads_.load(std::memory_order_relaxed); }
 
   // Runs body(begin, end, closure) over chunks covering [0, extent); see the file comment.
   void ParallelFor(int64_t extent, Body body, void* closure);
+  // The same on OpenMP's team (what ParallelFor does inside an OpenMPTeamScope).
+  void ParallelForOnOpenMP(int64_t extent, Body body, void* closure);
   // The same for a C++ callable (convenience for runtime code and tests).
   void ParallelFor(int64_t extent, const std::function<void(int64_t, int64_t)>& body);
 
  private:
+  void StartWorkers();
+  void StopWorkers();
+  void WorkerLoop(int worker_index, uint64_t first_generation);
+  // Claims and runs chunks of job `job` until none is left.
+  void HelpWithJob(uint32_t job, int participants);
+  // Runs chunk `chunk` of the current job, catching exceptions.
+  void RunChunk(int chunk);
+
   std::atomic<int> num_threads_{1};
-  std::mutex dispatch_mutex_;  // held by the thread whose loop is running
+  std::vector<std::thread> workers_;
+  std::mutex dispatch_mutex_;  // held by the thread that dispatches a job
+
+  // The current job; written by the dispatching thread before `claim_` and `generation_` are
+  // published, read only by a thread that has claimed one of its chunks.
+  Body body_ = nullptr;
+  void* closure_ = nullptr;
+  int64_t extent_ = 0;
+  int participants_ = 0;  // = number of chunks
+
+  // Bits 0..11: number of chunks of the current job; the bits above: a job counter. Workers wait
+  // on this word.
+  std::atomic<uint64_t> generation_{0};
+  // Bits 32..63: the job (low bits of its counter); bits 0..31: its next unclaimed chunk. Chunk
+  // 0 belongs to the dispatching thread; the others go to whoever claims them first, so a
+  // worker that wakes late never delays a job: the dispatcher runs its chunk instead.
+  std::atomic<uint64_t> claim_{0};
+  // Chunks 1.. of the current job that have finished; the dispatcher waits on it.
+  std::atomic<int32_t> done_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> has_error_{false};
+  std::exception_ptr error_;
+};
+
+// While alive, the parallel loops that the constructing thread runs through ThreadPool go to
+// OpenMP's team (see the file comment). Scopes nest; each restores what it found.
+class OpenMPTeamScope {
+ public:
+  explicit OpenMPTeamScope(bool active = true);
+  ~OpenMPTeamScope();
+  OpenMPTeamScope(const OpenMPTeamScope&) = delete;
+  OpenMPTeamScope& operator=(const OpenMPTeamScope&) = delete;
+
+ private:
+  bool previous_;
 };
 
 }  // namespace tandem::backends

@@ -1,6 +1,7 @@
 #include "backends/runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <atomic>
 #include <memory>
@@ -130,6 +131,46 @@ TEST(ThreadPool, ExceptionsDoNotEscapeWorkers) {
   EXPECT_NO_THROW(tandem_parallel_for(
       8, [](int64_t, int64_t, void*) { throw std::runtime_error("from a body"); }, nullptr));
   ExpectEachIndexOnce(ThreadPool::Global(), 100);
+}
+
+TEST(ThreadPool, InsideAnOpenMPTeamScopeLoopsRunOnOpenMPsTeam) {
+  ThreadPool pool(2);
+  auto on_team = [&] {
+    std::atomic<int> in_openmp{0}, chunks{0};
+    pool.ParallelFor(64, [&](int64_t, int64_t) {
+      ++chunks;
+      if (omp_in_parallel()) ++in_openmp;
+    });
+    return in_openmp.load() > 0 && in_openmp.load() == chunks.load();
+  };
+  EXPECT_FALSE(on_team());
+  {
+    OpenMPTeamScope scope;
+    EXPECT_TRUE(on_team());
+    ExpectEachIndexOnce(pool, 100003);
+    ExpectEachIndexOnce(pool, 7);
+    {
+      OpenMPTeamScope inactive(/*active=*/false);  // nested: stays on the team
+      EXPECT_TRUE(on_team());
+    }
+    EXPECT_TRUE(on_team());
+    // Nested loops run serially inside a chunk; exceptions reach the caller.
+    std::vector<std::atomic<int>> hits(7 * 11);
+    pool.ParallelFor(7, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        pool.ParallelFor(11, [&](int64_t b, int64_t e) {
+          for (int64_t j = b; j < e; ++j) ++hits[static_cast<size_t>(i * 11 + j)];
+        });
+      }
+    });
+    for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+    EXPECT_THROW(pool.ParallelFor(8,
+                                  [](int64_t begin, int64_t) {
+                                    if (begin != 0) throw std::runtime_error("chunk failed");
+                                  }),
+                 std::runtime_error);
+  }
+  EXPECT_FALSE(on_team());
 }
 
 TEST(ThreadPool, SetNumThreads) {
