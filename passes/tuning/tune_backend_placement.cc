@@ -14,7 +14,8 @@
 // reorder into a backend's layout, a fusion that a cut prevents), so the dynamic program's
 // placement is measured end to end together with placing nothing and placing everything each
 // backend takes, and the fastest of those is kept: the result is never slower, as measured,
-// than all-own or all-backend.
+// than all-own or all-backend. Under a budget too small for every piece, a second program
+// keeps our kernels where ours went unmeasured (DynamicProgram).
 //
 // When the eval passes nest tuning passes (eval=[FuseOps, TuneKernels]), tuning the kernels of
 // every piece would spread the budget over dozens of pieces: the pieces are measured in the
@@ -28,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -186,17 +188,14 @@ class TuneBackendPlacement : public TuningPass {
     std::vector<backends::PatternMatch> matches = matcher.Matches(function);
 
     std::vector<std::pair<std::string, std::vector<Placement>>> options = {{"none", {}}};
-    std::set<std::string> backend_names;
-    for (const backends::PatternMatch& match : matches) backend_names.insert(match.backend);
-    for (const std::string& backend : backend_names) {
-      std::vector<backends::PatternMatch> own;
-      for (const backends::PatternMatch& match : matches) {
-        if (match.backend == backend) own.push_back(match);
-      }
-      options.push_back({"all-" + backend, GreedyPlacements(function, own)});
+    for (const std::string& backend : BackendsOf(matches)) {
+      options.push_back(
+          {"all-" + backend, GreedyPlacements(function, OfBackend(matches, backend))});
     }
     if (dynamic_program && !matches.empty() && IntArgument("measure_pieces", 1) != 0) {
-      options.push_back({"dynamic-program", DynamicProgram(function, matches, context)});
+      for (auto& option : DynamicProgram(function, matches, context)) {
+        options.push_back(std::move(option));
+      }
     }
 
     // Distinct placements only (the program's choice often equals one of the others).
@@ -226,9 +225,17 @@ class TuneBackendPlacement : public TuningPass {
     return choices;
   }
 
-  std::vector<Placement> DynamicProgram(const ir::GraphFunction& function,
-                                        const std::vector<backends::PatternMatch>& matches,
-                                        PassContext& context) const {
+  // The dynamic program's placements: "dynamic-program" over the measured pieces and, when the
+  // budget ran out before every piece was measured, "dynamic-program-own". Pieces are measured
+  // each anchor's longest backend chain first, then our longest chains, so a small budget (a
+  // model has hundreds of pieces, a run may have a hundred trials) leaves ours unmeasured at the
+  // later anchors, and the first program places every one of those on the backend. The second
+  // takes our longest chain wherever that went unmeasured (at no cost in the program) and
+  // decides by measurement only where ours was measured; both are measured end to end with the
+  // other whole-module placements.
+  std::vector<std::pair<std::string, std::vector<Placement>>> DynamicProgram(
+      const ir::GraphFunction& function, const std::vector<backends::PatternMatch>& matches,
+      PassContext& context) const {
     std::vector<Piece> pieces = MakePieces(matches);
     // Each piece as a module of its own, expanded with the eval passes, measured together.
     std::vector<Candidate> measured;
@@ -268,26 +275,72 @@ class TuneBackendPlacement : public TuningPass {
       piece_of.push_back(p);
     }
     {
-      // Leave the end-to-end measurements of the placements (none, all-<backend>, this
-      // program's) to be taken after the pieces; when kernels are tuned after them, the pieces
+      // Leave the end-to-end measurements of the placements (none, all-<backend>, the two
+      // programs') to be taken after the pieces; when kernels are tuned after them, the pieces
       // get half of the rest (a model has hundreds of pieces: they would take it all, leaving
       // the kept placement's kernels untuned and its tuned form unmeasured).
       tuning::TuningSession& session = context.Tuning();
       int64_t remaining = session.RemainingBudget();
       bool limited = remaining != std::numeric_limits<int64_t>::max();
-      int64_t for_pieces = std::max<int64_t>(0, remaining - 3);
+      int64_t for_pieces = std::max<int64_t>(0, remaining - 4);
       if (EvalNestsTuning()) for_pieces /= 2;
       if (limited) session.PushBudgetShare(for_pieces);
       EvaluateAndSelect(measured, context);
       if (limited) session.PopBudgetShare();
     }
+    std::vector<bool> unmeasured(pieces.size(), true);
+    std::vector<bool> tried(pieces.size(), false);
     for (size_t k = 0; k < measured.size(); ++k) {
       const auto& result = measured[k].result;
-      if (result && result->ok()) {
-        double& seconds = pieces[piece_of[k]].seconds;
-        seconds = std::min(seconds, result->median_seconds);
+      size_t p = piece_of[k];
+      tried[p] = true;
+      if (!result || IsBudgetFailure(*result)) continue;
+      unmeasured[p] = false;
+      if (result->ok()) pieces[p].seconds = std::min(pieces[p].seconds, result->median_seconds);
+    }
+    for (size_t p = 0; p < pieces.size(); ++p) unmeasured[p] = unmeasured[p] && tried[p];
+    if (std::none_of(unmeasured.begin(), unmeasured.end(), [](bool u) { return u; })) {
+      return {{"dynamic-program", Cover(function, pieces)}};
+    }
+    std::map<ir::ValueId, size_t> longest_own;
+    for (const Piece& piece : pieces) {
+      if (!piece.backend.empty()) continue;
+      size_t& length = longest_own[piece.nodes.front()];
+      length = std::max(length, piece.nodes.size());
+    }
+    std::vector<Piece> own_filled = pieces;
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      if (unmeasured[p] && pieces[p].backend.empty() &&
+          pieces[p].nodes.size() == longest_own.at(pieces[p].nodes.front())) {
+        own_filled[p].seconds = 0;
       }
     }
+    return {{"dynamic-program", Cover(function, pieces)},
+            {"dynamic-program-own", Cover(function, own_filled)}};
+  }
+
+  static bool IsBudgetFailure(const tuning::MeasureResult& result) {
+    return result.error == "trial budget spent" || result.error == "time budget spent";
+  }
+
+  static std::vector<backends::PatternMatch> OfBackend(
+      const std::vector<backends::PatternMatch>& matches, const std::string& backend) {
+    std::vector<backends::PatternMatch> selected;
+    for (const backends::PatternMatch& match : matches) {
+      if (match.backend == backend) selected.push_back(match);
+    }
+    return selected;
+  }
+
+  static std::set<std::string> BackendsOf(const std::vector<backends::PatternMatch>& matches) {
+    std::set<std::string> names;
+    for (const backends::PatternMatch& match : matches) names.insert(match.backend);
+    return names;
+  }
+
+  // The backend placements of the dynamic program's cover of `pieces`.
+  static std::vector<Placement> Cover(const ir::GraphFunction& function,
+                                      const std::vector<Piece>& pieces) {
     std::vector<Placement> placements;
     for (size_t p : CoverProgram(pieces).Solve()) {
       if (pieces[p].backend.empty()) continue;

@@ -190,6 +190,71 @@ TEST(TuneBackendPlacement, TunesOurSideOfEachComparisonWithItsEvalPasses) {
   EXPECT_EQ(outcome.counts.failed, 0);
 }
 
+// A runner whose latency is a known function of the module: 1 ms per oneDNN call, and per
+// kernel of ours `first_ms` for the one that ends at the first convolution's relu ("relu1"),
+// `second_ms` for the one that ends at the block's output, 0.1 ms for any other; so which
+// placement wins is known.
+class PlacementCostRunner : public tuning::Runner {
+ public:
+  PlacementCostRunner(double first_ms, double second_ms)
+      : first_ms_(first_ms), second_ms_(second_ms) {}
+  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
+                                         const tuning::MeasureOptions&) override {
+    std::vector<tuning::MeasureResult> results;
+    for (const tuning::RunInput& input : inputs) {
+      double ms = 0.01;
+      for (const ir::Node& node : input.executable->module().Get("main").nodes) {
+        if (node.kind == ir::NodeKind::kCallExtern) ms += 1.0;
+        if (node.kind != ir::NodeKind::kCallKernel) continue;
+        ms += node.name == "relu1" ? first_ms_ : node.name == "output" ? second_ms_ : 0.1;
+      }
+      results.push_back(tuning::MeasureResult::FromRunSeconds({ms * 1e-3, ms * 1e-3}, 0));
+    }
+    return results;
+  }
+
+ private:
+  double first_ms_, second_ms_;
+};
+
+// With a budget too small for every piece, the pieces measured first are each convolution's
+// longest chain on oneDNN, then ours (the first convolution's only, here).
+ir::Trace PlacementUnderSmallBudget(double first_ms, double second_ms) {
+  passes::PassContext context;
+  tuning::TuningSession::Options options = FastOptions();
+  options.max_measurements = 7;  // 3 pieces (7 - the 4 whole-module placements kept for the end)
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(),
+      std::make_shared<PlacementCostRunner>(first_ms, second_ms), options);
+  ir::IRModule model = SmallResNetBlock();
+  ir::IRModule output = context.RunPipeline(
+      *passes::ParsePipeline(
+          "InferType, SimplifyExpr, FoldConstant, TuneBackendPlacement(eval=[FuseOps])"),
+      model);
+  EXPECT_GT(context.tuning->TotalCounts().over_budget, 0);
+  // The placed module computes what the model computes.
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 5);
+  EXPECT_LT(ir::RelativeError(backends::Build(output)->Run(inputs)[0],
+                              backends::RunReference(model, inputs)[0]),
+            1e-4);
+  EXPECT_EQ(context.tuning->decisions().size(), 1u);
+  return context.tuning->decisions().at(0).trace;
+}
+
+TEST(TuneBackendPlacement, ABudgetTooSmallForEveryPieceAlsoTriesOursWhereOursWentUnmeasured) {
+  // oneDNN wins the measured first convolution: "dynamic-program" is all-oneDNN and not
+  // repeated; "dynamic-program-own" (oneDNN there, ours for the unmeasured second) is the
+  // fastest module.
+  ir::Trace trace = PlacementUnderSmallBudget(/*first_ms=*/1.5, /*second_ms=*/0.5);
+  const ir::Instruction& instruction = trace.instructions().at(0);
+  EXPECT_EQ(instruction.attrs.GetString("considered"), "none,all-onednn,dynamic-program-own");
+  EXPECT_EQ(instruction.attrs.GetString("choice"), "dynamic-program-own");
+  std::vector<passes::Placement> placements =
+      passes::ParsePlacementText(std::get<std::string>(*instruction.decision));
+  ASSERT_EQ(placements.size(), 1u);
+  EXPECT_EQ(placements[0].nodes.back(), "relu1");
+}
+
 // A knob whose choices are: keep the module (relu), or replace it by a module that crashes,
 // hangs, or computes something else.
 constexpr char kCrashingKernel[] = R"(
