@@ -8,9 +8,11 @@
 //   sigmoid  1 / (1 + exp(-x)) with that exp: < 5e-7 (1.3e-7).
 //   tanh     |x| < 0.55: odd Taylor series to x^15; else 1 - 2 / (exp(2|x|) + 1) with the sign
 //            of x: < 5e-7 (1.5e-7).
-//   erf      |x| < 1: odd Taylor series to x^19; else 1 - t P(t) exp(-x^2) with
-//            t = 1 / (1 + p|x|) (Abramowitz & Stegun 7.1.26, absolute error <= 1.5e-7) and the
-//            sign of x: < 5e-7 (1.8e-7).
+//   erf      x clamped to [-4, 4] (beyond, erf is 1 in f32), x P(x^2) / Q(x^2) with P of degree
+//            6 and Q of degree 5, fitted here for the least largest relative error (weighted
+//            least squares iterated towards minimax on [0, 4]), the result clamped to [-1, 1]:
+//            < 5e-7 (3.6e-7). One division and 11 FMAs: GELU's erf was a tenth of BERT's time
+//            with a Taylor branch and an exp-based branch both computed in every vector.
 // Results below the normal range are within 1e-37 absolute; NaN and infinities propagate as
 // in libm.
 // f64 erf and tanh call libm (lane by lane in vector code); every other function maps to an
@@ -38,17 +40,6 @@ const std::map<std::string, size_t>& IntrinsicArity() {
       {"exp", 1},     {"log", 1}, {"sqrt", 1}, {"erf", 1},   {"tanh", 1},
       {"sigmoid", 1}, {"pow", 2}, {"abs", 1},  {"floor", 1}, {"ceil", 1}};
   return arity;
-}
-
-// (2 / sqrt(pi)) * (-1)^n / (n! (2n + 1)): erf(x) = x * sum_n c_n x^(2n).
-std::vector<double> ErfTaylor() {
-  std::vector<double> c;
-  double factorial = 1;
-  for (int n = 0; n < 10; ++n) {
-    if (n > 0) factorial *= n;
-    c.push_back((n % 2 == 0 ? 1.0 : -1.0) * 2.0 / std::sqrt(M_PI) / (factorial * (2 * n + 1)));
-  }
-  return c;
 }
 
 }  // namespace
@@ -176,19 +167,23 @@ llvm::Value* KernelCodegen::ExpF32(llvm::Value* x) {
 llvm::Value* KernelCodegen::ErfF32(llvm::Value* x) {
   auto& B = builder_;
   llvm::Type* type = x->getType();
-  llvm::Value* a = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  static const std::vector<double> taylor = ErfTaylor();
-  llvm::Value* small = B.CreateFMul(x, Polynomial(B.CreateFMul(x, x), taylor));
-  llvm::Value* t =
-      B.CreateFDiv(FloatConst(type, 1.0),
-                   B.CreateIntrinsic(llvm::Intrinsic::fmuladd, {type},
-                                     {a, FloatConst(type, 0.3275911), FloatConst(type, 1.0)}));
-  llvm::Value* tail =
-      Polynomial(t, {0.0, 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429});
-  llvm::Value* gaussian = ExpF32(B.CreateFNeg(B.CreateFMul(a, a)));
-  llvm::Value* large = B.CreateFSub(FloatConst(type, 1.0), B.CreateFMul(tail, gaussian));
-  large = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
-  return B.CreateSelect(B.CreateFCmpOLT(a, FloatConst(type, 1.0)), small, large);
+  llvm::Value* four = FloatConst(type, 4.0);
+  llvm::Value* a = B.CreateBinaryIntrinsic(
+      llvm::Intrinsic::maxnum, B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, four),
+      B.CreateFNeg(four));
+  llvm::Value* z = B.CreateFMul(a, a);
+  llvm::Value* numerator = Polynomial(
+      z, {1.1283791678995128, 0.18355154635841847, 0.053480074809600125, 0.003704592882584947,
+          0.0003512886321026566, 3.943316068830138e-06, -9.114759974560016e-09});
+  llvm::Value* denominator =
+      Polynomial(z, {1.0, 0.4960016880403176, 0.11272914884053928, 0.01506947935188481,
+                     0.0012405885922673974, 5.61847077791347e-05});
+  llvm::Value* y = B.CreateFMul(a, B.CreateFDiv(numerator, denominator));
+  llvm::Value* one = FloatConst(type, 1.0);
+  y = B.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum,
+                              B.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, y, one),
+                              B.CreateFNeg(one));
+  return B.CreateSelect(B.CreateFCmpUNO(x, x), x, y);
 }
 
 llvm::Value* KernelCodegen::TanhF32(llvm::Value* x) {
