@@ -7,14 +7,15 @@
 // as a module of its own, expanded with this pass's eval passes (so TuneKernels tunes our side of
 // the comparison; a piece placed on a backend keeps its library kernel) and measured through the
 // shared builder and runner; results are cached in the database like every graph candidate, so a
-// second run measures nothing. A dynamic program over the nodes in dataflow order then covers
-// every node that some piece contains exactly once at the least summed latency; its state is
-// the position and the set of later nodes already covered by a chosen piece, which stays small
-// because pieces are short chains. Pieces measured alone miss what happens between them (a
-// reorder into a backend's layout, a fusion that a cut prevents), so the dynamic program's
-// placement is measured end to end together with placing nothing and placing everything each
-// backend takes, and the fastest of those is kept: the result is never slower, as measured,
-// than all-own or all-backend. Under a budget too small for every piece, a second program
+// second run measures nothing, and a piece alike an earlier one up to its weights (a repeated
+// block of the model) takes that one's time without a measurement of its own. A dynamic program
+// over the nodes in dataflow order then covers every node that some piece contains exactly once at
+// the least summed latency; its state is the position and the set of later nodes already covered by
+// a chosen piece, which stays small because pieces are short chains. Pieces measured alone miss
+// what happens between them (a reorder into a backend's layout, a fusion that a cut prevents), so
+// the dynamic program's placement is measured end to end together with placing nothing and placing
+// everything each backend takes, and the fastest of those is kept: the result is never slower, as
+// measured, than all-own or all-backend. Under a budget too small for every piece, a second program
 // keeps our kernels where ours went unmeasured (DynamicProgram).
 //
 // When the eval passes nest tuning passes (eval=[FuseOps, TuneKernels]), tuning the kernels of
@@ -240,10 +241,21 @@ class TuneBackendPlacement : public TuningPass {
     // Each piece as a module of its own, expanded with the eval passes, measured together.
     std::vector<Candidate> measured;
     std::vector<size_t> piece_of;
+    // A piece of the same shapes, operators and backend as an earlier one (a repeated block of
+    // the model, with other weights) takes that one's time instead of a measurement of its own.
+    std::map<std::string, size_t> first_of_kind;
+    std::vector<int64_t> same_as(pieces.size(), -1);
     for (size_t p = 0; p < pieces.size(); ++p) {
       ir::IRModule alone;
       try {
         ir::GraphFunction subgraph = ExtractSubgraph(function, pieces[p].nodes, function.name);
+        std::string kind = fmt::format("{:016x}/{}/{}", WeightFreeHash(subgraph), pieces[p].backend,
+                                       pieces[p].pattern);
+        auto [first, inserted] = first_of_kind.emplace(kind, p);
+        if (!inserted) {
+          same_as[p] = static_cast<int64_t>(first->second);
+          continue;
+        }
         alone.Add(subgraph);
         // Own and placed versions of one node set are checked against the same reference.
         alone.attrs().Set(tuning::kReferenceKeyAttr,
@@ -298,6 +310,13 @@ class TuneBackendPlacement : public TuningPass {
       unmeasured[p] = false;
       if (result->ok()) pieces[p].seconds = std::min(pieces[p].seconds, result->median_seconds);
     }
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      if (same_as[p] < 0) continue;
+      auto first = static_cast<size_t>(same_as[p]);
+      pieces[p].seconds = pieces[first].seconds;
+      tried[p] = tried[first];
+      unmeasured[p] = unmeasured[first];
+    }
     for (size_t p = 0; p < pieces.size(); ++p) unmeasured[p] = unmeasured[p] && tried[p];
     if (std::none_of(unmeasured.begin(), unmeasured.end(), [](bool u) { return u; })) {
       return {{"dynamic-program", Cover(function, pieces)}};
@@ -317,6 +336,18 @@ class TuneBackendPlacement : public TuningPass {
     }
     return {{"dynamic-program", Cover(function, pieces)},
             {"dynamic-program-own", Cover(function, own_filled)}};
+  }
+
+  // The structural hash of `subgraph` with its weights (constants of 16 elements or more) left
+  // out: the kernels' speed does not depend on their values. Smaller constants stay in, since
+  // passes may rewrite by value (a multiplication by one).
+  static uint64_t WeightFreeHash(ir::GraphFunction subgraph) {
+    for (ir::Node& node : subgraph.nodes) {
+      if (node.kind == ir::NodeKind::kConstant && node.value.num_elements() >= 16) {
+        node.value = ir::Tensor();
+      }
+    }
+    return ir::StructuralHash(subgraph);
   }
 
   static bool IsBudgetFailure(const tuning::MeasureResult& result) {
