@@ -82,10 +82,18 @@ EvaluationCounts TuningSession::TotalCounts() const {
   return total;
 }
 
+namespace {
+constexpr const char* kTimeBudgetSpent = "time budget spent";
+constexpr const char* kTrialBudgetSpent = "trial budget spent";
+}  // namespace
+
 std::string TuningSession::BudgetSpentReason() const {
-  return options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds
-             ? "time budget spent"
-             : "trial budget spent";
+  return options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds ? kTimeBudgetSpent
+                                                                              : kTrialBudgetSpent;
+}
+
+bool TuningSession::IsOverBudget(const MeasureResult& result) {
+  return result.error == kTimeBudgetSpent || result.error == kTrialBudgetSpent;
 }
 
 bool TuningSession::BudgetSpent() const {

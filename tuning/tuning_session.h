@@ -208,6 +208,8 @@ class TuningSession {
   bool BudgetSpent() const;
   // "time budget spent" or "trial budget spent": the reason a request over budget fails with.
   std::string BudgetSpentReason() const;
+  // Whether `result` is such a refusal (nothing was measured), not a failed measurement.
+  static bool IsOverBudget(const MeasureResult& result);
 
   void RecordDecision(TuningDecision decision) { decisions_.push_back(std::move(decision)); }
   const std::vector<TuningDecision>& decisions() const { return decisions_; }

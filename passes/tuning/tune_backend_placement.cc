@@ -30,7 +30,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -306,7 +305,7 @@ class TuneBackendPlacement : public TuningPass {
       const auto& result = measured[k].result;
       size_t p = piece_of[k];
       tried[p] = true;
-      if (!result || IsBudgetFailure(*result)) continue;
+      if (!result || tuning::TuningSession::IsOverBudget(*result)) continue;
       unmeasured[p] = false;
       if (result->ok()) pieces[p].seconds = std::min(pieces[p].seconds, result->median_seconds);
     }
@@ -348,10 +347,6 @@ class TuneBackendPlacement : public TuningPass {
       }
     }
     return ir::StructuralHash(subgraph);
-  }
-
-  static bool IsBudgetFailure(const tuning::MeasureResult& result) {
-    return result.error == "trial budget spent" || result.error == "time budget spent";
   }
 
   static std::vector<backends::PatternMatch> OfBackend(
