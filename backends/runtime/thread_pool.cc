@@ -216,8 +216,8 @@ void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
 }
 
 void ThreadPool::ParallelForOnOpenMP(int64_t extent, Body body, void* closure) {
-  if (extent <= 0) return;
-  if (extent == 1 || tls_in_parallel_region || omp_in_parallel() || num_threads() == 1) {
+  // ParallelFor has run the loops that stay serial (empty, one iteration, nested, one thread).
+  if (omp_in_parallel()) {
     body(0, extent, closure);
     return;
   }

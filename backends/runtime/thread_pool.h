@@ -73,12 +73,12 @@ class ThreadPool {
 
   // Runs body(begin, end, closure) over chunks covering [0, extent); see the file comment.
   void ParallelFor(int64_t extent, Body body, void* closure);
-  // The same on OpenMP's team (what ParallelFor does inside an OpenMPTeamScope).
-  void ParallelForOnOpenMP(int64_t extent, Body body, void* closure);
   // The same for a C++ callable (convenience for runtime code and tests).
   void ParallelFor(int64_t extent, const std::function<void(int64_t, int64_t)>& body);
 
  private:
+  // ParallelFor's loop on OpenMP's team (inside an OpenMPTeamScope), past its serial cases.
+  void ParallelForOnOpenMP(int64_t extent, Body body, void* closure);
   void StartWorkers();
   void StopWorkers();
   void WorkerLoop(int worker_index, uint64_t first_generation);
