@@ -276,6 +276,14 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
       best = static_cast<int64_t>(i);
     }
   }
+  // A change has to pay for itself by more than the noise (Options::minimum_gain).
+  if (!screening && best > 0 &&
+      std::find(finalists.begin(), finalists.end(), size_t{0}) != finalists.end() &&
+      candidates[0].result->ok() &&
+      candidates[static_cast<size_t>(best)].result->median_seconds >
+          candidates[0].result->median_seconds * (1 - options.minimum_gain)) {
+    best = 0;
+  }
   return best;
 }
 

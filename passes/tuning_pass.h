@@ -141,7 +141,9 @@ class TuningPass : public Pass {
   int64_t EvaluateAndSelect(std::vector<Candidate>& candidates, PassContext& context) const;
   // EvaluateAndSelect for a decision, confirmed: the finalists (the candidates within the
   // session's confirm_margin of the best, at most max_finalists of them) are re-measured
-  // together (TuningSession::ConfirmModules) and the fastest in that measurement wins. Their
+  // together (TuningSession::ConfirmModules) and the fastest in that measurement wins, unless
+  // the first candidate (a pass's no-change choice) is a finalist within the session's
+  // minimum_gain of it: then the first stays. Their
   // results become the confirmed ones, and every finalist's instruction at `instruction_index`
   // records them ("confirmed"), so the trace says why the winner won. For a screening batch
   // (`screening`), whose one-shot measurements decide what is tuned at all, the margin is

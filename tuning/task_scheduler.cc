@@ -46,10 +46,20 @@ size_t TaskScheduler::PickTask() {
     }
     return n;
   }
-  // Warm-up: every task once, in order.
+  // Warm-up: every task once, the most work per run first (weight times floating-point
+  // operations; the first of equals), so a budget too small to warm every task up tunes the
+  // kernels that matter before a layout transform or an elementwise kernel.
+  size_t warm_up = n;
+  double most_work = -1;
   for (size_t i = 0; i < n; ++i) {
-    if (searches_[i].trials() == 0 && !searches_[i].exhausted()) return i;
+    if (searches_[i].trials() != 0 || searches_[i].exhausted()) continue;
+    double work = static_cast<double>(searches_[i].task().weight) * searches_[i].task().flops;
+    if (work > most_work) {
+      most_work = work;
+      warm_up = i;
+    }
   }
+  if (warm_up < n) return warm_up;
   std::vector<size_t> open;
   for (size_t i = 0; i < n; ++i) {
     if (!searches_[i].exhausted()) open.push_back(i);

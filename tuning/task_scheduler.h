@@ -3,7 +3,8 @@
 // A model's end-to-end latency is roughly sum_i w_i * g_i, where g_i is the best latency found
 // so far for kernel task i and w_i how often the model calls it. The gradient scheduler (after
 // Ansor) gives the next batch to the task whose extra trials are expected to cut that sum most:
-// after every task has had one warm-up batch, it estimates for each task
+// after every task has had one warm-up batch (the tasks with the most work per run first), it
+// estimates for each task
 //   dL/dt_i = w_i * ( alpha * (g_i(t_i) - g_i(t_i - window)) / window
 //                     + (1 - alpha) * (-g_i(t_i) / t_i) ),
 // the first term from the recent slope of the task's own tuning curve, the second an optimistic

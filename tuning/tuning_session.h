@@ -149,6 +149,11 @@ class TuningSession {
     double confirm_margin = 0.25;
     // ... at most this many, fastest first.
     int max_finalists = 4;
+    // A confirmed change must be faster than what it replaces by at least this fraction; below
+    // it the difference is within what the interleaved measurement resolves on a shared machine
+    // and the module is left as it was (the first choice of a tuning pass, which passes list
+    // first, or a kernel's default schedules).
+    double minimum_gain = 0.03;
   };
 
   TuningSession(ir::Target target, std::shared_ptr<Database> database,

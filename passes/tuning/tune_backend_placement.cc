@@ -15,8 +15,9 @@
 // what happens between them (a reorder into a backend's layout, a fusion that a cut prevents), so
 // the dynamic program's placement is measured end to end together with placing nothing and placing
 // everything each backend takes, and the fastest of those is kept: the result is never slower, as
-// measured, than all-own or all-backend. Under a budget too small for every piece, a second program
-// keeps our kernels where ours went unmeasured (DynamicProgram).
+// measured, than all-own or all-backend. Under a budget too small for every piece, the anchors are
+// measured in dataflow order, each both ways, and two programs guess the rest: one with the backend
+// wherever a chain went unmeasured, one with our kernels (DynamicProgram).
 //
 // When the eval passes nest tuning passes (eval=[FuseOps, TuneKernels]), tuning the kernels of
 // every piece would spread the budget over dozens of pieces: the pieces are measured in the
@@ -226,13 +227,12 @@ class TuneBackendPlacement : public TuningPass {
   }
 
   // The dynamic program's placements: "dynamic-program" over the measured pieces and, when the
-  // budget ran out before every piece was measured, "dynamic-program-own". Pieces are measured
-  // each anchor's longest backend chain first, then our longest chains, so a small budget (a
-  // model has hundreds of pieces, a run may have a hundred trials) leaves ours unmeasured at the
-  // later anchors, and the first program places every one of those on the backend. The second
-  // takes our longest chain wherever that went unmeasured (at no cost in the program) and
-  // decides by measurement only where ours was measured; both are measured end to end with the
-  // other whole-module placements.
+  // budget ran out before every piece was measured, "dynamic-program-own". A small budget (a
+  // model has hundreds of pieces, a run may have a hundred trials) measures the anchors' longest
+  // chains in dataflow order, backend and ours at each, and stops part-way; the first program
+  // then places every later anchor on the backend, the second on our kernels (an unmeasured
+  // longest chain costs nothing in it), and both decide by measurement where pieces were
+  // measured. Both are measured end to end with the other whole-module placements.
   std::vector<std::pair<std::string, std::vector<Placement>>> DynamicProgram(
       const ir::GraphFunction& function, const std::vector<backends::PatternMatch>& matches,
       PassContext& context) const {
@@ -320,21 +320,26 @@ class TuneBackendPlacement : public TuningPass {
     if (std::none_of(unmeasured.begin(), unmeasured.end(), [](bool u) { return u; })) {
       return {{"dynamic-program", Cover(function, pieces)}};
     }
-    std::map<ir::ValueId, size_t> longest_own;
+    // Where a longest chain went unmeasured, one program takes the backend's (the library is
+    // the safer guess) and the other ours, each at no cost; measured pieces decide the rest.
+    std::map<std::pair<ir::ValueId, bool>, size_t> longest;
     for (const Piece& piece : pieces) {
-      if (!piece.backend.empty()) continue;
-      size_t& length = longest_own[piece.nodes.front()];
+      size_t& length = longest[{piece.nodes.front(), piece.backend.empty()}];
       length = std::max(length, piece.nodes.size());
     }
-    std::vector<Piece> own_filled = pieces;
-    for (size_t p = 0; p < pieces.size(); ++p) {
-      if (unmeasured[p] && pieces[p].backend.empty() &&
-          pieces[p].nodes.size() == longest_own.at(pieces[p].nodes.front())) {
-        own_filled[p].seconds = 0;
+    auto filled = [&](bool own) {
+      std::vector<Piece> guessed = pieces;
+      for (size_t p = 0; p < pieces.size(); ++p) {
+        bool is_own = pieces[p].backend.empty();
+        if (unmeasured[p] && is_own == own &&
+            pieces[p].nodes.size() == longest.at({pieces[p].nodes.front(), is_own})) {
+          guessed[p].seconds = 0;
+        }
       }
-    }
-    return {{"dynamic-program", Cover(function, pieces)},
-            {"dynamic-program-own", Cover(function, own_filled)}};
+      return guessed;
+    };
+    return {{"dynamic-program", Cover(function, filled(false))},
+            {"dynamic-program-own", Cover(function, filled(true))}};
   }
 
   // The structural hash of `subgraph` with its weights (constants of 16 elements or more) left
@@ -401,15 +406,22 @@ class TuneBackendPlacement : public TuningPass {
     }
     for (const std::vector<ir::ValueId>& nodes : own) pieces.push_back(Piece{nodes, "", ""});
     // Measured in this order, so under a budget too small for every piece, each anchor's longest
-    // chain, ours and each backend's, comes first: every anchor then has a complete alternative
-    // for the dynamic program before shorter splits are measured.
+    // chains, each backend's and then ours, come first, anchor by anchor in dataflow order: every
+    // anchor measured is then a real comparison of the backend with our kernels before shorter
+    // splits are measured (all backend chains first would leave ours unmeasured everywhere).
     std::map<std::pair<ir::ValueId, std::string>, size_t> longest;
     for (const Piece& piece : pieces) {
       size_t& length = longest[{piece.nodes.front(), piece.backend}];
       length = std::max(length, piece.nodes.size());
     }
-    std::stable_partition(pieces.begin(), pieces.end(), [&](const Piece& piece) {
+    auto is_longest = [&](const Piece& piece) {
       return piece.nodes.size() == longest.at({piece.nodes.front(), piece.backend});
+    };
+    std::stable_sort(pieces.begin(), pieces.end(), [&](const Piece& a, const Piece& b) {
+      if (is_longest(a) != is_longest(b)) return is_longest(a);
+      if (!is_longest(a)) return false;
+      if (a.nodes.front() != b.nodes.front()) return a.nodes.front() < b.nodes.front();
+      return !a.backend.empty() && b.backend.empty();
     });
     return pieces;
   }

@@ -129,11 +129,9 @@ class TuneKernels : public TuningPass {
   // Kernels are measured alone; a schedule faster alone can be slower in the model (caches,
   // threads), and small differences are noise. So the tuned module is confirmed end to end
   // against the same module with default schedules (TuningSession::ConfirmModules: measured
-  // together, interleaved); unless the tuned module is faster by at least kMinimumGain (below
-  // that the difference is within what the interleaved measurement resolves on a shared
-  // machine), the decision becomes the empty map, which replays to the defaults. The
+  // together, interleaved); unless the tuned module is faster by at least the session's
+  // minimum_gain, the decision becomes the empty map, which replays to the defaults. The
   // instruction records both latencies ("confirmed").
-  static constexpr double kMinimumGain = 0.03;
   void ConfirmAgainstDefaults(const Candidate& candidate, Candidate& tuned,
                               PassContext& context) const {
     tuning::TuningSession& session = context.Tuning();
@@ -154,7 +152,8 @@ class TuneKernels : public TuningPass {
         {{tuned.output, tuned.trace}, {defaults.output, defaults.trace}}, DecisionText());
     if (confirmed.size() != 2 || !confirmed[0].ok()) return;
     bool defaults_win = confirmed[1].ok() && confirmed[0].median_seconds >
-                                                 confirmed[1].median_seconds * (1 - kMinimumGain);
+                                                 confirmed[1].median_seconds *
+                                                 (1 - session.options().minimum_gain);
     std::string text =
         fmt::format("tuned:{:.1f}us,default:{}", confirmed[0].median_seconds * 1e6,
                     confirmed[1].ok() ? fmt::format("{:.1f}us", confirmed[1].median_seconds * 1e6)

@@ -49,11 +49,12 @@ class Confirmation : public ::testing::Test {
 
   ir::IRModule Run(int confirm_rounds,
                    const std::string& pipeline = R"(MockTune(choices=3, label="t"))",
-                   double margin = 0.5, std::set<int> slowed = {0}) {
+                   double margin = 0.5, std::set<int> slowed = {0}, double minimum_gain = 0.03) {
     runner_ = std::make_shared<SlowSpellRunner>(std::move(slowed));
     tuning::TuningSession::Options options;
     options.confirm_rounds = confirm_rounds;
     options.confirm_margin = margin;
+    options.minimum_gain = minimum_gain;
     passes::PassContext context;
     context.tuning = std::make_shared<tuning::TuningSession>(
         ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1), runner_, options);
@@ -90,6 +91,17 @@ TEST_F(Confirmation, FinalistsMeasuredTogetherOverturnIt) {
   const ir::Instruction& instruction = decisions_[0].trace.instructions()[0];
   EXPECT_EQ(std::get<std::string>(*instruction.decision), "c1");
   EXPECT_EQ(instruction.attrs.GetString("confirmed"), "c0:1100.0us,c2:1100.0us,c1:1000.0us");
+}
+
+// The optimum c1 (1.0 ms) gains 9% over the first choice c0 (1.1 ms): enough under a minimum
+// gain of 3%, not under one of 20%, where the first choice stays.
+TEST_F(Confirmation, AChangeMustGainTheMinimumOverTheFirstChoice) {
+  EXPECT_EQ(Run(3, R"(MockTune(choices=3, label="t"))", 0.5, {0}, 0.03).attrs().GetInt("mock.t"),
+            1);
+  database_ = tuning::MakeInMemoryDatabase();
+  ir::IRModule out = Run(3, R"(MockTune(choices=3, label="t"))", 0.5, {0}, 0.2);
+  EXPECT_EQ(out.attrs().GetInt("mock.t"), 0);
+  EXPECT_EQ(std::get<std::string>(*decisions_[0].trace.instructions()[0].decision), "c0");
 }
 
 // A spell over two of the three confirmation rounds of the optimum: the pooled median of its

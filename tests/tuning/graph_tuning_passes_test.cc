@@ -220,12 +220,13 @@ class PlacementCostRunner : public tuning::Runner {
   double first_ms_, second_ms_;
 };
 
-// With a budget too small for every piece, the pieces measured first are each convolution's
-// longest chain on oneDNN, then ours (the first convolution's only, here).
-ir::Trace PlacementUnderSmallBudget(double first_ms, double second_ms) {
+// With a budget too small for every piece, the pieces measured first are the convolutions'
+// longest chains in dataflow order, oneDNN's then ours: with 3 pieces, the first convolution's
+// both ways and the second's on oneDNN.
+ir::Trace PlacementUnderSmallBudget(double first_ms, double second_ms, int pieces = 3) {
   passes::PassContext context;
   tuning::TuningSession::Options options = FastOptions();
-  options.max_measurements = 7;  // 3 pieces (7 - the 4 whole-module placements kept for the end)
+  options.max_measurements = 4 + pieces;  // the 4 whole-module placements are kept for the end
   context.tuning = std::make_shared<tuning::TuningSession>(
       ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(),
       std::make_shared<PlacementCostRunner>(first_ms, second_ms), options);
@@ -256,6 +257,18 @@ TEST(TuneBackendPlacement, ABudgetTooSmallForEveryPieceAlsoTriesOursWhereOursWen
       passes::ParsePlacementText(std::get<std::string>(*instruction.decision));
   ASSERT_EQ(placements.size(), 1u);
   EXPECT_EQ(placements[0].nodes.back(), "relu1");
+}
+
+TEST(TuneBackendPlacement, ABudgetTooSmallForEveryPieceComparesTheFirstAnchorsBothWays) {
+  // Two pieces: the first convolution on oneDNN and ours (ours wins there); the second went
+  // unmeasured, and "dynamic-program" places it on oneDNN, which is the fastest module.
+  ir::Trace trace = PlacementUnderSmallBudget(/*first_ms=*/0.5, /*second_ms=*/1.5, /*pieces=*/2);
+  const ir::Instruction& instruction = trace.instructions().at(0);
+  EXPECT_EQ(instruction.attrs.GetString("choice"), "dynamic-program");
+  std::vector<passes::Placement> placements =
+      passes::ParsePlacementText(std::get<std::string>(*instruction.decision));
+  ASSERT_EQ(placements.size(), 1u);
+  EXPECT_EQ(placements[0].nodes.back(), "output");
 }
 
 // Names of the nodes of every module it measures (the latency is fixed).

@@ -159,6 +159,30 @@ TEST(KernelSearch, GradientSchedulerFavoursTheHeavierTask) {
   EXPECT_EQ(even.searches()[0].trials(), even.searches()[1].trials());
 }
 
+TEST(KernelSearch, WarmUpGoesToTheTaskWithTheMostWorkFirst) {
+  // A budget of one batch warms up one task only: the one called 10 times per run, although it
+  // comes second.
+  tuning::TuningTask light = ScaleTask(1);
+  std::string heavy_text = kScale;
+  heavy_text.replace(heavy_text.find("2.0"), 3, "3.0");
+  ir::KernelFunction heavy_kernel = ir::ParseKernel(heavy_text);
+  tuning::TuningTask heavy{tuning::KernelWorkloadHash(heavy_kernel), "heavy", heavy_kernel, 10,
+                           tuning::EstimateFlops(heavy_kernel)};
+  ASSERT_GT(heavy.flops, 0);
+  std::unique_ptr<tuning::CostModel> model = tuning::MakeRandomModel(1);
+  tuning::SchedulerOptions options;
+  options.max_trials = 4;
+  options.batch_size = 4;
+  tuning::SearchOptions search;
+  search.evolutionary = false;
+  auto session = MockSession(std::make_shared<SyntheticRunner>());
+  tuning::TaskScheduler scheduler({light, heavy}, *session, *model, SyntheticSpace(), search,
+                                  options, "TuneKernels");
+  scheduler.Run();
+  EXPECT_EQ(scheduler.searches()[0].trials(), 0);
+  EXPECT_EQ(scheduler.searches()[1].trials(), 4);
+}
+
 TEST(KernelSearch, DefaultScheduleIsOfferedFirstAndCanWin) {
   // With offer_default_schedule, the first batch holds the default-scheduled kernel; a runner
   // that finds every other program slower makes it the task's best, and the best trace replays
