@@ -151,9 +151,9 @@ class TuneKernels : public TuningPass {
     std::vector<tuning::MeasureResult> confirmed = session.ConfirmModules(
         {{tuned.output, tuned.trace}, {defaults.output, defaults.trace}}, DecisionText());
     if (confirmed.size() != 2 || !confirmed[0].ok()) return;
-    bool defaults_win = confirmed[1].ok() && confirmed[0].median_seconds >
-                                                 confirmed[1].median_seconds *
-                                                 (1 - session.options().minimum_gain);
+    bool defaults_win =
+        confirmed[1].ok() && confirmed[0].median_seconds >
+                                 confirmed[1].median_seconds * (1 - session.options().minimum_gain);
     std::string text =
         fmt::format("tuned:{:.1f}us,default:{}", confirmed[0].median_seconds * 1e6,
                     confirmed[1].ok() ? fmt::format("{:.1f}us", confirmed[1].median_seconds * 1e6)

@@ -91,6 +91,23 @@ TEST(DefaultSchedule, ParallelizesLongReductionsIntoSmallOutputs) {
   EXPECT_EQ(parallel_loops(8), 0);
 }
 
+// A depthwise convolution reads each input element 9 times: on a large image its pad is a
+// stage of its own (the taps then load without a bounds select), on a small one, where the
+// border is a large part of the padded buffer, it is inlined into the taps.
+TEST(DefaultSchedule, DepthwisePadIsSeparateOnLargeImagesOnly) {
+  auto has_pad_stage = [](int64_t size) {
+    ir::KernelFunction kernel =
+        LowerOp("conv2d", {F32({1, 8, size, size}), F32({8, 1, 3, 3})},
+                ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", int64_t{8}}});
+    Schedule s = ApplyDefaultSchedule(kernel, DefaultScheduleOptions{.num_threads = 2});
+    EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    std::vector<std::string> names = s.BlockNames();
+    return std::find(names.begin(), names.end(), "pad") != names.end();
+  };
+  EXPECT_TRUE(has_pad_stage(64));
+  EXPECT_FALSE(has_pad_stage(8));
+}
+
 // A transpose whose innermost output axis is short (NCHW -> NHWC of 3 channels) is not
 // vectorized across the fused loops (each vector would be a gather with per-lane index
 // arithmetic): its outer loops run in parallel and the channel loop is unrolled.
