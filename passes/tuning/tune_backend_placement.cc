@@ -16,8 +16,10 @@
 // the dynamic program's placement is measured end to end together with placing nothing and placing
 // everything each backend takes, and the fastest of those is kept: the result is never slower, as
 // measured, than all-own or all-backend. Under a budget too small for every piece, the anchors are
-// measured in dataflow order, each both ways, and two programs guess the rest: one with the backend
-// wherever a chain went unmeasured, one with our kernels (DynamicProgram).
+// measured in dataflow order, each both ways, in rounds; a kind of piece whose one side lost by far
+// at its first anchors is not measured on that side again (hopeless_sides.h), and two programs
+// guess the rest: one with the backend wherever a chain went unmeasured, one with our kernels
+// (DynamicProgram).
 //
 // When the eval passes nest tuning passes (eval=[FuseOps, TuneKernels]), tuning the kernels of
 // every piece would spread the budget over dozens of pieces: the pieces are measured in the
@@ -40,6 +42,7 @@
 #include "passes/backend_placement.h"
 #include "passes/heuristic/rewrite_helpers.h"
 #include "passes/pass_registry.h"
+#include "passes/tuning/hopeless_sides.h"
 #include "passes/tuning_pass.h"
 #include "tuning/tuning_session.h"
 
@@ -48,6 +51,9 @@ namespace tandem::passes {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// A side of a kind of piece that lost by more than this factor at its first anchors is not
+// measured at the later ones (HopelessSides).
+constexpr double kHopelessFactor = 1.5;
 
 struct Piece {
   std::vector<ir::ValueId> nodes;
@@ -285,6 +291,7 @@ class TuneBackendPlacement : public TuningPass {
                                               {total - static_cast<int64_t>(p), total + 3}));
       piece_of.push_back(p);
     }
+    std::vector<bool> skipped;
     {
       // Leave the end-to-end measurements of the placements (none, all-<backend>, the two
       // programs') to be taken after the pieces; when kernels are tuned after them, the pieces
@@ -296,7 +303,7 @@ class TuneBackendPlacement : public TuningPass {
       int64_t for_pieces = std::max<int64_t>(0, remaining - 4);
       if (EvalNestsTuning()) for_pieces /= 2;
       if (limited) session.PushBudgetShare(for_pieces);
-      EvaluateAndSelect(measured, context);
+      skipped = MeasureInRounds(function, pieces, measured, piece_of, context);
       if (limited) session.PopBudgetShare();
     }
     std::vector<bool> unmeasured(pieces.size(), true);
@@ -315,13 +322,17 @@ class TuneBackendPlacement : public TuningPass {
       pieces[p].seconds = pieces[first].seconds;
       tried[p] = tried[first];
       unmeasured[p] = unmeasured[first];
+      skipped[p] = skipped[first];
     }
-    for (size_t p = 0; p < pieces.size(); ++p) unmeasured[p] = unmeasured[p] && tried[p];
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      unmeasured[p] = unmeasured[p] && tried[p] && !skipped[p];
+    }
     if (std::none_of(unmeasured.begin(), unmeasured.end(), [](bool u) { return u; })) {
       return {{"dynamic-program", Cover(function, pieces)}};
     }
     // Where a longest chain went unmeasured, one program takes the backend's (the library is
     // the safer guess) and the other ours, each at no cost; measured pieces decide the rest.
+    constexpr double kLastResort = 1e3;
     std::map<std::pair<ir::ValueId, bool>, size_t> longest;
     for (const Piece& piece : pieces) {
       size_t& length = longest[{piece.nodes.front(), piece.backend.empty()}];
@@ -331,15 +342,89 @@ class TuneBackendPlacement : public TuningPass {
       std::vector<Piece> guessed = pieces;
       for (size_t p = 0; p < pieces.size(); ++p) {
         bool is_own = pieces[p].backend.empty();
-        if (unmeasured[p] && is_own == own &&
+        if (unmeasured[p] &&
             pieces[p].nodes.size() == longest.at({pieces[p].nodes.front(), is_own})) {
-          guessed[p].seconds = 0;
+          // The other side only where nothing else covers the anchor (ours was skipped).
+          guessed[p].seconds = is_own == own ? 0 : kLastResort;
         }
       }
       return guessed;
     };
     return {{"dynamic-program", Cover(function, filled(false))},
             {"dynamic-program-own", Cover(function, filled(true))}};
+  }
+
+  // Measures the pieces' candidates in order, kRoundSize at a time. After each round, a kind of
+  // piece whose one side lost by far at every anchor of that kind measured both ways (at least
+  // two) is not measured on that side again (hopeless_sides.h), when the budget cannot measure
+  // every piece; returns which pieces were so skipped.
+  std::vector<bool> MeasureInRounds(const ir::GraphFunction& function,
+                                    const std::vector<Piece>& pieces,
+                                    std::vector<Candidate>& measured,
+                                    const std::vector<size_t>& piece_of,
+                                    PassContext& context) const {
+    constexpr size_t kRoundSize = 8;
+    std::vector<bool> skipped(pieces.size(), false);
+    tuning::TuningSession& session = context.Tuning();
+    bool may_skip = session.RemainingBudget() < static_cast<int64_t>(measured.size());
+    // The kind of each anchor's longest chain (ours: every backend chain is one of its
+    // prefixes), and which pieces are the longest ones compared.
+    std::map<ir::ValueId, const Piece*> own_longest;
+    for (const Piece& piece : pieces) {
+      const Piece*& longest = own_longest[piece.nodes.front()];
+      if (piece.backend.empty() && (!longest || piece.nodes.size() > longest->nodes.size())) {
+        longest = &piece;
+      }
+    }
+    std::map<ir::ValueId, std::string> kind_of;
+    for (const auto& [anchor, piece] : own_longest) {
+      if (piece) kind_of[anchor] = PieceKind(function, piece->nodes);
+    }
+    auto is_compared = [&](const Piece& piece) {
+      const Piece* own = own_longest.at(piece.nodes.front());
+      return own && piece.nodes == own->nodes;
+    };
+    HopelessSides hopeless(kHopelessFactor, /*anchors=*/2);
+    std::map<ir::ValueId, std::pair<double, double>> both_ways;  // own, best backend
+    size_t next = 0;
+    while (next < measured.size() && !session.BudgetSpent()) {
+      std::vector<size_t> round;
+      for (; next < measured.size() && round.size() < kRoundSize; ++next) {
+        const Piece& piece = pieces[piece_of[next]];
+        auto kind = kind_of.find(piece.nodes.front());
+        if (may_skip && kind != kind_of.end() &&
+            hopeless.IsHopeless(kind->second, piece.backend.empty())) {
+          skipped[piece_of[next]] = true;
+          continue;
+        }
+        round.push_back(next);
+      }
+      std::vector<Candidate> batch;
+      for (size_t k : round) batch.push_back(std::move(measured[k]));
+      EvaluateAndSelect(batch, context);
+      for (size_t i = 0; i < round.size(); ++i) {
+        size_t k = round[i];
+        measured[k] = std::move(batch[i]);
+        const Piece& piece = pieces[piece_of[k]];
+        const auto& result = measured[k].result;
+        if (!is_compared(piece) || !result || !result->ok()) continue;
+        auto [entry, inserted] = both_ways.try_emplace(piece.nodes.front(), 0.0, 0.0);
+        double& side = piece.backend.empty() ? entry->second.first : entry->second.second;
+        bool was_compared = entry->second.first > 0 && entry->second.second > 0;
+        side = side > 0 ? std::min(side, result->median_seconds) : result->median_seconds;
+        if (!was_compared && entry->second.first > 0 && entry->second.second > 0) {
+          hopeless.Add(kind_of.at(piece.nodes.front()), entry->second.first, entry->second.second);
+        }
+      }
+    }
+    // What the budget did not reach is left for the caller to count as unmeasured.
+    if (next < measured.size()) {
+      std::vector<Candidate> rest;
+      for (size_t k = next; k < measured.size(); ++k) rest.push_back(std::move(measured[k]));
+      EvaluateAndSelect(rest, context);
+      for (size_t k = next; k < measured.size(); ++k) measured[k] = std::move(rest[k - next]);
+    }
+    return skipped;
   }
 
   // The structural hash of `subgraph` with its weights (constants of 16 elements or more) left
