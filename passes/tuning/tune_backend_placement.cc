@@ -42,6 +42,7 @@
 #include "passes/backend_placement.h"
 #include "passes/heuristic/rewrite_helpers.h"
 #include "passes/pass_registry.h"
+#include "passes/tuning/cover_program.h"
 #include "passes/tuning/hopeless_sides.h"
 #include "passes/tuning_pass.h"
 #include "tuning/tuning_session.h"
@@ -50,98 +51,9 @@ namespace tandem::passes {
 
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // A side of a kind of piece that lost by more than this factor at its first anchors is not
 // measured at the later ones (HopelessSides).
 constexpr double kHopelessFactor = 1.5;
-
-struct Piece {
-  std::vector<ir::ValueId> nodes;
-  std::string backend;  // "" for our own code generator
-  std::string pattern;
-  double seconds = kInfinity;
-};
-
-// Covers the nodes of the pieces exactly once at the least total time (see the file comment).
-class CoverProgram {
- public:
-  explicit CoverProgram(const std::vector<Piece>& pieces) : pieces_(pieces) {
-    std::set<ir::ValueId> all;
-    for (size_t p = 0; p < pieces.size(); ++p) {
-      all.insert(pieces[p].nodes.begin(), pieces[p].nodes.end());
-      starting_at_[pieces[p].nodes.front()].push_back(p);
-    }
-    order_.assign(all.begin(), all.end());
-  }
-
-  // The chosen pieces (indices), or empty when no exact cover exists.
-  std::vector<size_t> Solve() {
-    double total = Best(0, {});
-    std::vector<size_t> chosen;
-    if (total == kInfinity) return chosen;
-    size_t position = 0;
-    std::vector<ir::ValueId> covered;
-    while (position < order_.size()) {
-      const Entry& entry = memo_.at({position, covered});
-      if (entry.piece >= 0) {
-        chosen.push_back(static_cast<size_t>(entry.piece));
-        covered = Advance(covered, position, &pieces_[static_cast<size_t>(entry.piece)]);
-      } else {
-        covered = Advance(covered, position, nullptr);
-      }
-      ++position;
-    }
-    return chosen;
-  }
-
- private:
-  struct Entry {
-    double seconds;
-    int64_t piece;  // chosen at this state (-1: the node was already covered)
-  };
-
-  // The covered set after position `position`: without its node, plus a piece's later nodes.
-  std::vector<ir::ValueId> Advance(const std::vector<ir::ValueId>& covered, size_t position,
-                                   const Piece* piece) const {
-    std::set<ir::ValueId> next(covered.begin(), covered.end());
-    next.erase(order_[position]);
-    if (piece != nullptr) {
-      for (ir::ValueId id : piece->nodes) {
-        if (id != order_[position]) next.insert(id);
-      }
-    }
-    return {next.begin(), next.end()};
-  }
-
-  double Best(size_t position, const std::vector<ir::ValueId>& covered) {
-    if (position == order_.size()) return 0;
-    auto key = std::make_pair(position, covered);
-    if (auto found = memo_.find(key); found != memo_.end()) return found->second.seconds;
-    ir::ValueId node = order_[position];
-    Entry entry{kInfinity, -1};
-    if (std::binary_search(covered.begin(), covered.end(), node)) {
-      entry.seconds = Best(position + 1, Advance(covered, position, nullptr));
-    } else if (auto starting = starting_at_.find(node); starting != starting_at_.end()) {
-      for (size_t p : starting->second) {
-        const Piece& piece = pieces_[p];
-        if (piece.seconds == kInfinity) continue;
-        bool overlaps = std::any_of(piece.nodes.begin(), piece.nodes.end(), [&](ir::ValueId id) {
-          return std::binary_search(covered.begin(), covered.end(), id);
-        });
-        if (overlaps) continue;
-        double seconds = piece.seconds + Best(position + 1, Advance(covered, position, &piece));
-        if (seconds < entry.seconds) entry = {seconds, static_cast<int64_t>(p)};
-      }
-    }
-    memo_[key] = entry;
-    return entry.seconds;
-  }
-
-  const std::vector<Piece>& pieces_;
-  std::vector<ir::ValueId> order_;
-  std::map<ir::ValueId, std::vector<size_t>> starting_at_;
-  std::map<std::pair<size_t, std::vector<ir::ValueId>>, Entry> memo_;
-};
 
 class TuneBackendPlacement : public TuningPass {
  public:
