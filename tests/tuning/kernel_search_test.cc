@@ -124,6 +124,15 @@ TEST(KernelSearch, EvolutionarySearchFindsTheKnownOptimum) {
   for (size_t i = 1; i < curve.size(); ++i) EXPECT_LE(curve[i].second, curve[i - 1].second);
 }
 
+// A task of ScaleTask's shape but another workload (its constant differs), called 10 times per
+// run.
+tuning::TuningTask HeavyScaleTask() {
+  std::string text = kScale;
+  text.replace(text.find("2.0"), 3, "3.0");
+  ir::KernelFunction kernel = ir::ParseKernel(text);
+  return {tuning::KernelWorkloadHash(kernel), "heavy", kernel, 10, tuning::EstimateFlops(kernel)};
+}
+
 TEST(KernelSearch, GradientSchedulerFavoursTheHeavierTask) {
   auto runner = std::make_shared<SyntheticRunner>();
   auto session = MockSession(runner);
@@ -137,11 +146,7 @@ TEST(KernelSearch, GradientSchedulerFavoursTheHeavierTask) {
   // Two tasks of the same shape but different workloads (the second kernel is renamed and its
   // constant differs), the second called 10 times per run.
   tuning::TuningTask light = ScaleTask(1);
-  std::string heavy_text = kScale;
-  heavy_text.replace(heavy_text.find("2.0"), 3, "3.0");
-  ir::KernelFunction heavy_kernel = ir::ParseKernel(heavy_text);
-  tuning::TuningTask heavy{tuning::KernelWorkloadHash(heavy_kernel), "heavy", heavy_kernel, 10,
-                           tuning::EstimateFlops(heavy_kernel)};
+  tuning::TuningTask heavy = HeavyScaleTask();
   tuning::TaskScheduler scheduler({light, heavy}, *session, *model, SyntheticSpace(), search,
                                   options, "TuneKernels");
   scheduler.Run();
@@ -163,11 +168,7 @@ TEST(KernelSearch, WarmUpGoesToTheTaskWithTheMostWorkFirst) {
   // A budget of one batch warms up one task only: the one called 10 times per run, although it
   // comes second.
   tuning::TuningTask light = ScaleTask(1);
-  std::string heavy_text = kScale;
-  heavy_text.replace(heavy_text.find("2.0"), 3, "3.0");
-  ir::KernelFunction heavy_kernel = ir::ParseKernel(heavy_text);
-  tuning::TuningTask heavy{tuning::KernelWorkloadHash(heavy_kernel), "heavy", heavy_kernel, 10,
-                           tuning::EstimateFlops(heavy_kernel)};
+  tuning::TuningTask heavy = HeavyScaleTask();
   ASSERT_GT(heavy.flops, 0);
   std::unique_ptr<tuning::CostModel> model = tuning::MakeRandomModel(1);
   tuning::SchedulerOptions options;
