@@ -11,7 +11,8 @@ std::string PieceKind(const ir::GraphFunction& function, const std::vector<ir::V
     kind += node.op + "(";
     for (const auto& [name, value] : node.attrs.values()) {
       if (name == "groups") {
-        kind += std::get<int64_t>(value) == 1 ? "groups=1;" : "grouped;";
+        bool one = std::holds_alternative<int64_t>(value) && std::get<int64_t>(value) == 1;
+        kind += one ? "groups=1;" : "grouped;";
       } else {
         kind += name + "=" + ir::ToString(value) + ";";
       }
