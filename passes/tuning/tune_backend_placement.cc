@@ -245,17 +245,12 @@ class TuneBackendPlacement : public TuningPass {
     // Where a longest chain went unmeasured, one program takes the backend's (the library is
     // the safer guess) and the other ours, each at no cost; measured pieces decide the rest.
     constexpr double kLastResort = 1e3;
-    std::map<std::pair<ir::ValueId, bool>, size_t> longest;
-    for (const Piece& piece : pieces) {
-      size_t& length = longest[{piece.nodes.front(), piece.backend.empty()}];
-      length = std::max(length, piece.nodes.size());
-    }
+    LongestLengths longest = LongestAtEachAnchor(pieces);
     auto filled = [&](bool own) {
       std::vector<Piece> guessed = pieces;
       for (size_t p = 0; p < pieces.size(); ++p) {
         bool is_own = pieces[p].backend.empty();
-        if (unmeasured[p] &&
-            pieces[p].nodes.size() == longest.at({pieces[p].nodes.front(), is_own})) {
+        if (unmeasured[p] && IsLongest(pieces[p], longest)) {
           // The other side only where nothing else covers the anchor (ours was skipped).
           guessed[p].seconds = is_own == own ? 0 : kLastResort;
         }
@@ -280,21 +275,17 @@ class TuneBackendPlacement : public TuningPass {
     tuning::TuningSession& session = context.Tuning();
     bool may_skip = session.RemainingBudget() < static_cast<int64_t>(measured.size());
     // The kind of each anchor's longest chain (ours: every backend chain is one of its
-    // prefixes), and which pieces are the longest ones compared.
-    std::map<ir::ValueId, const Piece*> own_longest;
+    // prefixes); the pieces compared are each side's chain of that length.
+    LongestLengths longest = LongestAtEachAnchor(pieces);
+    std::map<ir::ValueId, std::string> kind_of;
     for (const Piece& piece : pieces) {
-      const Piece*& longest = own_longest[piece.nodes.front()];
-      if (piece.backend.empty() && (!longest || piece.nodes.size() > longest->nodes.size())) {
-        longest = &piece;
+      if (piece.backend.empty() && IsLongest(piece, longest)) {
+        kind_of[piece.nodes.front()] = PieceKind(function, piece.nodes);
       }
     }
-    std::map<ir::ValueId, std::string> kind_of;
-    for (const auto& [anchor, piece] : own_longest) {
-      if (piece) kind_of[anchor] = PieceKind(function, piece->nodes);
-    }
     auto is_compared = [&](const Piece& piece) {
-      const Piece* own = own_longest.at(piece.nodes.front());
-      return own && piece.nodes == own->nodes;
+      auto own = longest.find({piece.nodes.front(), ""});
+      return IsLongest(piece, longest) && own != longest.end() && piece.nodes.size() == own->second;
     };
     HopelessSides hopeless(kHopelessFactor, /*anchors=*/2);
     std::map<ir::ValueId, std::pair<double, double>> both_ways;  // own, best backend
@@ -382,6 +373,20 @@ class TuneBackendPlacement : public TuningPass {
     return placements;
   }
 
+  // The length of the longest piece at each anchor (its first node) for each backend ("": ours).
+  using LongestLengths = std::map<std::pair<ir::ValueId, std::string>, size_t>;
+  static LongestLengths LongestAtEachAnchor(const std::vector<Piece>& pieces) {
+    LongestLengths longest;
+    for (const Piece& piece : pieces) {
+      size_t& length = longest[{piece.nodes.front(), piece.backend}];
+      length = std::max(length, piece.nodes.size());
+    }
+    return longest;
+  }
+  static bool IsLongest(const Piece& piece, const LongestLengths& longest) {
+    return piece.nodes.size() == longest.at({piece.nodes.front(), piece.backend});
+  }
+
   // Backend pieces are the matches; own pieces are the prefixes and suffixes of the longest
   // chain at each anchor (with the backend's prefixes they cover every split of a chain).
   static std::vector<Piece> MakePieces(const std::vector<backends::PatternMatch>& matches) {
@@ -406,14 +411,8 @@ class TuneBackendPlacement : public TuningPass {
     // chains, each backend's and then ours, come first, anchor by anchor in dataflow order: every
     // anchor measured is then a real comparison of the backend with our kernels before shorter
     // splits are measured (all backend chains first would leave ours unmeasured everywhere).
-    std::map<std::pair<ir::ValueId, std::string>, size_t> longest;
-    for (const Piece& piece : pieces) {
-      size_t& length = longest[{piece.nodes.front(), piece.backend}];
-      length = std::max(length, piece.nodes.size());
-    }
-    auto is_longest = [&](const Piece& piece) {
-      return piece.nodes.size() == longest.at({piece.nodes.front(), piece.backend});
-    };
+    LongestLengths longest = LongestAtEachAnchor(pieces);
+    auto is_longest = [&](const Piece& piece) { return IsLongest(piece, longest); };
     std::stable_sort(pieces.begin(), pieces.end(), [&](const Piece& a, const Piece& b) {
       if (is_longest(a) != is_longest(b)) return is_longest(a);
       if (!is_longest(a)) return false;

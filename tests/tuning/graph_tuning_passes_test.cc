@@ -237,10 +237,7 @@ ir::Trace PlacementUnderSmallBudget(double first_ms, double second_ms, int piece
       model);
   EXPECT_GT(context.tuning->TotalCounts().over_budget, 0);
   // The placed module computes what the model computes.
-  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 5);
-  EXPECT_LT(ir::RelativeError(backends::Build(output)->Run(inputs)[0],
-                              backends::RunReference(model, inputs)[0]),
-            1e-4);
+  EXPECT_LT(testing::ErrorAgainstReference(output, model, 5), 1e-4);
   EXPECT_EQ(context.tuning->decisions().size(), 1u);
   return context.tuning->decisions().at(0).trace;
 }
@@ -326,10 +323,7 @@ TEST(TuneBackendPlacement, APieceLikeAnEarlierOneWithOtherWeightsIsNotMeasuredAg
   EXPECT_GE(whole_modules, 2);
   // The placement still covers both blocks the same way (every piece timed alike): all-oneDNN
   // or all-own whole modules, or the program's, which places the second block like the first.
-  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), 3);
-  EXPECT_LT(ir::RelativeError(backends::Build(output)->Run(inputs)[0],
-                              backends::RunReference(model, inputs)[0]),
-            1e-4);
+  EXPECT_LT(testing::ErrorAgainstReference(output, model, 3), 1e-4);
 }
 
 // A knob whose choices are: keep the module (relu), or replace it by a module that crashes,

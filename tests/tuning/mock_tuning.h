@@ -8,6 +8,8 @@
 #include <cmath>
 #include <memory>
 
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/executable.h"
 #include "ir/parser.h"
 #include "passes/pass_registry.h"
 #include "passes/tuning/knob_pass.h"
@@ -15,6 +17,15 @@
 #include "tuning/tuning_session.h"
 
 namespace tandem::testing {
+
+// The relative error of `output` (a module the passes made from `model`), built and run, against
+// the reference interpreter on `model`, on random inputs from `seed`.
+inline double ErrorAgainstReference(const ir::IRModule& output, const ir::IRModule& model,
+                                    uint64_t seed) {
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(model.Get("main"), seed);
+  return ir::RelativeError(backends::Build(output)->Run(inputs)[0],
+                           backends::RunReference(model, inputs)[0]);
+}
 
 inline constexpr const char* kMockPrefix = "mock.";
 
