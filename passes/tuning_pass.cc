@@ -165,17 +165,10 @@ Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& con
   int64_t remaining = session.RemainingBudget();
   bool share = split.candidates_left > 0 && NestsTuning(eval_) &&
                remaining != std::numeric_limits<int64_t>::max();
-  if (share) {
-    int64_t reserved = EndsMeasured(eval_) ? 0 : split.reserved;
-    session.PushBudgetShare(std::max<int64_t>(0, remaining - reserved) / split.candidates_left);
-  }
-  struct PopShare {
-    tuning::TuningSession& session;
-    bool active;
-    ~PopShare() {
-      if (active) session.PopBudgetShare();
-    }
-  } pop{session, share};
+  int64_t reserved = EndsMeasured(eval_) ? 0 : split.reserved;
+  tuning::BudgetShareScope scope(
+      session, share ? std::max<int64_t>(0, remaining - reserved) / split.candidates_left : 0,
+      share);
   for (const PassPtr& eval : eval_) candidate = ExpandWith(std::move(candidate), eval, context);
   return candidate;
 }
@@ -207,7 +200,8 @@ int64_t TuningPass::EvaluateAndSelect(std::vector<Candidate>& candidates,
 }
 
 int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t instruction_index,
-                                    PassContext& context, bool screening) const {
+                                    PassContext& context, bool screening,
+                                    const std::vector<size_t>& preference) const {
   int64_t best = EvaluateAndSelect(candidates, context);
   if (best < 0) return best;
   tuning::TuningSession& session = context.Tuning();
@@ -276,13 +270,16 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
       best = static_cast<int64_t>(i);
     }
   }
-  // A change has to pay for itself by more than the noise (Options::minimum_gain).
-  if (!screening && best > 0 &&
-      std::find(finalists.begin(), finalists.end(), size_t{0}) != finalists.end() &&
-      candidates[0].result->ok() &&
-      candidates[static_cast<size_t>(best)].result->median_seconds >
-          candidates[0].result->median_seconds * (1 - options.minimum_gain)) {
-    best = 0;
+  // A change has to pay for itself by more than the noise (Options::minimum_gain): of the
+  // finalists that the fastest does not beat by that much, the most preferred is taken.
+  if (!screening) {
+    auto rank = [&](size_t i) { return preference.empty() ? i : preference.at(i); };
+    double fastest = candidates[static_cast<size_t>(best)].result->median_seconds;
+    for (size_t i : finalists) {
+      const auto& r = candidates[i].result;
+      if (!r->ok() || fastest <= r->median_seconds * (1 - options.minimum_gain)) continue;
+      if (rank(i) < rank(static_cast<size_t>(best))) best = static_cast<int64_t>(i);
+    }
   }
   return best;
 }
@@ -375,8 +372,13 @@ Candidate TuningPass::ScreenAndTune(const Candidate& candidate, std::vector<Cand
     candidates.push_back(ExpandWithEvalPasses(
         std::move(next), context, {survivors - static_cast<int64_t>(k), /*reserved=*/survivors}));
   }
+  // Preferred in the order of the choices, each tuned before screened.
+  std::vector<size_t> preference;
+  for (size_t k = 0; k < order.size(); ++k) preference.push_back(2 * order[k]);
+  for (size_t k = 0; k < screened.size(); ++k) preference.push_back(2 * choice_of[k] + 1);
   for (Candidate& s : screened) candidates.push_back(std::move(s));
-  int64_t best = SelectConfirmed(candidates, instruction_index, context);
+  int64_t best =
+      SelectConfirmed(candidates, instruction_index, context, /*screening=*/false, preference);
   if (best < 0) return candidate;
   return candidates[static_cast<size_t>(best)];
 }

@@ -298,4 +298,23 @@ class TuningSession {
   bool AcceptAnswer(const std::string& key, EvaluationCounts& counts);
 };
 
+// Holds a budget share (TuningSession::PushBudgetShare) for its lifetime, released also when an
+// exception passes; holds none when `active` is false.
+class BudgetShareScope {
+ public:
+  BudgetShareScope(TuningSession& session, int64_t trials, bool active = true)
+      : session_(session), active_(active) {
+    if (active_) session_.PushBudgetShare(trials);
+  }
+  ~BudgetShareScope() {
+    if (active_) session_.PopBudgetShare();
+  }
+  BudgetShareScope(const BudgetShareScope&) = delete;
+  BudgetShareScope& operator=(const BudgetShareScope&) = delete;
+
+ private:
+  TuningSession& session_;
+  bool active_;
+};
+
 }  // namespace tandem::tuning

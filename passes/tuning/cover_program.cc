@@ -75,4 +75,52 @@ double CoverProgram::Best(size_t position, const std::vector<ir::ValueId>& cover
   return entry.seconds;
 }
 
+LongestLengths LongestAtEachAnchor(const std::vector<Piece>& pieces) {
+  LongestLengths longest;
+  for (const Piece& piece : pieces) {
+    size_t& length = longest[{piece.nodes.front(), piece.backend}];
+    length = std::max(length, piece.nodes.size());
+  }
+  return longest;
+}
+
+bool IsLongest(const Piece& piece, const LongestLengths& longest) {
+  return piece.nodes.size() == longest.at({piece.nodes.front(), piece.backend});
+}
+
+namespace {
+
+std::vector<bool> Guessed(const std::vector<Piece>& pieces, const std::vector<bool>& unmeasured) {
+  LongestLengths longest = LongestAtEachAnchor(pieces);
+  std::vector<bool> guessed(pieces.size(), false);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    guessed[p] = unmeasured[p] && IsLongest(pieces[p], longest);
+  }
+  return guessed;
+}
+
+}  // namespace
+
+std::vector<Piece> WithGuesses(const std::vector<Piece>& pieces,
+                               const std::vector<bool>& unmeasured, bool own) {
+  std::vector<bool> guessed = Guessed(pieces, unmeasured);
+  std::vector<Piece> result = pieces;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    if (guessed[p]) result[p].seconds = pieces[p].backend.empty() == own ? 0 : kLastResort;
+  }
+  return result;
+}
+
+double OwnShareOfCover(const std::vector<Piece>& pieces, const std::vector<bool>& unmeasured) {
+  std::vector<bool> guessed = Guessed(pieces, unmeasured);
+  std::vector<Piece> with_guesses = WithGuesses(pieces, unmeasured, /*own=*/false);
+  double own = 0, total = 0;
+  for (size_t p : CoverProgram(with_guesses).Solve()) {
+    if (guessed[p]) continue;
+    total += pieces[p].seconds;
+    if (pieces[p].backend.empty()) own += pieces[p].seconds;
+  }
+  return total > 0 ? own / total : 0.0;
+}
+
 }  // namespace tandem::passes

@@ -47,4 +47,22 @@ class CoverProgram {
   std::map<std::pair<size_t, std::vector<ir::ValueId>>, Entry> memo_;
 };
 
+// The length of the longest piece at each anchor (its first node) for each backend ("": ours).
+using LongestLengths = std::map<std::pair<ir::ValueId, std::string>, size_t>;
+LongestLengths LongestAtEachAnchor(const std::vector<Piece>& pieces);
+bool IsLongest(const Piece& piece, const LongestLengths& longest);
+
+// A program's guesses where a budget left pieces unmeasured: an unmeasured longest chain (its
+// `unmeasured` flag set) costs nothing on the guessed side (ours with `own`, else the backend's)
+// and kLastResort on the other, so that it is chosen only where nothing else covers its anchor.
+// Measured pieces keep their times.
+inline constexpr double kLastResort = 1e3;
+std::vector<Piece> WithGuesses(const std::vector<Piece>& pieces,
+                               const std::vector<bool>& unmeasured, bool own);
+
+// The share of our own kernels in the measured time of the backend-guessing program's cover
+// (guessed pieces left out of both sums): what tuning our kernels after the placement could work
+// on. 0 when the cover has no measured piece or there is no cover.
+double OwnShareOfCover(const std::vector<Piece>& pieces, const std::vector<bool>& unmeasured);
+
 }  // namespace tandem::passes

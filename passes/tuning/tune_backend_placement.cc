@@ -25,14 +25,17 @@
 // every piece would spread the budget over dozens of pieces: the pieces are measured in the
 // screening form of the eval passes (default schedules) and only the whole-module choices are
 // expanded with the full eval passes; with keep=k those are screened too and the k best tuned
-// (tuning_pass.h). As a nested pass's screening form, the pass offers nothing placed and
-// everything each backend takes.
+// (tuning_pass.h). The pieces then leave the kernels a share of the budget as large as our
+// kernels' share of the time of the cover measured so far (at most half): a placement that runs
+// mostly on a library leaves our kernels little to gain. As a nested pass's screening form, the
+// pass offers nothing placed and everything each backend takes.
 //
 // The decision recorded in the trace is the placement itself (passes/backend_placement.h text),
 // so replay re-creates the same call_extern nodes without measuring.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -57,6 +60,8 @@ constexpr double kHopelessFactor = 1.5;
 
 class TuneBackendPlacement : public TuningPass {
  public:
+  using KeepMeasuring = std::function<bool(int64_t spent, const std::vector<bool>& skipped)>;
+
   TuneBackendPlacement(PassArguments arguments, std::vector<PassPtr> eval)
       : TuningPass(std::move(arguments), std::move(eval)) {}
   const PassInfo& info() const override {
@@ -203,21 +208,50 @@ class TuneBackendPlacement : public TuningPass {
                                               {total - static_cast<int64_t>(p), total + 3}));
       piece_of.push_back(p);
     }
+    // The end-to-end measurements of the placements (none, all-<backend>, the two programs')
+    // are left for after the pieces. When kernels are tuned after them, the pieces stop at half
+    // of the rest, or later when the cover measured so far runs mostly on a backend: tuning our
+    // kernels could then gain little, and the kept placement's own kernels are reserved a share
+    // of the budget equal to their share of its time (a model has hundreds of pieces: without a
+    // reserve they would take it all, leaving the kernels untuned and the tuned form unmeasured).
+    tuning::TuningSession& session = context.Tuning();
+    int64_t remaining = session.RemainingBudget();
+    bool limited = remaining != std::numeric_limits<int64_t>::max();
+    int64_t for_pieces = std::max<int64_t>(0, remaining - 4);
+    auto keep_measuring = [&](int64_t spent, const std::vector<bool>& skipped) {
+      if (!limited || !EvalNestsTuning() || 2 * spent < for_pieces) return true;
+      PieceTimes now = Times(pieces, measured, piece_of, same_as, skipped);
+      double own_share = std::min(0.5, OwnShareOfCover(now.pieces, now.unmeasured));
+      return static_cast<double>(spent) < static_cast<double>(for_pieces) * (1.0 - own_share);
+    };
     std::vector<bool> skipped;
     {
-      // Leave the end-to-end measurements of the placements (none, all-<backend>, the two
-      // programs') to be taken after the pieces; when kernels are tuned after them, the pieces
-      // get half of the rest (a model has hundreds of pieces: they would take it all, leaving
-      // the kept placement's kernels untuned and its tuned form unmeasured).
-      tuning::TuningSession& session = context.Tuning();
-      int64_t remaining = session.RemainingBudget();
-      bool limited = remaining != std::numeric_limits<int64_t>::max();
-      int64_t for_pieces = std::max<int64_t>(0, remaining - 4);
-      if (EvalNestsTuning()) for_pieces /= 2;
-      if (limited) session.PushBudgetShare(for_pieces);
-      skipped = MeasureInRounds(function, pieces, measured, piece_of, context);
-      if (limited) session.PopBudgetShare();
+      tuning::BudgetShareScope scope(session, for_pieces, limited);
+      skipped = MeasureInRounds(function, pieces, measured, piece_of, keep_measuring, context);
     }
+
+    PieceTimes times = Times(pieces, measured, piece_of, same_as, skipped);
+    if (std::none_of(times.unmeasured.begin(), times.unmeasured.end(), [](bool u) { return u; })) {
+      return {{"dynamic-program", Cover(function, times.pieces)}};
+    }
+    // Where a longest chain went unmeasured, one program takes the backend's (the library is
+    // the safer guess) and the other ours, each at no cost; measured pieces decide the rest.
+    return {
+        {"dynamic-program", Cover(function, WithGuesses(times.pieces, times.unmeasured, false))},
+        {"dynamic-program-own",
+         Cover(function, WithGuesses(times.pieces, times.unmeasured, true))}};
+  }
+
+  struct PieceTimes {
+    std::vector<Piece> pieces;     // with their measured seconds
+    std::vector<bool> unmeasured;  // has a candidate that the budget did not reach, not skipped
+  };
+  // Each piece's time, the best of its measured candidates, or the time of the earlier piece of
+  // its kind (`same_as`); a piece without a candidate (its subgraph did not extract) is neither
+  // measured nor guessed.
+  static PieceTimes Times(std::vector<Piece> pieces, const std::vector<Candidate>& measured,
+                          const std::vector<size_t>& piece_of, const std::vector<int64_t>& same_as,
+                          std::vector<bool> skipped) {
     std::vector<bool> unmeasured(pieces.size(), true);
     std::vector<bool> tried(pieces.size(), false);
     for (size_t k = 0; k < measured.size(); ++k) {
@@ -239,41 +273,26 @@ class TuneBackendPlacement : public TuningPass {
     for (size_t p = 0; p < pieces.size(); ++p) {
       unmeasured[p] = unmeasured[p] && tried[p] && !skipped[p];
     }
-    if (std::none_of(unmeasured.begin(), unmeasured.end(), [](bool u) { return u; })) {
-      return {{"dynamic-program", Cover(function, pieces)}};
-    }
-    // Where a longest chain went unmeasured, one program takes the backend's (the library is
-    // the safer guess) and the other ours, each at no cost; measured pieces decide the rest.
-    constexpr double kLastResort = 1e3;
-    LongestLengths longest = LongestAtEachAnchor(pieces);
-    auto filled = [&](bool own) {
-      std::vector<Piece> guessed = pieces;
-      for (size_t p = 0; p < pieces.size(); ++p) {
-        bool is_own = pieces[p].backend.empty();
-        if (unmeasured[p] && IsLongest(pieces[p], longest)) {
-          // The other side only where nothing else covers the anchor (ours was skipped).
-          guessed[p].seconds = is_own == own ? 0 : kLastResort;
-        }
-      }
-      return guessed;
-    };
-    return {{"dynamic-program", Cover(function, filled(false))},
-            {"dynamic-program-own", Cover(function, filled(true))}};
+    return {std::move(pieces), std::move(unmeasured)};
   }
 
-  // Measures the pieces' candidates in order, kRoundSize at a time. After each round, a kind of
-  // piece whose one side lost by far at every anchor of that kind measured both ways (at least
-  // two) is not measured on that side again (hopeless_sides.h), when the budget cannot measure
-  // every piece; returns which pieces were so skipped.
+  // Measures the pieces' candidates in order, kRoundSize at a time, while `keep_measuring`
+  // (given the measurements spent so far and the pieces skipped) allows; what is left is refused
+  // as over budget. After each round, a kind of piece whose one side lost by far at every anchor
+  // of that kind measured both ways (at least two) is not measured on that side again
+  // (hopeless_sides.h), when the budget cannot measure every piece; returns which pieces were so
+  // skipped.
   std::vector<bool> MeasureInRounds(const ir::GraphFunction& function,
                                     const std::vector<Piece>& pieces,
                                     std::vector<Candidate>& measured,
                                     const std::vector<size_t>& piece_of,
+                                    const KeepMeasuring& keep_measuring,
                                     PassContext& context) const {
     constexpr size_t kRoundSize = 8;
     std::vector<bool> skipped(pieces.size(), false);
     tuning::TuningSession& session = context.Tuning();
-    bool may_skip = session.RemainingBudget() < static_cast<int64_t>(measured.size());
+    int64_t budget_at_start = session.RemainingBudget();
+    bool may_skip = budget_at_start < static_cast<int64_t>(measured.size());
     // The kind of each anchor's longest chain (ours: every backend chain is one of its
     // prefixes); the pieces compared are each side's chain of that length.
     LongestLengths longest = LongestAtEachAnchor(pieces);
@@ -290,7 +309,8 @@ class TuneBackendPlacement : public TuningPass {
     HopelessSides hopeless(kHopelessFactor, /*anchors=*/2);
     std::map<ir::ValueId, std::pair<double, double>> both_ways;  // own, best backend
     size_t next = 0;
-    while (next < measured.size() && !session.BudgetSpent()) {
+    while (next < measured.size() && !session.BudgetSpent() &&
+           keep_measuring(budget_at_start - session.RemainingBudget(), skipped)) {
       std::vector<size_t> round;
       for (; next < measured.size() && round.size() < kRoundSize; ++next) {
         const Piece& piece = pieces[piece_of[next]];
@@ -320,11 +340,15 @@ class TuneBackendPlacement : public TuningPass {
         }
       }
     }
-    // What the budget did not reach is left for the caller to count as unmeasured.
+    // What the budget did not reach is refused (answered from the database where it can be),
+    // for the caller to count as unmeasured.
     if (next < measured.size()) {
       std::vector<Candidate> rest;
       for (size_t k = next; k < measured.size(); ++k) rest.push_back(std::move(measured[k]));
-      EvaluateAndSelect(rest, context);
+      {
+        tuning::BudgetShareScope nothing_more(session, 0);
+        EvaluateAndSelect(rest, context);
+      }
       for (size_t k = next; k < measured.size(); ++k) measured[k] = std::move(rest[k - next]);
     }
     return skipped;
@@ -371,20 +395,6 @@ class TuneBackendPlacement : public TuningPass {
       return function.Find(a.nodes.back()) < function.Find(b.nodes.back());
     });
     return placements;
-  }
-
-  // The length of the longest piece at each anchor (its first node) for each backend ("": ours).
-  using LongestLengths = std::map<std::pair<ir::ValueId, std::string>, size_t>;
-  static LongestLengths LongestAtEachAnchor(const std::vector<Piece>& pieces) {
-    LongestLengths longest;
-    for (const Piece& piece : pieces) {
-      size_t& length = longest[{piece.nodes.front(), piece.backend}];
-      length = std::max(length, piece.nodes.size());
-    }
-    return longest;
-  }
-  static bool IsLongest(const Piece& piece, const LongestLengths& longest) {
-    return piece.nodes.size() == longest.at({piece.nodes.front(), piece.backend});
   }
 
   // Backend pieces are the matches; own pieces are the prefixes and suffixes of the longest

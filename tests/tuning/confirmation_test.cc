@@ -104,6 +104,40 @@ TEST_F(Confirmation, AChangeMustGainTheMinimumOverTheFirstChoice) {
   EXPECT_EQ(std::get<std::string>(*decisions_[0].trace.instructions()[0].decision), "c0");
 }
 
+// Latencies by choice of MockTune(label="t"): c0 1.3 ms, c1 1.02 ms, c2 1.0 ms.
+class ThreeChoicesRunner : public tuning::Runner {
+ public:
+  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
+                                         const tuning::MeasureOptions&) override {
+    std::vector<tuning::MeasureResult> results;
+    for (const tuning::RunInput& input : inputs) {
+      const ir::Attrs& attrs = input.executable->module().attrs();
+      int64_t t = attrs.Has("mock.t") ? attrs.GetInt("mock.t") : 0;
+      double seconds = (t == 0 ? 1.3 : t == 1 ? 1.02 : 1.0) * 1e-3;
+      results.push_back(tuning::MeasureResult::FromRunSeconds({seconds, seconds, seconds}, 0));
+    }
+    return results;
+  }
+};
+
+// c2 is 2% faster than c1, which is listed before it: within the minimum gain, so the earlier
+// choice wins; c0 is too slow to stay. Without a minimum gain the fastest wins.
+TEST_F(Confirmation, AnEarlierChoiceWithinTheMinimumGainOfTheFastestWins) {
+  auto decide = [&](double minimum_gain) {
+    tuning::TuningSession::Options options;
+    options.minimum_gain = minimum_gain;
+    passes::PassContext context;
+    context.tuning = std::make_shared<tuning::TuningSession>(
+        ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(1),
+        std::make_shared<ThreeChoicesRunner>(), options);
+    ir::IRModule out = context.RunPipeline(
+        *passes::ParsePipeline(R"(MockTune(choices=3, label="t"))", registry_), module_);
+    return out.attrs().GetInt("mock.t");
+  };
+  EXPECT_EQ(decide(0.03), 1);
+  EXPECT_EQ(decide(0.0), 2);
+}
+
 // A spell over two of the three confirmation rounds of the optimum: the pooled median of its
 // runs would read 1.3 ms (worse than the others' 1.1), its quietest round reads the true 1.0.
 TEST_F(Confirmation, TheQuietestRoundOfEachFinalistDecides) {

@@ -1,5 +1,7 @@
-// HopelessSides and TuneBackendPlacement's use of it: under a budget too small for every piece,
-// a side of a kind of piece that lost by far at the first anchors is not measured at the rest.
+// TuneBackendPlacement under a budget too small for every piece: a side of a kind of piece that
+// lost by far at the first anchors is not measured at the rest (HopelessSides), and the pieces
+// leave the kernels tuned after them a share of the budget as large as our kernels' share of the
+// cover.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -44,11 +46,12 @@ TEST(PieceKind, LeavesOutShapesAndTheGroupCount) {
   EXPECT_NE(passes::PieceKind(function, {a}), passes::PieceKind(function, {c}));
 }
 
-// oneDNN calls take 1 ms, each of our kernels 5 ms: ours is hopeless everywhere. Records, for
-// every measured piece with a convolution (ours or oneDNN's), the block it belongs to (the
+// oneDNN calls take 1 ms, each of our kernels `own_ms` (5: ours is hopeless everywhere). Records,
+// for every measured piece with a convolution (ours or oneDNN's), the block it belongs to (the
 // largest number in its node names) and whether it calls oneDNN.
-class OursHopelessRunner : public tuning::Runner {
+class ConvolutionCostRunner : public tuning::Runner {
  public:
+  explicit ConvolutionCostRunner(double own_ms) : own_ms_(own_ms) {}
   std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
                                          const tuning::MeasureOptions&) override {
     std::vector<tuning::MeasureResult> results;
@@ -62,7 +65,7 @@ class OursHopelessRunner : public tuning::Runner {
             node.kind == ir::NodeKind::kCallExtern ||
             (node.kind == ir::NodeKind::kCallKernel && node.op.find("conv2d") != std::string::npos);
         if (node.kind == ir::NodeKind::kCallExtern) ms += 1.0;
-        if (node.kind == ir::NodeKind::kCallKernel) ms += 5.0;
+        if (node.kind == ir::NodeKind::kCallKernel) ms += own_ms_;
         size_t digits = node.name.find_first_of("0123456789");
         if (digits != std::string::npos) {
           block = std::max(block, std::stoi(node.name.substr(digits)));
@@ -74,10 +77,13 @@ class OursHopelessRunner : public tuning::Runner {
     return results;
   }
   std::vector<std::pair<int, bool>> measured;
+
+ private:
+  double own_ms_;
 };
 
-TEST(TuneBackendPlacement, ASideHopelessAtTheFirstAnchorsIsNotMeasuredAtTheRest) {
-  // Twelve convolution blocks of growing width (no two alike, so no piece shares a time).
+// Twelve convolution blocks of growing width (no two alike, so no piece shares a time).
+ir::IRModule TwelveConvolutionBlocks() {
   ir::GraphBuilder b("main");
   int64_t width = 4;
   ir::ValueId y = b.Input("x", ir::TensorType{{1, width, 8, 8}});
@@ -92,14 +98,24 @@ TEST(TuneBackendPlacement, ASideHopelessAtTheFirstAnchorsIsNotMeasuredAtTheRest)
   }
   ir::IRModule model;
   model.Add(b.Finish(y));
-  passes::PassContext context;
-  auto runner = std::make_shared<OursHopelessRunner>();
+  return model;
+}
+
+std::shared_ptr<tuning::TuningSession> SessionWith(std::shared_ptr<tuning::Runner> runner,
+                                                   int64_t max_measurements) {
   tuning::TuningSession::Options options;
   options.measure.repeats = 2;
-  options.max_measurements = 4 + 20;
-  context.tuning = std::make_shared<tuning::TuningSession>(
-      ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(),
-      runner, options);
+  options.max_measurements = max_measurements;
+  return std::make_shared<tuning::TuningSession>(ir::Target{}, tuning::MakeInMemoryDatabase(),
+                                                 std::make_shared<tuning::LocalBuilder>(),
+                                                 std::move(runner), options);
+}
+
+TEST(TuneBackendPlacement, ASideHopelessAtTheFirstAnchorsIsNotMeasuredAtTheRest) {
+  ir::IRModule model = TwelveConvolutionBlocks();
+  passes::PassContext context;
+  auto runner = std::make_shared<ConvolutionCostRunner>(/*own_ms=*/5.0);
+  context.tuning = SessionWith(runner, 4 + 20);
   ir::IRModule output = context.RunPipeline(
       *passes::ParsePipeline("InferType, TuneBackendPlacement(eval=[FuseOps])"), model);
   // The first round (8 pieces) compares the first 3 blocks both ways; after it, no piece of
@@ -113,6 +129,34 @@ TEST(TuneBackendPlacement, ASideHopelessAtTheFirstAnchorsIsNotMeasuredAtTheRest)
   EXPECT_GT(placed_pieces_late, 0);
   // The placement computes what the model computes.
   EXPECT_LT(testing::ErrorAgainstReference(output, model, 2), 1e-4);
+}
+
+// The measurements TuneBackendPlacement(keep=1, eval=[FuseOps, TuneKernels]) spends on its pieces
+// under a budget of 40 (36 for the pieces at most) when each of our kernels takes `own_ms`.
+int64_t PieceMeasurements(double own_ms) {
+  ir::IRModule model = TwelveConvolutionBlocks();
+  passes::PassContext context;
+  context.tuning = SessionWith(std::make_shared<ConvolutionCostRunner>(own_ms), 40);
+  ir::IRModule output = context.RunPipeline(
+      *passes::ParsePipeline("InferType, TuneBackendPlacement(keep=1, eval=[FuseOps, "
+                             "TuneKernels(trials=2, batch=2)])"),
+      model);
+  EXPECT_LT(testing::ErrorAgainstReference(output, model, 3), 1e-4);
+  int64_t measured = 0;
+  for (const auto& [pass, counts] : context.tuning->counts()) {
+    if (pass.starts_with("TuneBackendPlacement")) measured += counts.measured;
+  }
+  return measured;
+}
+
+TEST(TuneBackendPlacement, PiecesLeaveTheKernelsAShareAsLargeAsOursInTheCover) {
+  // Ours wins every anchor: the cover is all ours, the kernels keep half, and the pieces stop
+  // at the first round past it (24 of 36; then the whole-module placements and the tuned one).
+  int64_t own_cover = PieceMeasurements(/*own_ms=*/0.2);
+  EXPECT_LE(own_cover, 24 + 5);
+  // oneDNN wins every anchor: nothing of ours to tune, the pieces go on past half (18).
+  int64_t backend_cover = PieceMeasurements(/*own_ms=*/5.0);
+  EXPECT_GE(backend_cover, 32);
 }
 
 }  // namespace
