@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "ir/error.h"
@@ -189,6 +191,42 @@ ir::IRModule ApplyPlacements(const ir::IRModule& module, const std::string& func
   return out;
 }
 
+uint64_t WeightFreeHash(ir::GraphFunction subgraph) {
+  for (ir::Node& node : subgraph.nodes) {
+    if (node.kind == ir::NodeKind::kConstant && node.value.num_elements() >= 16) {
+      node.value = ir::Tensor();
+    }
+  }
+  return ir::StructuralHash(subgraph);
+}
+
+namespace {
+
+// Whether a backend compiles a subgraph, by WeightFreeHash: nothing when it does, else why not.
+class CompileVerdicts {
+ public:
+  static CompileVerdicts& Global() {
+    static CompileVerdicts verdicts;
+    return verdicts;
+  }
+  std::optional<std::optional<std::string>> Find(uint64_t hash) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = verdicts_.find(hash);
+    if (found == verdicts_.end()) return std::nullopt;
+    return found->second;
+  }
+  void Remember(uint64_t hash, std::optional<std::string> refusal) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    verdicts_.emplace(hash, std::move(refusal));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<uint64_t, std::optional<std::string>> verdicts_;
+};
+
+}  // namespace
+
 PlacementMatcher::PlacementMatcher(std::vector<const backends::ExternalBackend*> backends)
     : backends_(std::move(backends)) {}
 
@@ -203,19 +241,23 @@ std::vector<backends::PatternMatch> PlacementMatcher::Matches(const ir::GraphFun
         continue;
       }
       subgraph.attrs.Set(ir::kExternBackendAttr, backend->name());
-      uint64_t hash = ir::StructuralHash(subgraph);
-      auto known = compiles_.find(hash);
-      if (known == compiles_.end()) {
-        bool ok = true;
+      uint64_t hash = WeightFreeHash(subgraph);
+      std::optional<std::optional<std::string>> verdict = CompileVerdicts::Global().Find(hash);
+      if (!verdict) {
+        std::optional<std::string> refusal;
         try {
           backend->Compile(subgraph);
         } catch (const ir::Error& e) {
-          ok = false;
-          refusals_[match.OpsText(function)] = e.message();
+          refusal = e.message();
         }
-        known = compiles_.emplace(hash, ok).first;
+        CompileVerdicts::Global().Remember(hash, refusal);
+        verdict = refusal;
       }
-      if (known->second) compilable.push_back(std::move(match));
+      if (*verdict) {
+        refusals_[match.OpsText(function)] = **verdict;
+      } else {
+        compilable.push_back(std::move(match));
+      }
     }
   }
   return compilable;

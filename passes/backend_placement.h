@@ -48,18 +48,24 @@ ir::GraphFunction ExtractSubgraph(const ir::GraphFunction& function,
 ir::IRModule ApplyPlacements(const ir::IRModule& module, const std::string& function,
                              const std::vector<Placement>& placements);
 
+// The structural hash of `subgraph` with its weights (constants of 16 elements or more) left
+// out: what a backend compiles, and how fast it runs, does not depend on their values. Smaller
+// constants stay in, since passes may rewrite by value (a multiplication by one).
+uint64_t WeightFreeHash(ir::GraphFunction subgraph);
+
 // Finds the pattern matches of some backends that their backend really compiles: each distinct
-// subgraph (by structural hash) is compiled once and the answer remembered.
+// subgraph up to its weights (WeightFreeHash) is compiled once in the process and the answer
+// remembered, so the candidates of a tuning pass, which share their subgraphs' shapes, do not
+// compile them again.
 class PlacementMatcher {
  public:
   explicit PlacementMatcher(std::vector<const backends::ExternalBackend*> backends);
   std::vector<backends::PatternMatch> Matches(const ir::GraphFunction& function);
-  // Why the last refused subgraphs failed to compile (for diagnostics), by pattern text.
+  // Why the refused subgraphs failed to compile (for diagnostics), by pattern text.
   const std::map<std::string, std::string>& refusals() const { return refusals_; }
 
  private:
   std::vector<const backends::ExternalBackend*> backends_;
-  std::map<uint64_t, bool> compiles_;
   std::map<std::string, std::string> refusals_;
 };
 

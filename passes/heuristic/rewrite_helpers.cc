@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
+#include "passes/heuristic/constant_fold_memo.h"
 
 namespace tandem::passes {
 
@@ -159,7 +160,7 @@ ir::Tensor EvaluateConstant(const std::string& op, const std::vector<ir::Tensor>
   std::vector<ir::Type> types;
   for (const ir::Tensor& t : operands) types.push_back(ir::TensorType{t.shape(), t.dtype(), ""});
   ir::Type result = ir::InferCallType(op, types, attrs);
-  return ir::EvaluateReference(op, operands, attrs, result).at(0).WithLayout("");
+  return FoldWithMemo(op, operands, attrs, result).at(0).WithLayout("");
 }
 
 int64_t IntArgument(const PassArguments& arguments, const std::string& key, int64_t fallback) {

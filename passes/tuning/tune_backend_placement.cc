@@ -354,18 +354,6 @@ class TuneBackendPlacement : public TuningPass {
     return skipped;
   }
 
-  // The structural hash of `subgraph` with its weights (constants of 16 elements or more) left
-  // out: the kernels' speed does not depend on their values. Smaller constants stay in, since
-  // passes may rewrite by value (a multiplication by one).
-  static uint64_t WeightFreeHash(ir::GraphFunction subgraph) {
-    for (ir::Node& node : subgraph.nodes) {
-      if (node.kind == ir::NodeKind::kConstant && node.value.num_elements() >= 16) {
-        node.value = ir::Tensor();
-      }
-    }
-    return ir::StructuralHash(subgraph);
-  }
-
   static std::vector<backends::PatternMatch> OfBackend(
       const std::vector<backends::PatternMatch>& matches, const std::string& backend) {
     std::vector<backends::PatternMatch> selected;
