@@ -170,20 +170,63 @@ Tensor TransformLayout(const Tensor& tensor, const Layout& from, const Layout& t
   int64_t total = 1;
   for (int64_t d : out_shape) total *= d;
   if (total == 0) return out;
+  if (rank_out == 0) {
+    std::memcpy(target, source, element_size);
+    return out;
+  }
+  // An input axis depends on one letter's coordinate only, so the input offset is a sum over
+  // letters of a function of that letter's coordinate: tabulated once per letter (offset_of),
+  // it leaves a lookup per element, and the innermost output axis a strided walk of one table.
+  std::array<int64_t, 26> extent{};
+  for (size_t k = 0; k < rank_out; ++k) {
+    extent[letter_out[k]] += (out_shape[k] - 1) * scale[k];
+  }
+  std::array<std::vector<int64_t>, 26> offset_of;
+  std::vector<size_t> letters;
+  for (size_t k = 0; k < rank_out; ++k) {
+    size_t letter = letter_out[k];
+    if (!offset_of[letter].empty()) continue;
+    letters.push_back(letter);
+    offset_of[letter].assign(static_cast<size_t>(extent[letter] + 1), 0);
+    for (int64_t c = 0; c <= extent[letter]; ++c) {
+      int64_t offset = 0;
+      for (size_t j = 0; j < rank_in; ++j) {
+        if (letter_in[j] != letter) continue;
+        int64_t position = c / divisor[j];
+        if (modulus[j] != 0) position %= modulus[j];
+        offset += position * in_strides[j];
+      }
+      offset_of[letter][static_cast<size_t>(c)] = offset;
+    }
+  }
+  size_t last = rank_out - 1;
+  const std::vector<int64_t>& inner = offset_of[letter_out[last]];
+  int64_t inner_size = out_shape[last], inner_scale = scale[last];
   std::vector<int64_t> index(rank_out, 0);
   std::array<int64_t, 26> coordinate{};
-  for (int64_t flat = 0; flat < total; ++flat) {
+  for (int64_t flat = 0; flat < total; flat += inner_size) {
     coordinate.fill(0);
-    for (size_t k = 0; k < rank_out; ++k) coordinate[letter_out[k]] += index[k] * scale[k];
-    int64_t offset = 0;
-    for (size_t j = 0; j < rank_in; ++j) {
-      int64_t position = coordinate[letter_in[j]] / divisor[j];
-      if (modulus[j] != 0) position %= modulus[j];
-      offset += position * in_strides[j];
+    for (size_t k = 0; k < last; ++k) coordinate[letter_out[k]] += index[k] * scale[k];
+    int64_t outer = 0;
+    for (size_t letter : letters) {
+      if (letter != letter_out[last])
+        outer += offset_of[letter][static_cast<size_t>(coordinate[letter])];
     }
-    std::memcpy(target + static_cast<size_t>(flat) * element_size,
-                source + static_cast<size_t>(offset) * element_size, element_size);
-    for (size_t k = rank_out; k-- > 0;) {  // advance the row-major output index
+    const int64_t* walk = inner.data() + coordinate[letter_out[last]];
+    uint8_t* destination = target + static_cast<size_t>(flat) * element_size;
+    if (element_size == 4) {
+      auto* out32 = reinterpret_cast<uint32_t*>(destination);
+      for (int64_t i = 0; i < inner_size; ++i) {
+        std::memcpy(out32 + i, source + static_cast<size_t>(outer + walk[i * inner_scale]) * 4, 4);
+      }
+    } else {
+      for (int64_t i = 0; i < inner_size; ++i) {
+        std::memcpy(destination + static_cast<size_t>(i) * element_size,
+                    source + static_cast<size_t>(outer + walk[i * inner_scale]) * element_size,
+                    element_size);
+      }
+    }
+    for (size_t k = last; k-- > 0;) {  // advance the row-major output index, last axis aside
       if (++index[k] < out_shape[k]) break;
       index[k] = 0;
     }

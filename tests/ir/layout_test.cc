@@ -139,6 +139,18 @@ TEST(LayoutTransformOp, RoundTripThroughBlockedLayoutIsIdentity) {
   EXPECT_EQ(four.ToDoubles(), Relayout(x, "NCHW", "NCHW4c").ToDoubles());
 }
 
+TEST(LayoutTransformOp, TwoBlockedAxesRoundTripAndCommute) {
+  // Weights blocked on both channel axes, the innermost output axis a sub-axis of another letter.
+  Tensor w = Tensor::Random(TensorType{{16, 24, 3, 3}, DataType::kFloat32, ""}, 11);
+  Tensor blocked = Relayout(w, "OIHW", "OIHW8i4o");
+  EXPECT_EQ(blocked.shape(), (Shape{4, 3, 3, 3, 8, 4}));
+  EXPECT_EQ(Relayout(blocked, "OIHW8i4o", "OIHW").ToDoubles(), w.ToDoubles());
+  EXPECT_EQ(Relayout(blocked, "OIHW8i4o", "HWIO").ToDoubles(),
+            Relayout(w, "OIHW", "HWIO").ToDoubles());
+  EXPECT_EQ(Relayout(Relayout(w, "OIHW", "HWIO"), "HWIO", "OIHW8i4o").ToDoubles(),
+            blocked.ToDoubles());
+}
+
 TEST(LayoutTransformOp, NchwToNhwcEqualsTranspose) {
   Tensor x = Tensor::Random(TensorType{{2, 3, 4, 5}, DataType::kFloat32, ""}, 9);
   Tensor nhwc = Relayout(x, "NCHW", "NHWC");
