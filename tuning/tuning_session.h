@@ -152,8 +152,9 @@ class TuningSession {
     // A confirmed change must be faster than what it replaces by at least this fraction; below
     // it the difference is within what the interleaved measurement resolves on a shared machine
     // and the module is left as it was (the first choice of a tuning pass, which passes list
-    // first, or a kernel's default schedules).
-    double minimum_gain = 0.03;
+    // first, or a kernel's default schedules). 5%: on the 2-core hosts of 2026-11, a tuned BERT
+    // module confirmed 3% faster than the defaults read 2.4% slower in the benchmark after.
+    double minimum_gain = 0.05;
   };
 
   TuningSession(ir::Target target, std::shared_ptr<Database> database,

@@ -416,11 +416,11 @@ TEST(TuneKernelsConfirmation, TunedModuleIsConfirmedAgainstTheDefaultSchedules) 
         << ir::StructuralDiff(legalized, outcome.output);
   } else {
     EXPECT_FALSE(ir::StructuralEqual(legalized, outcome.output));
-    // Kept only when it beat the defaults by at least 3% in the confirmation.
+    // Kept only when it beat the defaults by the minimum gain (5%) in the confirmation.
     double tuned = 0, defaults = 0;
     ASSERT_EQ(std::sscanf(confirmed.c_str(), "tuned:%lfus,default:%lfus", &tuned, &defaults), 2)
         << confirmed;
-    EXPECT_LT(tuned, 0.97 * defaults) << confirmed;
+    EXPECT_LT(tuned, 0.95 * defaults) << confirmed;
   }
 }
 
