@@ -99,11 +99,10 @@ std::vector<bool> Guessed(const std::vector<Piece>& pieces, const std::vector<bo
   return guessed;
 }
 
-}  // namespace
-
-std::vector<Piece> WithGuesses(const std::vector<Piece>& pieces,
-                               const std::vector<bool>& unmeasured, bool own) {
-  std::vector<bool> guessed = Guessed(pieces, unmeasured);
+// `pieces` with the guessed ones (`guessed`) at no cost on the guessed side and kLastResort on
+// the other.
+std::vector<Piece> ApplyGuesses(const std::vector<Piece>& pieces, const std::vector<bool>& guessed,
+                                bool own) {
   std::vector<Piece> result = pieces;
   for (size_t p = 0; p < pieces.size(); ++p) {
     if (guessed[p]) result[p].seconds = pieces[p].backend.empty() == own ? 0 : kLastResort;
@@ -111,9 +110,16 @@ std::vector<Piece> WithGuesses(const std::vector<Piece>& pieces,
   return result;
 }
 
+}  // namespace
+
+std::vector<Piece> WithGuesses(const std::vector<Piece>& pieces,
+                               const std::vector<bool>& unmeasured, bool own) {
+  return ApplyGuesses(pieces, Guessed(pieces, unmeasured), own);
+}
+
 double OwnShareOfCover(const std::vector<Piece>& pieces, const std::vector<bool>& unmeasured) {
   std::vector<bool> guessed = Guessed(pieces, unmeasured);
-  std::vector<Piece> with_guesses = WithGuesses(pieces, unmeasured, /*own=*/false);
+  std::vector<Piece> with_guesses = ApplyGuesses(pieces, guessed, /*own=*/false);
   double own = 0, total = 0;
   for (size_t p : CoverProgram(with_guesses).Solve()) {
     if (guessed[p]) continue;

@@ -104,22 +104,6 @@ TEST_F(Confirmation, AChangeMustGainTheMinimumOverTheFirstChoice) {
   EXPECT_EQ(std::get<std::string>(*decisions_[0].trace.instructions()[0].decision), "c0");
 }
 
-// Latencies by choice of MockTune(label="t"): c0 1.3 ms, c1 1.02 ms, c2 1.0 ms.
-class ThreeChoicesRunner : public tuning::Runner {
- public:
-  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
-                                         const tuning::MeasureOptions&) override {
-    std::vector<tuning::MeasureResult> results;
-    for (const tuning::RunInput& input : inputs) {
-      const ir::Attrs& attrs = input.executable->module().attrs();
-      int64_t t = attrs.Has("mock.t") ? attrs.GetInt("mock.t") : 0;
-      double seconds = (t == 0 ? 1.3 : t == 1 ? 1.02 : 1.0) * 1e-3;
-      results.push_back(tuning::MeasureResult::FromRunSeconds({seconds, seconds, seconds}, 0));
-    }
-    return results;
-  }
-};
-
 // c2 is 2% faster than c1, which is listed before it: within the minimum gain, so the earlier
 // choice wins; c0 is too slow to stay. Without a minimum gain the fastest wins.
 TEST_F(Confirmation, AnEarlierChoiceWithinTheMinimumGainOfTheFastestWins) {
@@ -129,7 +113,12 @@ TEST_F(Confirmation, AnEarlierChoiceWithinTheMinimumGainOfTheFastestWins) {
     passes::PassContext context;
     context.tuning = std::make_shared<tuning::TuningSession>(
         ir::Target{}, tuning::MakeInMemoryDatabase(), std::make_shared<tuning::LocalBuilder>(1),
-        std::make_shared<ThreeChoicesRunner>(), options);
+        std::make_shared<testing::LatencyRunner>([](const ir::IRModule& module) {
+          // By choice of MockTune(label="t"): c0 1.3 ms, c1 1.02 ms, c2 1.0 ms.
+          int64_t t = module.attrs().Has("mock.t") ? module.attrs().GetInt("mock.t") : 0;
+          return (t == 0 ? 1.3 : t == 1 ? 1.02 : 1.0) * 1e-3;
+        }),
+        options);
     ir::IRModule out = context.RunPipeline(
         *passes::ParsePipeline(R"(MockTune(choices=3, label="t"))", registry_), module_);
     return out.attrs().GetInt("mock.t");

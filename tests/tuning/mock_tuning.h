@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 
 #include "backends/reference/interpreter.h"
@@ -89,6 +90,26 @@ class MockRunner : public tuning::Runner {
     return results;
   }
   int64_t runs = 0;
+};
+
+// A runner whose latency is a function of the module it runs (every repeat the same): for tests
+// that decide on known latencies.
+class LatencyRunner : public tuning::Runner {
+ public:
+  explicit LatencyRunner(std::function<double(const ir::IRModule&)> seconds_of)
+      : seconds_of_(std::move(seconds_of)) {}
+  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
+                                         const tuning::MeasureOptions&) override {
+    std::vector<tuning::MeasureResult> results;
+    for (const tuning::RunInput& input : inputs) {
+      double seconds = seconds_of_(input.executable->module());
+      results.push_back(tuning::MeasureResult::FromRunSeconds({seconds, seconds, seconds}, 0));
+    }
+    return results;
+  }
+
+ private:
+  std::function<double(const ir::IRModule&)> seconds_of_;
 };
 
 }  // namespace tandem::testing
