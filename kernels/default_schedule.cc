@@ -345,8 +345,11 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
       if (accumulators + operands >= vector_registers) return;
     }
     if (SpatialWork(block) / (vector_tile * tb * tv) < min_tiles) return;
-    double loads = broadcast_count * static_cast<double>(tb) +
-                   vector_cost * static_cast<double>(registers * tv);
+    // A second axis the broadcasts move along (a convolution's w next to its h) multiplies the
+    // broadcasts; one the vector operands move along multiplies the vector loads.
+    bool second_broadcasts = v && v->broadcast;
+    double loads = broadcast_count * static_cast<double>(tb * (second_broadcasts ? tv : 1)) +
+                   vector_cost * static_cast<double>(registers * (second_broadcasts ? 1 : tv));
     double cycles = std::max(
         {static_cast<double>(accumulators) / 2, loads / 2, gemm ? kAccumulatorChainCycles : 0.0});
     double efficiency = vt.efficiency * (b ? b->efficiency : 1.0) * (v ? v->efficiency : 1.0);
@@ -376,6 +379,19 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
     }
     for (const Candidate& v : candidates) {
       if (!v.broadcast) consider(vector_tile, nullptr, &v);
+    }
+  }
+  // A convolution's rows may be tiled along two axes the broadcasts move along (h and w): a
+  // 14x14 map has no row tile of 4-6 along one axis, and 2x16 keeps too few FMAs in flight.
+  // Considered last, so that such a tile wins only when it is better or holds more
+  // accumulators.
+  if (!gemm) {
+    for (const VectorTile& vector_tile : vector_tiles) {
+      for (const Candidate& b : candidates) {
+        for (const Candidate& v : candidates) {
+          if (b.broadcast && v.broadcast && b.axis < v.axis) consider(vector_tile, &b, &v);
+        }
+      }
     }
   }
   if (best < 0) return std::nullopt;
