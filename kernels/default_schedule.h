@@ -10,7 +10,8 @@
 //      tiled by 16-lane multiples (a masked tail when they do not divide it), a "broadcast" axis
 //      (along which the vector operands are reused from registers) and a second axis (along
 //      which the broadcast operands are reused) tiled so that the tile fits 16 vector
-//      accumulators, sizes chosen by a model of loads and fmas per reduction step; loop order
+//      accumulators (a convolution may instead tile two broadcast axes, h and w, when that
+//      rates better), sizes chosen by a model of loads and fmas per reduction step; loop order
 //      [outer spatial] [reduction, smallest load step innermost] [tile] [vector], the
 //      accumulators in a "local" cache_write block computed per outer iteration (the code
 //      generator keeps them in registers), init decomposed, tile loops unrolled, outer loops
