@@ -11,7 +11,10 @@
 
 #include "backends/llvm/codegen_internal.h"
 #include "backends/llvm/jit.h"
+#include "backends/llvm/kernel_object_cache.h"
 #include "ir/error.h"
+#include "ir/kernel/kernel_structural.h"
+#include "ir/structural.h"
 
 namespace tandem::backends {
 
@@ -158,11 +161,14 @@ BuiltModule BuildModule(const std::vector<ir::KernelFunction>& kernels,
 }  // namespace
 
 CompiledModule::CompiledModule(std::unique_ptr<JitEngine> engine,
-                               std::vector<ir::KernelFunction> kernels)
+                               std::vector<ir::KernelFunction> kernels,
+                               const std::map<std::string, std::string>& symbols)
     : engine_(std::move(engine)) {
   for (ir::KernelFunction& kernel : kernels) {
     std::string name = kernel.name;
-    entries_[name] = reinterpret_cast<KernelEntry>(engine_->Lookup(name));
+    auto symbol = symbols.find(name);
+    entries_[name] = reinterpret_cast<KernelEntry>(
+        engine_->Lookup(symbol == symbols.end() ? name : symbol->second));
     kernels_.emplace(name, std::move(kernel));
   }
 }
@@ -250,10 +256,56 @@ std::vector<ir::Tensor> CompiledModule::Run(const std::string& kernel_name,
 
 std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,
                                                const CodegenOptions& options) {
-  BuiltModule built = BuildModule(kernels, options);
-  std::unique_ptr<JitEngine> engine = JitEngine::Create(built.target, options.opt_level);
-  engine->AddModule(std::move(built.context), std::move(built.module));
-  return std::make_unique<CompiledModule>(std::move(engine), kernels);
+  CheckOptions(options);
+  TargetSpec target = ResolveTarget(options);
+  // Everything besides the kernel that the object code depends on.
+  ir::StableHasher settings;
+  for (const std::string& part : {target.triple, target.cpu, target.features}) {
+    settings.UpdateString(part);
+  }
+  settings.UpdateU64(static_cast<uint64_t>(options.prefer_vector_width));
+  settings.UpdateU64(static_cast<uint64_t>(options.opt_level));
+  settings.UpdateU64(options.allow_reassociation ? 1 : 0);
+  uint64_t settings_hash = settings.Digest();
+  std::unique_ptr<JitEngine> engine = JitEngine::Create(target, options.opt_level);
+  std::map<std::string, std::string> symbols;  // kernel name -> symbol of its code
+  std::set<std::string> added;
+  for (const ir::KernelFunction& kernel : kernels) {
+    if (kernel.name.empty()) throw Error("codegen: a kernel function has an empty name");
+    if (symbols.count(kernel.name)) {
+      throw Error(fmt::format("codegen: two kernel functions are named '{}'", kernel.name));
+    }
+    // The kernel is compiled under a name derived from its structure, so that one object
+    // serves every kernel of that structure, whatever each module names it.
+    ir::KernelFunction renamed = kernel;
+    renamed.name = "";
+    ir::StableHasher key;
+    key.UpdateU64(ir::StructuralHash(renamed));
+    key.UpdateU64(settings_hash);
+    renamed.name = fmt::format("tandem_kernel_{:016x}", key.Digest());
+    symbols[kernel.name] = renamed.name;
+    if (!added.insert(renamed.name).second) continue;
+    KernelObjectCache& cache = KernelObjectCache::Global();
+    std::shared_ptr<const std::string> object = cache.Find(renamed.name);
+    if (!object) {
+      try {
+        BuiltModule built = BuildModule({renamed}, options);
+        object = std::make_shared<const std::string>(
+            EmitMachineCode(*built.module, *built.machine, /*assembly=*/false));
+      } catch (const Error& e) {
+        // Errors name the kernel as the caller knows it.
+        std::string message = e.message();
+        for (size_t at = message.find(renamed.name); at != std::string::npos;
+             at = message.find(renamed.name, at + kernel.name.size())) {
+          message.replace(at, renamed.name.size(), kernel.name);
+        }
+        throw Error(message, e.where());
+      }
+      cache.Insert(renamed.name, object);
+    }
+    engine->AddObject(*object);
+  }
+  return std::make_unique<CompiledModule>(std::move(engine), kernels, symbols);
 }
 
 std::string EmitLlvmIr(const std::vector<ir::KernelFunction>& kernels,

@@ -93,7 +93,10 @@ class CompiledModule {
  public:
   using KernelEntry = void (*)(void** buffers);
 
-  CompiledModule(std::unique_ptr<JitEngine> engine, std::vector<ir::KernelFunction> kernels);
+  // `symbols` maps a kernel's name to the JIT symbol of its code where they differ (kernels
+  // compiled once under a name derived from their structure, see kernel_object_cache.h).
+  CompiledModule(std::unique_ptr<JitEngine> engine, std::vector<ir::KernelFunction> kernels,
+                 const std::map<std::string, std::string>& symbols = {});
   ~CompiledModule();
   CompiledModule(const CompiledModule&) = delete;
   CompiledModule& operator=(const CompiledModule&) = delete;
@@ -119,7 +122,9 @@ class CompiledModule {
 };
 
 // Compiles kernels (distinct, non-empty names) into one module. Errors (unknown intrinsic,
-// unsupported dtype, unbound variable, unknown buffer, bad options) name the kernel.
+// unsupported dtype, unbound variable, unknown buffer, bad options) name the kernel. Each
+// distinct kernel (by structure and options) is optimized and compiled once per process and its
+// object reused by later calls (KernelObjectCache::Global()); the code is the same either way.
 std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,
                                                const CodegenOptions& options = {});
 

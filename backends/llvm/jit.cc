@@ -230,6 +230,12 @@ void JitEngine::AddModule(std::unique_ptr<llvm::LLVMContext> context,
   }
 }
 
+void JitEngine::AddObject(const std::string& object) {
+  if (llvm::Error error = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object))) {
+    throw Error("cannot add an object file to the JIT: " + ToString(std::move(error)));
+  }
+}
+
 void* JitEngine::Lookup(const std::string& name) {
   auto address = jit_->lookup(name);
   if (!address) {

@@ -49,6 +49,8 @@ class JitEngine {
 
   // Hands an (already optimized) module to the JIT.
   void AddModule(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module);
+  // Hands a relocatable object file (in memory; copied) to the JIT.
+  void AddObject(const std::string& object);
   // The address of a defined function; Error when it is missing or fails to compile.
   void* Lookup(const std::string& name);
 
