@@ -222,14 +222,6 @@ std::unique_ptr<JitEngine> JitEngine::Create(const TargetSpec& spec, int opt_lev
   return engine;
 }
 
-void JitEngine::AddModule(std::unique_ptr<llvm::LLVMContext> context,
-                          std::unique_ptr<llvm::Module> module) {
-  llvm::orc::ThreadSafeModule unit(std::move(module), std::move(context));
-  if (llvm::Error error = jit_->addIRModule(std::move(unit))) {
-    throw Error("cannot add the module to the JIT: " + ToString(std::move(error)));
-  }
-}
-
 void JitEngine::AddObject(const std::string& object) {
   if (llvm::Error error = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object))) {
     throw Error("cannot add an object file to the JIT: " + ToString(std::move(error)));

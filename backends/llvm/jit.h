@@ -47,8 +47,6 @@ class JitEngine {
   static std::unique_ptr<JitEngine> Create(const TargetSpec& target, int opt_level);
   ~JitEngine();
 
-  // Hands an (already optimized) module to the JIT.
-  void AddModule(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module);
   // Hands a relocatable object file (in memory; copied) to the JIT.
   void AddObject(const std::string& object);
   // The address of a defined function; Error when it is missing or fails to compile.
