@@ -45,6 +45,12 @@ constexpr double kLargePadGrowth = 1.1;
 // A producer is inlined into a spatial block only when that block's value reads it at most
 // this many times (a transform reading a whole tile per element keeps its producer separate).
 constexpr int64_t kMaxInlineLoads = 4;
+// Reduction loops of a block whose operands all move with the lanes (a depthwise convolution's
+// or a pooling window's taps) and whose tile covers overlapping windows are unrolled up to this
+// many iterations in all: the taps' input vectors are then loaded once for several outputs and
+// the weights stay in registers (MobileNetV2's stride-1 3x3 depthwise convolutions ran 1.3-2x
+// faster on AVX2; at stride 2 unrolling measured slower).
+constexpr int64_t kMaxUnrolledTaps = 25;
 // Largest number of copies a case split's selecting loops are unrolled into.
 constexpr int64_t kMaxCaseSplitCopies = 64;
 // Matrix operands with rows of at least this many elements (a multiple of 4 KiB) are packed
@@ -220,6 +226,28 @@ class AccessModel {
   int64_t lane_tile_ = 0;
 };
 
+// True when every load of `model` that moves along spatial iterator `axis` moves by the same
+// step along one of the block's reduction iterators: neighbouring outputs along `axis` read
+// overlapping windows (a stride-1 convolution's taps), so a tile along it with its taps
+// unrolled loads each input vector once for several outputs.
+bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis) {
+  bool moves = false;
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> step = model.Stride(load, axis);
+    if (!step) return false;
+    if (*step == 0) continue;
+    moves = true;
+    bool overlaps = false;
+    for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+      if (block->iter_vars[k].kind != ir::IterKind::kReduction) continue;
+      std::optional<int64_t> tap = model.Stride(load, static_cast<int>(k));
+      overlaps = overlaps || (tap && *tap == *step);
+    }
+    if (!overlaps) return false;
+  }
+  return moves;
+}
+
 // Chooses the register tile of a reduction block by a simple model of one reduction step:
 // it issues one FMA per accumulator register and one load per operand register (a strided
 // vector load counts 2.5: two loads and a shuffle), two of each per cycle; the tile with the
@@ -355,9 +383,16 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
     double efficiency = vt.efficiency * (b ? b->efficiency : 1.0) * (v ? v->efficiency : 1.0);
     double lanes = static_cast<double>(vector_tile * tb * tv) * efficiency / cycles;
     bool tie = lanes > best * 0.9999 && lanes < best * 1.0001;
+    // With no broadcast operand (a depthwise convolution) tiles along h and along w rate the
+    // same; where the windows overlap (stride 1) the innermost axis wins: its tile reads a few
+    // neighbouring vectors of a few rows instead of one vector from each of many rows (1.2-1.3x
+    // faster at 112x112 and 28x28). At stride 2 the tile along h measured faster.
+    bool innermost = broadcast_count == 0 && v && v->axis > plan.second_axis &&
+                     WindowsOverlapAlong(model, block, v->axis);
     bool better = lanes > best * 1.0001 ||
                   (tie && (accumulators > best_accumulators ||
-                           (accumulators == best_accumulators && loads < best_loads)));
+                           (accumulators == best_accumulators &&
+                            (loads < best_loads || (loads == best_loads && innermost)))));
     if (!better) return;
     best = lanes;
     best_accumulators = accumulators;
@@ -572,6 +607,15 @@ class DefaultScheduler {
       LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
       s_.ReverseComputeAt(writeback, fused);
       for (const LoopRV& loop : tile) s_.Unroll(loop);
+      bool all_vector = true;
+      for (const ir::Expr& load : model.loads()) {
+        std::optional<int64_t> stride = model.Stride(load, plan->vector_axis);
+        all_vector = all_vector && stride && *stride != 0;
+      }
+      if (all_vector && reduction_work <= kMaxUnrolledTaps && plan->second_axis >= 0 &&
+          WindowsOverlapAlong(model, block, plan->second_axis)) {
+        for (const LoopRV& loop : reduction) s_.Unroll(loop);
+      }
       s_.Vectorize(vector_loop);
       BlockRV init = s_.DecomposeReduction(b, reduction.front());
       UnrollTileAndVectorize(init, tile.size() + 1);
