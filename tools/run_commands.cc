@@ -186,9 +186,11 @@ Command AddRunCommand(CLI::App& app) {
     double median = times[times.size() / 2];
     fmt::print("latency: median {:.3f} ms over {} runs (min {:.3f} ms, max {:.3f} ms)\n",
                median * 1e3, times.size(), times.front() * 1e3, times.back() * 1e3);
+    // As many profiled runs as timed ones: a profile of a few runs on a busy host is noise.
     exe->set_profiling(true);
-    for (int r = 0; r < std::max(1, std::min(*repeat, 5)); ++r) exe->RunInto(inputs, outputs);
-    fmt::print("per-kernel profile:\n{}", exe->ProfileTable());
+    int profiled_runs = std::max(1, *repeat);
+    for (int r = 0; r < profiled_runs; ++r) exe->RunInto(inputs, outputs);
+    fmt::print("per-kernel profile ({} runs):\n{}", profiled_runs, exe->ProfileTable());
     if (!exe->external_functions().empty()) {
       fmt::print("external functions (implementation; activation reorders per call):\n");
       for (const auto& [name, function] : exe->external_functions()) {

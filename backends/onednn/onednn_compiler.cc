@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "ir/error.h"
 #include "ir/layout.h"
@@ -199,6 +200,88 @@ bool OnednnCompiler::HasFullSizeActivationOperand() const {
   return false;
 }
 
+dnnl::memory OnednnCompiler::EpilogueOperand(ir::ValueId other, const std::string& canonical,
+                                             const ir::TensorType& result,
+                                             const memory::desc* full_operand) {
+  const ir::TensorType& other_type = subgraph_.type_of(other).tensor();
+  memory operand;
+  if (other_type.layout == result.layout && other_type.shape.size() == result.shape.size()) {
+    if (IsConstant(other)) {
+      ir::Tensor plain = ConstantIn(other, canonical);
+      operand = Own(plain, PlainDesc(plain.shape()));
+    } else if (std::optional<memory::desc> desc = LayoutDesc(other_type, canonical)) {
+      operand = Bind(other, *desc);
+      if (full_operand != nullptr && other_type == result) {
+        operand = ReorderInput(program_, operand, *full_operand, *context_);
+      }
+    }
+  } else if (other_type.shape.size() <= result.shape.size() &&
+             (other_type.layout.empty() || (other_type.shape.size() < result.shape.size() &&
+                                            result.layout.size() > other_type.layout.size() &&
+                                            result.layout.ends_with(other_type.layout)))) {
+    // Broadcast over the result's physical shape: padded with leading 1s, and described in
+    // the result's layout when that is a permutation (a [1,1,C] bias of an NHWC result, also
+    // when tagged HWC).
+    ir::Shape shape(result.shape.size() - other_type.shape.size(), 1);
+    shape.insert(shape.end(), other_type.shape.begin(), other_type.shape.end());
+    if (result.layout.empty()) {
+      operand = Bind(other, PlainDesc(shape));
+    } else if (result.layout.find_first_of("0123456789") == std::string::npos) {
+      ir::TensorType physical = other_type;
+      physical.shape = shape;
+      physical.layout = result.layout;
+      if (std::optional<memory::desc> desc = LayoutDesc(physical, canonical)) {
+        operand = Bind(other, *desc);
+      }
+    } else if (IsConstant(other)) {
+      // A constant channel bias in a blocked layout (a [C/8,1,1,8] CHW8c bias of an NCHW8c
+      // result): unblocked at build time into a plain [1,C,1,1] operand.
+      std::string primal = ir::Layout(other_type.layout).primal_axes();
+      ir::Tensor plain = subgraph_.node(other).value;
+      if (primal != other_type.layout) {
+        plain = ir::TransformLayout(plain, ir::Layout(other_type.layout), ir::Layout(primal));
+      }
+      ir::Shape logical(canonical.size() - std::min(canonical.size(), plain.shape().size()), 1);
+      logical.insert(logical.end(), plain.shape().begin(), plain.shape().end());
+      if (logical.size() == canonical.size()) {
+        plain = plain.Reshaped(logical);
+        operand = Own(plain, PlainDesc(logical));
+      }
+    }
+  }
+  return operand;
+}
+
+std::optional<dnnl::memory> OnednnCompiler::TakeBias(const std::string& canonical,
+                                                     const ir::TensorType& result,
+                                                     size_t channel_axis, bool flat) {
+  if (chain_.size() < 2 || first_post_op_ != 1) return std::nullopt;
+  const ir::Node& node = subgraph_.node(chain_[1]);
+  if (node.op != "add" || node.inputs.size() != 2 || node.inputs[0] == node.inputs[1] ||
+      !(node.type == subgraph_.type_of(chain_[0]))) {
+    return std::nullopt;
+  }
+  ir::ValueId other = node.inputs[0] == chain_[0] ? node.inputs[1] : node.inputs[0];
+  std::optional<memory::desc> result_desc = LayoutDesc(result, canonical);
+  if (!IsConstant(other) || !result_desc) return std::nullopt;
+  memory operand = EpilogueOperand(other, canonical, result, nullptr);
+  if (!operand) return std::nullopt;
+  memory::dims dims = operand.get_desc().dims(), result_dims = result_desc->dims();
+  if (dims.size() != result_dims.size() || channel_axis >= dims.size()) return std::nullopt;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] != (d == channel_axis ? result_dims[d] : 1)) return std::nullopt;
+  }
+  // The values in channel order, whatever the operand's strides.
+  memory::desc dense = PlainDesc(ir::Shape(dims.begin(), dims.end()));
+  memory values = ReorderNow(operand, dense, *context_);
+  int64_t channels = dims[channel_axis];
+  ir::Tensor bias(ir::Shape{channels}, ir::DataType::kFloat32);
+  std::memcpy(bias.raw_data(), values.get_data_handle(),
+              static_cast<size_t>(channels) * sizeof(float));
+  first_post_op_ = 2;
+  return Own(bias, flat ? memory::desc({channels}, memory::data_type::f32, Tag::x) : dense);
+}
+
 dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
                                              const ir::TensorType& result,
                                              std::unordered_map<int, dnnl::memory>& args,
@@ -209,7 +292,7 @@ dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
     throw ir::Error(fmt::format("oneDNN: result layout {} is not supported", result.layout));
   }
   memory::dims result_dims = result_desc->dims();
-  for (size_t k = 1; k < chain_.size(); ++k) {
+  for (size_t k = first_post_op_; k < chain_.size(); ++k) {
     const ir::Node& node = subgraph_.node(chain_[k]);
     ir::ValueId previous = chain_[k - 1];
     if (!(node.type == subgraph_.type_of(previous))) {
@@ -235,51 +318,7 @@ dnnl::primitive_attr OnednnCompiler::PostOps(const std::string& canonical,
     }
     ir::ValueId other = chain_first ? node.inputs[1] : node.inputs[0];
     const ir::TensorType& other_type = subgraph_.type_of(other).tensor();
-    memory operand;
-    if (other_type.layout == result.layout && other_type.shape.size() == result.shape.size()) {
-      if (IsConstant(other)) {
-        ir::Tensor plain = ConstantIn(other, canonical);
-        operand = Own(plain, PlainDesc(plain.shape()));
-      } else if (std::optional<memory::desc> desc = LayoutDesc(other_type, canonical)) {
-        operand = Bind(other, *desc);
-        if (full_operand != nullptr && other_type == result) {
-          operand = ReorderInput(program_, operand, *full_operand, *context_);
-        }
-      }
-    } else if (other_type.shape.size() <= result.shape.size() &&
-               (other_type.layout.empty() || (other_type.shape.size() < result.shape.size() &&
-                                              result.layout.size() > other_type.layout.size() &&
-                                              result.layout.ends_with(other_type.layout)))) {
-      // Broadcast over the result's physical shape: padded with leading 1s, and described in
-      // the result's layout when that is a permutation (a [1,1,C] bias of an NHWC result, also
-      // when tagged HWC).
-      ir::Shape shape(result.shape.size() - other_type.shape.size(), 1);
-      shape.insert(shape.end(), other_type.shape.begin(), other_type.shape.end());
-      if (result.layout.empty()) {
-        operand = Bind(other, PlainDesc(shape));
-      } else if (result.layout.find_first_of("0123456789") == std::string::npos) {
-        ir::TensorType physical = other_type;
-        physical.shape = shape;
-        physical.layout = result.layout;
-        if (std::optional<memory::desc> desc = LayoutDesc(physical, canonical)) {
-          operand = Bind(other, *desc);
-        }
-      } else if (IsConstant(other)) {
-        // A constant channel bias in a blocked layout (a [C/8,1,1,8] CHW8c bias of an NCHW8c
-        // result): unblocked at build time into a plain [1,C,1,1] operand.
-        std::string primal = ir::Layout(other_type.layout).primal_axes();
-        ir::Tensor plain = subgraph_.node(other).value;
-        if (primal != other_type.layout) {
-          plain = ir::TransformLayout(plain, ir::Layout(other_type.layout), ir::Layout(primal));
-        }
-        ir::Shape logical(canonical.size() - std::min(canonical.size(), plain.shape().size()), 1);
-        logical.insert(logical.end(), plain.shape().begin(), plain.shape().end());
-        if (logical.size() == canonical.size()) {
-          plain = plain.Reshaped(logical);
-          operand = Own(plain, PlainDesc(logical));
-        }
-      }
-    }
+    memory operand = EpilogueOperand(other, canonical, result, full_operand);
     if (!operand) {
       throw ir::Error(fmt::format("oneDNN: operand %{} of {} ({}) cannot be a post-op operand",
                                   subgraph_.node(other).name, node.op, ir::ToString(other_type)));

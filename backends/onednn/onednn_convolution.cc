@@ -1,8 +1,8 @@
 // oneDNN convolution and transposed convolution (1-D to 3-D, grouped, depthwise, dilated) with
-// their epilogue as post-ops. Weights that are constants are packed into the layout the
-// primitive prefers once, here; activations stay in the graph's layout when oneDNN has a fast
-// (JIT) kernel for it, else oneDNN chooses and the reorders into and out of its layout run on
-// every call (and are counted).
+// a constant channel bias as the primitive's bias and the rest of their epilogue as post-ops.
+// Weights that are constants are packed into the layout the primitive prefers once, here;
+// activations stay in the graph's layout when oneDNN has a fast (JIT) kernel for it, else oneDNN
+// chooses and the reorders into and out of its layout run on every call (and are counted).
 #include <fmt/format.h>
 
 #include "backends/onednn/onednn_compiler.h"
@@ -136,6 +136,8 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
                                        : compiler.Bind(compiler.Operand(1), user_weight_desc);
   memory::desc any_weight(user_weight_desc.dims(), memory::data_type::f32, Tag::any);
 
+  std::optional<memory> bias = compiler.TakeBias(canonical, result, 1, true);
+  memory::desc bias_desc = bias ? bias->get_desc() : memory::desc();
   std::unordered_map<int, memory> args;
   memory::dims stride_dims = Dims(strides, 0, s), dilate_dims = Dims(dilation, 0, s, 1);
   auto kind = dnnl::prop_kind::forward_inference;
@@ -152,6 +154,7 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
     args[DNNL_ARG_SRC] = src;
     args[DNNL_ARG_WEIGHTS] = packed;
     args[DNNL_ARG_DST] = dst;
+    if (bias) args[DNNL_ARG_BIAS] = *bias;
     program.Add(std::move(primitive), args, descriptor, name);
     FinishOutput(program, dst, user_result, context);
   };
@@ -160,6 +163,12 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
     PD descriptor = Choose<PD>(
         compiler, canonical, result, *user_src, *user_dst, args,
         [&](const memory::desc& src, const memory::desc& dst, const dnnl::primitive_attr& attr) {
+          if (bias) {
+            dnnl::deconvolution_forward::desc desc(kind, dnnl::algorithm::deconvolution_direct, src,
+                                                   any_weight, bias_desc, dst, stride_dims,
+                                                   dilate_dims, padding_l, padding_r);
+            return PD(desc, attr, context.engine);
+          }
           dnnl::deconvolution_forward::desc desc(kind, dnnl::algorithm::deconvolution_direct, src,
                                                  any_weight, dst, stride_dims, dilate_dims,
                                                  padding_l, padding_r);
@@ -171,6 +180,12 @@ std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compile
     PD descriptor = Choose<PD>(
         compiler, canonical, result, *user_src, *user_dst, args,
         [&](const memory::desc& src, const memory::desc& dst, const dnnl::primitive_attr& attr) {
+          if (bias) {
+            dnnl::convolution_forward::desc desc(kind, dnnl::algorithm::convolution_direct, src,
+                                                 any_weight, bias_desc, dst, stride_dims,
+                                                 dilate_dims, padding_l, padding_r);
+            return PD(desc, attr, context.engine);
+          }
           dnnl::convolution_forward::desc desc(kind, dnnl::algorithm::convolution_direct, src,
                                                any_weight, dst, stride_dims, dilate_dims, padding_l,
                                                padding_r);

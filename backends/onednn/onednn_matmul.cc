@@ -1,7 +1,8 @@
-// oneDNN matmul for matmul, batch_matmul and dense, with the epilogue (bias, activation,
-// residual) as post-ops. Every operand is described in the result's rank (batch axes of 1
-// broadcast); transposed operands are strided views, never copies. A constant right-hand
-// operand (a weight) is packed once into the layout the primitive prefers.
+// oneDNN matmul for matmul, batch_matmul and dense, with a constant bias as the primitive's bias
+// and the rest of the epilogue (activation, residual) as post-ops. Every operand is described in
+// the result's rank (batch axes of 1 broadcast); transposed operands are strided views, never
+// copies. A constant right-hand operand (a weight) is packed once into the layout the primitive
+// prefers.
 #include <fmt/format.h>
 
 #include "backends/onednn/onednn_compiler.h"
@@ -65,6 +66,7 @@ std::unique_ptr<OnednnFunction> CompileOnednnMatmul(OnednnCompiler& compiler) {
   }
   memory::desc dst_desc = PlainDesc(result.shape);
 
+  std::optional<memory> bias = compiler.TakeBias("", result, rank - 1, false);
   std::unordered_map<int, memory> args;
   dnnl::primitive_attr attr = compiler.PostOps("", result, args);
   OnednnContext& context = compiler.context();
@@ -72,13 +74,15 @@ std::unique_ptr<OnednnFunction> CompileOnednnMatmul(OnednnCompiler& compiler) {
   memory::desc wanted_b =
       constant_b ? memory::desc(b_desc.dims(), memory::data_type::f32, memory::format_tag::any)
                  : b_desc;
-  dnnl::matmul::desc desc(a_desc, wanted_b, dst_desc);
+  dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(a_desc, wanted_b, bias->get_desc(), dst_desc)
+                                 : dnnl::matmul::desc(a_desc, wanted_b, dst_desc);
   dnnl::matmul::primitive_desc descriptor(desc, attr, context.engine);
   memory user_b = compiler.Bind(compiler.Operand(1), b_desc);
   args[DNNL_ARG_SRC] = compiler.Bind(compiler.Operand(0), a_desc);
   args[DNNL_ARG_WEIGHTS] =
       constant_b ? ReorderNow(user_b, descriptor.weights_desc(), context) : user_b;
   args[DNNL_ARG_DST] = compiler.BindResult(dst_desc);
+  if (bias) args[DNNL_ARG_BIAS] = *bias;
   compiler.program().Add(dnnl::matmul(descriptor), args, descriptor, "matmul");
   return compiler.Finish();
 }

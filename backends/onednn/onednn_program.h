@@ -53,14 +53,26 @@ class OnednnProgram {
       args[DNNL_ARG_SCRATCHPAD] =
           dnnl::memory(descriptor.scratchpad_desc(), descriptor.get_engine());
     }
-    Add(std::move(primitive), std::move(args), kind + ":" + implementation);
+    implementation = kind + ":" + implementation;
+    int post_ops = descriptor.get_primitive_attr().get_post_ops().len();
+    bool bias = args.count(DNNL_ARG_BIAS) > 0;
+    if (bias || post_ops > 0) {
+      std::string epilogue = bias ? "bias" : "";
+      if (post_ops > 0) {
+        epilogue += (bias ? ", " : "") + std::to_string(post_ops) +
+                    (post_ops == 1 ? " post-op" : " post-ops");
+      }
+      implementation += " (" + epilogue + ")";
+    }
+    Add(std::move(primitive), std::move(args), implementation);
   }
   // Executes every step in order and waits for the stream.
   void Run(dnnl::stream& stream) const;
 
   // Which variant of the workload this is ("plain activations", "blocked activations" ...).
   const std::string& label() const { return label_; }
-  // The implementations of the steps, joined by " + ".
+  // The implementations of the steps, joined by " + ", each with what its epilogue runs as
+  // ("convolution:jit_1x1:avx2 (bias, 1 post-op)").
   std::string Implementations() const;
   // How many of the steps are reorders of activations (executed on every Run).
   int64_t NumReorders() const;
