@@ -74,10 +74,14 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
       modules.push_back(requests[i].module);
       sources.push_back(&requests[i]);
     }
+    MeasureOptions measure = options_.measure;
+    measure.min_repeat_seconds =
+        std::max(measure.min_repeat_seconds, options_.confirm_min_repeat_seconds);
     std::vector<MeasureResult> measured = BuildAndRun(
         modules, build_options(),
-        [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts, rounds);
-    std::string measured_by = MeasuredBy(fmt::format("graph-confirm-{}-rounds", rounds));
+        [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts, rounds,
+        &measure);
+    std::string measured_by = MeasuredBy(fmt::format("graph-confirm-{}-rounds", rounds), measure);
     for (size_t k = 0; k < distinct.size(); ++k) {
       database_->CommitWorkload({distinct[k], "graph", GraphWorkloadText(modules[k])});
       TuningRecord record;

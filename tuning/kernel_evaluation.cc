@@ -76,7 +76,7 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
       modules, build, [&](size_t) -> const Reference& { return reference; }, counts);
 
   database_->CommitWorkload({task.workload_hash, "kernel", ir::PrintKernel(task.kernel)});
-  std::string measured_by = MeasuredBy("kernel");
+  std::string measured_by = MeasuredBy("kernel", options_.measure);
   for (size_t k = 0; k < to_measure.size(); ++k) {
     size_t i = to_measure[k];
     results[i] = std::move(measured[k]);

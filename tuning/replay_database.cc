@@ -32,8 +32,7 @@ std::vector<TuningRecord> ReplayDatabase::Records(const std::string& workload_ha
 std::optional<TuningRecord> ReplayDatabase::FindRecord(const std::string& workload_hash,
                                                        const std::string& target,
                                                        const std::string& candidate_hash) const {
-  std::optional<TuningRecord> record =
-      recorded_->FindRecord(workload_hash, target, candidate_hash);
+  std::optional<TuningRecord> record = recorded_->FindRecord(workload_hash, target, candidate_hash);
   if (record) revealed_.insert(Key(workload_hash, target, candidate_hash));
   return record;
 }

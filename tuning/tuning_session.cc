@@ -119,8 +119,7 @@ const TuningSession::Reference& TuningSession::ReferenceFor(const ir::IRModule& 
   return references_.emplace(signature, std::move(reference)).first->second;
 }
 
-std::string TuningSession::MeasuredBy(const std::string& runner) const {
-  const MeasureOptions& m = options_.measure;
+std::string TuningSession::MeasuredBy(const std::string& runner, const MeasureOptions& m) const {
   nlohmann::json json = {{"runner", runner},
                          {"warmup_runs", m.warmup_runs},
                          {"min_warmup_seconds", m.min_warmup_seconds},
@@ -134,7 +133,7 @@ std::string TuningSession::MeasuredBy(const std::string& runner) const {
 std::vector<MeasureResult> TuningSession::BuildAndRun(
     const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
     const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts,
-    int rounds) {
+    int rounds, const MeasureOptions* measure) {
   std::vector<MeasureResult> results(modules.size());
   std::vector<BuildInput> build_inputs;
   for (const ir::IRModule& module : modules) build_inputs.push_back({module, build});
@@ -156,7 +155,8 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
   for (int r = 0; r < rounds; ++r) {
     interleaved.insert(interleaved.end(), run_inputs.begin(), run_inputs.end());
   }
-  std::vector<MeasureResult> measured = runner_->Run(interleaved, options_.measure);
+  std::vector<MeasureResult> measured =
+      runner_->Run(interleaved, measure != nullptr ? *measure : options_.measure);
   for (size_t k = 0; k < run_index.size(); ++k) {
     std::vector<double> pooled;
     double max_relative_error = 0;
@@ -268,7 +268,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     std::vector<MeasureResult> measured = BuildAndRun(
         modules, build_options(),
         [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts);
-    std::string measured_by = MeasuredBy("graph");
+    std::string measured_by = MeasuredBy("graph", options_.measure);
     if (!charge_budget) uncharged_measurements_ += static_cast<int64_t>(to_measure.size());
     for (size_t k = 0; k < to_measure.size(); ++k) {
       size_t i = to_measure[k];

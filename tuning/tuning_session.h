@@ -143,6 +143,11 @@ class TuningSession {
     // Confirming a decision (ConfirmModules): the finalists are re-measured together in this
     // many interleaved rounds (0 or 1: decisions are taken on the first measurements alone).
     int confirm_rounds = 3;
+    // Each timed repeat of a confirmation loops the module for at least this long (the measure
+    // options' min_repeat_seconds when that is longer): a confirmation decides, and on a shared
+    // host the shortest windows are the noisiest (BERT's 4 ms module, one run per repeat, read
+    // 7% apart from an equally fast one within a round of a confirmation).
+    double confirm_min_repeat_seconds = 0.02;
     // Finalists are the distinct candidates within this fraction of the best one's latency
     // (first measurements of one module taken minutes apart differ by 20-30% on a shared
     // machine) ...
@@ -250,16 +255,16 @@ class TuningSession {
   };
   const Reference& ReferenceFor(const ir::IRModule& module);
   const Reference& KernelReferenceFor(const TuningTask& task);
-  // How this session measures, as JSON; `runner` says what was measured ("graph", "kernel").
-  std::string MeasuredBy(const std::string& runner) const;
+  // How `measure` measures, as JSON; `runner` says what was measured ("graph", "kernel").
+  std::string MeasuredBy(const std::string& runner, const MeasureOptions& measure) const;
   // Builds `modules` in parallel and measures the ones that built against the reference
   // `reference_for(k)` returns for module k (asked only for modules that built), in `rounds`
-  // interleaved rounds whose runs are pooled. One result per module; build time goes into
-  // `counts`.
+  // interleaved rounds whose runs are pooled, with `measure` (the session's options when null).
+  // One result per module; build time goes into `counts`.
   std::vector<MeasureResult> BuildAndRun(
       const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
       const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts,
-      int rounds = 1);
+      int rounds = 1, const MeasureOptions* measure = nullptr);
   // Counts a measurement in `counts` (as `confirmed` for a confirmation, which is not charged)
   // and commits `record` with its result.
   void CommitMeasurement(TuningRecord record, const MeasureResult& result, EvaluationCounts& counts,

@@ -21,6 +21,7 @@ class SlowSpellRunner : public tuning::Runner {
   std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
                                          const tuning::MeasureOptions& options) override {
     std::vector<tuning::MeasureResult> results = truth_.Run(inputs, options);
+    min_repeat_seconds.push_back(options.min_repeat_seconds);
     for (size_t k = 0; k < inputs.size(); ++k) {
       ++runs;
       const ir::Attrs& attrs = inputs[k].executable->module().attrs();
@@ -32,6 +33,7 @@ class SlowSpellRunner : public tuning::Runner {
     return results;
   }
   int64_t runs = 0;
+  std::vector<double> min_repeat_seconds;  // the options of each call, in order
 
  private:
   testing::MockRunner truth_;
@@ -166,6 +168,29 @@ TEST_F(Confirmation, RecordsCarryTheGroupKeyAndHowTheyWereMeasured) {
     }
   }
   EXPECT_EQ(confirmations, 3u);
+}
+
+// A confirmation's repeats each loop the module for at least confirm_min_repeat_seconds (20 ms
+// by default): its windows are longer than the first measurements', and its records say so.
+TEST_F(Confirmation, RepeatsOfAConfirmationLastLonger) {
+  Run(/*confirm_rounds=*/3);
+  ASSERT_GE(runner_->min_repeat_seconds.size(), 2u);
+  double first = tuning::MeasureOptions{}.min_repeat_seconds;
+  EXPECT_EQ(runner_->min_repeat_seconds.front(), first);  // the first measurements
+  EXPECT_EQ(runner_->min_repeat_seconds.back(),
+            tuning::TuningSession::Options{}.confirm_min_repeat_seconds);
+  EXPECT_GT(runner_->min_repeat_seconds.back(), first);
+  for (const tuning::Workload& workload : database_->Workloads()) {
+    for (const std::string& target : database_->Targets(workload.hash)) {
+      for (const tuning::TuningRecord& record : database_->Records(workload.hash, target)) {
+        bool confirmation = record.candidate_hash.rfind("confirm-", 0) == 0;
+        EXPECT_EQ(
+            record.measured_by.find("\"min_repeat_seconds\":0.02"),
+            confirmation ? record.measured_by.find("\"min_repeat_seconds\"") : std::string::npos)
+            << record.measured_by;
+      }
+    }
+  }
 }
 
 TEST_F(Confirmation, ALoneFinalistIsNotReMeasured) {
