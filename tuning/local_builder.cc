@@ -1,4 +1,5 @@
-// LocalBuilder: backends::Build on a few threads of this process.
+// LocalBuilder: builds on a few threads of this process, each build isolated in a child process
+// (tuning/isolated_build.cc) unless the options say otherwise.
 //
 // Concurrent builds are safe: each build creates its own LLVMContext, TargetMachine and LLJIT
 // (backends/llvm/codegen.cc, jit.cc), LLVM's process-wide target registration runs once under
@@ -7,52 +8,42 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <exception>
 #include <system_error>
 #include <thread>
 
 #include "ir/error.h"
 #include "tuning/builder.h"
+#include "tuning/isolated_build.h"
 
 namespace tandem::tuning {
 
-namespace {
-
-BuildOutput BuildOne(const BuildInput& input) {
-  BuildOutput output;
-  auto start = std::chrono::steady_clock::now();
-  try {
-    output.executable = backends::Build(input.module, input.options);
-  } catch (const std::exception& e) {
-    output.error = fmt::format("build failed: {}", e.what());
-  } catch (...) {
-    output.error = "build failed: unknown exception";
+LocalBuilder::LocalBuilder(Options options) : options_(std::move(options)) {
+  if (options_.num_workers < 0) {
+    throw ir::Error(fmt::format("LocalBuilder: the number of workers must be >= 0 but is {}",
+                                options_.num_workers));
   }
-  output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!output.executable && output.error.empty()) output.error = "build failed: no executable";
-  return output;
-}
-
-}  // namespace
-
-LocalBuilder::LocalBuilder(int num_workers) : num_workers_(num_workers) {
-  if (num_workers < 0) {
-    throw ir::Error(
-        fmt::format("LocalBuilder: the number of workers must be >= 0 but is {}", num_workers));
+  if (!(options_.timeout_seconds > 0)) {
+    throw ir::Error(fmt::format("LocalBuilder: the build timeout must be > 0 seconds but is {}",
+                                options_.timeout_seconds));
+  }
+  if (options_.in_child_before_compile && !options_.isolate) {
+    throw ir::Error("LocalBuilder: in_child_before_compile needs isolated builds");
   }
 }
 
 std::vector<BuildOutput> LocalBuilder::Build(const std::vector<BuildInput>& inputs) {
   std::vector<BuildOutput> outputs(inputs.size());
   if (inputs.empty()) return outputs;
-  size_t workers = num_workers_ > 0 ? static_cast<size_t>(num_workers_)
-                                    : std::max<size_t>(1, std::thread::hardware_concurrency());
+  size_t workers = options_.num_workers > 0
+                       ? static_cast<size_t>(options_.num_workers)
+                       : std::max<size_t>(1, std::thread::hardware_concurrency());
   workers = std::min(workers, inputs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < inputs.size(); i = next.fetch_add(1)) {
-      outputs[i] = BuildOne(inputs[i]);
+      outputs[i] = options_.isolate ? BuildIsolated(inputs[i], options_.timeout_seconds,
+                                                    options_.in_child_before_compile)
+                                    : BuildInProcess(inputs[i]);
     }
   };
   // The calling thread is one of the workers; if a thread cannot be started, the ones that

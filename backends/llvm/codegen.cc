@@ -254,10 +254,13 @@ std::vector<ir::Tensor> CompiledModule::Run(const std::string& kernel_name,
   return outputs;
 }
 
-std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,
-                                               const CodegenOptions& options) {
-  CheckOptions(options);
-  TargetSpec target = ResolveTarget(options);
+namespace {
+
+// CompileKernelObjects for checked `options` that resolve to `target`, also giving each
+// kernel's symbol (by the kernel's name).
+std::vector<KernelObject> CompileObjects(const std::vector<ir::KernelFunction>& kernels,
+                                         const CodegenOptions& options, const TargetSpec& target,
+                                         std::map<std::string, std::string>& symbols) {
   // Everything besides the kernel that the object code depends on.
   ir::StableHasher settings;
   for (const std::string& part : {target.triple, target.cpu, target.features}) {
@@ -267,8 +270,7 @@ std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunct
   settings.UpdateU64(static_cast<uint64_t>(options.opt_level));
   settings.UpdateU64(options.allow_reassociation ? 1 : 0);
   uint64_t settings_hash = settings.Digest();
-  std::unique_ptr<JitEngine> engine = JitEngine::Create(target, options.opt_level);
-  std::map<std::string, std::string> symbols;  // kernel name -> symbol of its code
+  std::vector<KernelObject> objects;
   std::set<std::string> added;
   for (const ir::KernelFunction& kernel : kernels) {
     if (kernel.name.empty()) throw Error("codegen: a kernel function has an empty name");
@@ -303,8 +305,28 @@ std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunct
       }
       cache.Insert(renamed.name, object);
     }
-    engine->AddObject(*object);
+    objects.push_back({renamed.name, std::move(object)});
   }
+  return objects;
+}
+
+}  // namespace
+
+std::vector<KernelObject> CompileKernelObjects(const std::vector<ir::KernelFunction>& kernels,
+                                               const CodegenOptions& options) {
+  CheckOptions(options);
+  std::map<std::string, std::string> symbols;
+  return CompileObjects(kernels, options, ResolveTarget(options), symbols);
+}
+
+std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,
+                                               const CodegenOptions& options) {
+  CheckOptions(options);
+  TargetSpec target = ResolveTarget(options);
+  std::map<std::string, std::string> symbols;  // kernel name -> symbol of its code
+  std::vector<KernelObject> objects = CompileObjects(kernels, options, target, symbols);
+  std::unique_ptr<JitEngine> engine = JitEngine::Create(target, options.opt_level);
+  for (const KernelObject& object : objects) engine->AddObject(*object.object);
   return std::make_unique<CompiledModule>(std::move(engine), kernels, symbols);
 }
 

@@ -128,6 +128,19 @@ class CompiledModule {
 std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,
                                                const CodegenOptions& options = {});
 
+// A kernel's machine code as CompileKernels links it: a relocatable object defining `symbol`, a
+// name derived from the kernel's structure and the code generation settings.
+struct KernelObject {
+  std::string symbol;
+  std::shared_ptr<const std::string> object;
+};
+// The objects CompileKernels(kernels, options) links, one per distinct kernel, compiled (or found)
+// and kept in KernelObjectCache::Global() like CompileKernels does, without linking them. For
+// compiling in another process: once the objects are inserted into this process's cache under
+// their symbols, CompileKernels only links. Errors as CompileKernels.
+std::vector<KernelObject> CompileKernelObjects(const std::vector<ir::KernelFunction>& kernels,
+                                               const CodegenOptions& options = {});
+
 // The optimized LLVM IR of the kernels as text (for tests and debugging).
 std::string EmitLlvmIr(const std::vector<ir::KernelFunction>& kernels,
                        const CodegenOptions& options = {});

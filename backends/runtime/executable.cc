@@ -80,6 +80,13 @@ ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& no
   }
 }
 
+// The kernel functions of a (legalized) module, in name order.
+std::vector<ir::KernelFunction> KernelsOf(const ir::IRModule& module) {
+  std::vector<ir::KernelFunction> kernels;
+  for (const auto& [name, kernel] : module.kernel_functions()) kernels.push_back(*kernel);
+  return kernels;
+}
+
 }  // namespace
 
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
@@ -120,14 +127,20 @@ ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& op
   return legalized;
 }
 
+std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& input_module,
+                                                       const BuildOptions& options) {
+  ir::IRModule module = LegalizeForBuild(input_module, options);
+  module.Get(options.function);  // Build's error when there is no such function
+  return CompileKernelObjects(KernelsOf(module), CodegenOptionsFor(input_module, options.codegen));
+}
+
 std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
   ir::IRModule module = LegalizeForBuild(input_module, options);
   const ir::GraphFunction& fn = module.Get(options.function);
 
   auto exe = std::unique_ptr<Executable>(new Executable());
-  std::vector<ir::KernelFunction> kernels;
-  for (const auto& [name, kernel] : module.kernel_functions()) kernels.push_back(*kernel);
-  exe->compiled_ = CompileKernels(kernels, CodegenOptionsFor(input_module, options.codegen));
+  exe->compiled_ =
+      CompileKernels(KernelsOf(module), CodegenOptionsFor(input_module, options.codegen));
 
   // Slots for every tensor value; tuples map to the slots of their fields.
   std::vector<std::vector<int>> value_slots(fn.nodes.size());

@@ -128,4 +128,11 @@ ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& op
 
 std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options = {});
 
+// The kernel objects Build(module, options) links: the legalized module's kernels through
+// CompileKernelObjects (kept in KernelObjectCache::Global()). What Build does before linking
+// that can take long or crash in LLVM, for running it in another process (tuning's LocalBuilder);
+// once the objects are in this process's cache, Build only links. Errors as Build's.
+std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& module,
+                                                       const BuildOptions& options = {});
+
 }  // namespace tandem::backends
