@@ -31,6 +31,8 @@
 //      process: Build finds every kernel in the cache and only links. (An object the cache drops
 //      before that, past its byte budget, is compiled again in this process: correct, not
 //      isolated.)
+// The price of isolation: every candidate forks, even one whose kernels are all cached, and is
+// legalized twice (in the child, and again by Build in this process).
 // The pipe only goes from child to parent, so the parent never gets SIGPIPE from it. A child
 // outlives no parent thread that forked it: PR_SET_PDEATHSIG kills it with the thread.
 #include "tuning/isolated_build.h"
