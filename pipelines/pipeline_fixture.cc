@@ -45,26 +45,17 @@ class RefusingRunner : public tuning::Runner {
   }
 };
 
-// The target a run was recorded for, from its target descriptor ("llvm -threads=2|cpu=znver3|
-// features=+avx,...|..."): the recording machine's CPU and features replace "host", so that what
-// depends on the CPU (the vector unit of default schedules) is decided as it was there. Replay
-// compiles nothing, so the CPU need not be this one.
+// The target a run was recorded for, from its target descriptor: the resolved target before
+// the first '|' ("llvm -cpu=x86-64-v3 -threads=2|vector-bits=256|..."). Descriptors written
+// before targets were resolved ("llvm -threads=2|cpu=znver3|features=+avx,...|...") name the
+// recording machine's CPU and features in fields instead. Replay compiles nothing, so the CPU
+// need not be this one.
 ir::Target RecordedTarget(const std::string& descriptor) {
   ir::Target target = ir::ParseTarget(descriptor.substr(0, descriptor.find('|')));
-  if (target.cpu != "host") return target;
-  std::string cpu, features;
-  size_t start = descriptor.find('|');
-  while (start != std::string::npos) {
-    size_t end = descriptor.find('|', start + 1);
-    std::string field =
-        descriptor.substr(start + 1, end == std::string::npos ? end : end - start - 1);
-    if (field.rfind("cpu=", 0) == 0) cpu = field.substr(4);
-    if (field.rfind("features=", 0) == 0) features = field.substr(9);
-    start = end;
-  }
-  if (!cpu.empty()) {
+  std::string cpu = tuning::DescriptorField(descriptor, "cpu");
+  if (target.cpu == "host" && !cpu.empty()) {
     target.cpu = cpu;
-    target.features = features;
+    target.features = tuning::DescriptorField(descriptor, "features");
   }
   return target;
 }
@@ -140,13 +131,28 @@ tuning::TuningRun RecordPipelineFixture(const ir::IRModule& model, const Fixture
   return run;
 }
 
-FixtureReplay ReplayPipelineFixture(const ir::IRModule& model, const std::string& path) {
+namespace {
+
+// The fixture's records and its runs (at least one: Error otherwise).
+std::pair<std::shared_ptr<tuning::Database>, std::vector<tuning::TuningRun>> ReadFixture(
+    const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ir::Error(fmt::format("cannot read the fixture {}", path));
   auto database = std::shared_ptr<tuning::Database>(tuning::MakeInMemoryDatabase());
   database->ImportJsonLines(in);
   std::vector<tuning::TuningRun> runs = tuning::TuningRuns(*database);
   if (runs.empty()) throw ir::Error(fmt::format("the fixture {} holds no tuning run", path));
+  return {std::move(database), std::move(runs)};
+}
+
+}  // namespace
+
+ir::Target FixtureTarget(const std::string& path) {
+  return RecordedTarget(ReadFixture(path).second.back().target);
+}
+
+FixtureReplay ReplayPipelineFixture(const ir::IRModule& model, const std::string& path) {
+  auto [database, runs] = ReadFixture(path);
   FixtureReplay replay;
   replay.recorded = runs.back();
   const tuning::TuningRun& recorded = replay.recorded;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/target.h"
 #include "ir/trace.h"
 #include "tuning/tuning_run.h"
 
@@ -42,6 +43,11 @@ struct FixtureReplay {
   // pipeline asked only for what was measured when the fixture was recorded.
   int64_t unanswered = 0;
 };
+
+// The resolved target the fixture at `path` was recorded for (its last run's). Replaying it
+// needs no particular machine, but code built for it runs only where
+// backends::MissingHostFeatures(FixtureTarget(path)) is empty.
+ir::Target FixtureTarget(const std::string& path);
 
 // Replays the fixture at `path` on `model` (the model it was recorded on: Error otherwise).
 FixtureReplay ReplayPipelineFixture(const ir::IRModule& model, const std::string& path);

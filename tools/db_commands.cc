@@ -99,22 +99,37 @@ std::vector<std::string> SelectTargets(const std::vector<std::string>& stored,
   return matching;
 }
 
+// Records of another code generation version (IsStaleDescriptor) are counted apart: they are
+// kept, but no run is served from them, and the best time is of the others.
 void List(const std::string& path) {
   std::unique_ptr<tuning::Database> db = OpenExistingDatabase(path);
   std::vector<tuning::Workload> workloads = db->Workloads();
-  fmt::print("{:<16}  {:<6}  {:>7}  {:>12}  {}\n", "hash", "kind", "records", "best (us)", "text");
+  fmt::print("{:<16}  {:<6}  {:>7}  {:>5}  {:>12}  {}\n", "hash", "kind", "records", "stale",
+             "best (us)", "text");
+  size_t total_stale = 0;
   for (const tuning::Workload& workload : workloads) {
-    size_t records = 0;
+    size_t records = 0, stale = 0;
     double best = INFINITY;
     for (const std::string& target : db->Targets(workload.hash)) {
-      records += db->Records(workload.hash, target).size();
+      size_t count = db->Records(workload.hash, target).size();
+      records += count;
+      if (tuning::IsStaleDescriptor(target)) {
+        stale += count;
+        continue;
+      }
       std::vector<tuning::TuningRecord> top = db->Best(workload.hash, target, 1);
       if (!top.empty()) best = std::min(best, top[0].median_seconds());
     }
-    fmt::print("{:<16}  {:<6}  {:>7}  {:>12}  {}\n", workload.hash, workload.kind, records,
-               std::isinf(best) ? "-" : Microseconds(best), FirstLine(workload.text, 60));
+    total_stale += stale;
+    fmt::print("{:<16}  {:<6}  {:>7}  {:>5}  {:>12}  {}\n", workload.hash, workload.kind, records,
+               stale, std::isinf(best) ? "-" : Microseconds(best), FirstLine(workload.text, 60));
   }
-  fmt::print("{} workloads, {} records\n", workloads.size(), db->NumRecords());
+  fmt::print("{} workloads, {} records", workloads.size(), db->NumRecords());
+  if (total_stale > 0) {
+    fmt::print(" ({} stale: made by another code generation version, kept but never served)",
+               total_stale);
+  }
+  fmt::print("\n");
 }
 
 void Show(const std::string& path, const std::string& hash_text, size_t top,
@@ -134,8 +149,9 @@ void Show(const std::string& path, const std::string& hash_text, size_t top,
     std::vector<tuning::TuningRecord> records = db->Records(hash, target);
     size_t failed = std::count_if(records.begin(), records.end(),
                                   [](const tuning::TuningRecord& r) { return !r.ok(); });
-    fmt::print("target {}\n  {} records, {} failed; best {}:\n", target, records.size(), failed,
-               std::min(top, records.size() - failed));
+    fmt::print("target {}{}\n  {} records, {} failed; best {}:\n", target,
+               tuning::IsStaleDescriptor(target) ? " (stale: another code generation version)" : "",
+               records.size(), failed, std::min(top, records.size() - failed));
     std::vector<tuning::TuningRecord> best = db->Best(hash, target, top);
     for (size_t i = 0; i < best.size(); ++i) {
       const tuning::TuningRecord& record = best[i];

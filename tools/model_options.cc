@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "backends/target/resolved_target.h"
 #include "frontend/onnx_importer.h"
 #include "ir/error.h"
 #include "ir/parser.h"
@@ -105,6 +106,7 @@ passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassCont
   auto& registry = pipelines::PipelineRegistry::Global();
   if (!options.pipeline_file.empty()) registry.LoadFile(options.pipeline_file);
   context.target = ir::ParseTarget(options.target);
+  backends::CheckHasCodeGenerator(context.target);
   context.seed = options.seed;
   context.verify_each = options.verify_each;
   context.reproducer_dir = options.reproducer_dir;

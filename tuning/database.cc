@@ -3,9 +3,7 @@
 #include "tuning/database.h"
 
 #include <fmt/format.h>
-#include <llvm/ADT/StringMap.h>
 #include <llvm/Config/llvm-config.h>
-#include <llvm/TargetParser/Host.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -18,6 +16,8 @@
 #include <ostream>
 #include <utility>
 
+#include "backends/llvm/codegen.h"
+#include "backends/target/resolved_target.h"
 #include "ir/error.h"
 #include "tuning/database_internal.h"
 
@@ -184,50 +184,35 @@ size_t Database::ImportJsonLines(std::istream& in) {
   return added;
 }
 
-namespace {
-
-struct HostCpu {
-  std::string name;
-  std::string features;  // enabled features, sorted, comma-separated ("+avx,+avx2,...")
-};
-
-const HostCpu& GetHostCpu() {
-  static const HostCpu host = [] {
-    HostCpu result;
-    result.name = llvm::sys::getHostCPUName().str();
-    llvm::StringMap<bool> features;
-    if (llvm::sys::getHostCPUFeatures(features)) {
-      std::vector<std::string> enabled;
-      for (const auto& entry : features) {
-        if (!entry.second) continue;
-        std::string feature = "+";
-        feature.append(entry.first().data(), entry.first().size());
-        enabled.push_back(std::move(feature));
-      }
-      std::sort(enabled.begin(), enabled.end());
-      for (const std::string& feature : enabled) {
-        result.features += (result.features.empty() ? "" : ",") + feature;
-      }
-    }
-    return result;
-  }();
-  return host;
+std::string TargetDescriptor(const ir::Target& target) {
+  ir::Target resolved = backends::ResolveTarget(target);
+  const dnnl_version_t* onednn = dnnl_version();
+  return fmt::format("{}|vector-bits={}|llvm={}|onednn={}.{}.{}|codegen={}|schema={}",
+                     ir::ToString(resolved), backends::VectorUnitBits(resolved),
+                     LLVM_VERSION_STRING, onednn->major, onednn->minor, onednn->patch,
+                     backends::kCodegenVersion, kDatabaseSchemaVersion);
 }
 
-}  // namespace
+std::string RecordKey(const ir::Target& target, const MeasureOptions& measure) {
+  return fmt::format("{}|measure=warmup:{},repeats:{},min-repeat:{},flush:{}",
+                     TargetDescriptor(target), measure.warmup_runs, measure.repeats,
+                     measure.min_repeat_seconds, measure.flush_cache ? 1 : 0);
+}
 
-std::string TargetDescriptor(const ir::Target& target) {
-  std::string cpu = target.cpu;
-  std::string features = target.features;
-  if (target.cpu == "host") {
-    const HostCpu& host = GetHostCpu();
-    cpu = host.name;
-    features = host.features;
+std::string DescriptorField(const std::string& descriptor, const std::string& key) {
+  size_t start = descriptor.find('|');
+  while (start != std::string::npos) {
+    size_t end = descriptor.find('|', start + 1);
+    std::string field =
+        descriptor.substr(start + 1, end == std::string::npos ? end : end - start - 1);
+    if (field.rfind(key + "=", 0) == 0) return field.substr(key.size() + 1);
+    start = end;
   }
-  const dnnl_version_t* onednn = dnnl_version();
-  return fmt::format("{}|cpu={}|features={}|llvm={}|onednn={}.{}.{}|schema={}",
-                     ir::ToString(target), cpu, features, LLVM_VERSION_STRING, onednn->major,
-                     onednn->minor, onednn->patch, kDatabaseSchemaVersion);
+  return "";
+}
+
+bool IsStaleDescriptor(const std::string& descriptor) {
+  return DescriptorField(descriptor, "codegen") != std::to_string(backends::kCodegenVersion);
 }
 
 std::string NowUtc() {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ir/target.h"
+#include "tuning/measure.h"
 
 namespace tandem::tuning {
 
@@ -97,10 +98,24 @@ class Database {
 std::unique_ptr<Database> OpenSqliteDatabase(const std::string& path);
 std::unique_ptr<Database> MakeInMemoryDatabase();
 
-// The target descriptor stored with every record: the target's text plus the resolved host CPU
-// name and features, the LLVM and oneDNN versions and the database schema version, e.g.
-// "llvm -threads=2|cpu=skylake-avx512|features=+avx512f,...|llvm=16.0.6|onednn=2.6.3|schema=1".
+// The target descriptor: the resolved target (backends::ResolveTarget: CPU, features, threads;
+// never "host") with its vector width, the LLVM, oneDNN, code generation
+// (backends::kCodegenVersion) and database schema versions, e.g. "llvm -cpu=x86-64-v3
+// -threads=2|vector-bits=256|llvm=16.0.6|onednn=2.6.3|codegen=1|schema=1". Error for a target
+// kind without a code generator.
 std::string TargetDescriptor(const ir::Target& target);
+
+// What records are stored and looked up under: the target descriptor and how candidates are
+// measured ("...|measure=warmup:1,repeats:5,min-repeat:0.002,flush:0"), so that measurements
+// taken another way are never compared with these.
+std::string RecordKey(const ir::Target& target, const MeasureOptions& measure);
+
+// The value of "key=value" among a descriptor's '|'-separated fields ("" when absent).
+std::string DescriptorField(const std::string& descriptor, const std::string& key);
+
+// True when records under `descriptor` were made by another code generation version than this
+// build's: kept in the database, never served (`tandem db list` counts them as stale).
+bool IsStaleDescriptor(const std::string& descriptor);
 
 // The current UTC time in ISO 8601, for TuningRecord::measured_at.
 std::string NowUtc();

@@ -6,7 +6,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "backends/onednn/onednn_isa.h"
 #include "backends/reference/interpreter.h"
+#include "backends/target/resolved_target.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
@@ -50,8 +52,8 @@ EvaluationCounts& EvaluationCounts::operator+=(const EvaluationCounts& other) {
 TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> database,
                              std::shared_ptr<Builder> builder, std::shared_ptr<Runner> runner,
                              Options options)
-    : target_(std::move(target)),
-      target_descriptor_(options.target_descriptor.empty() ? TargetDescriptor(target_)
+    : target_(backends::ResolveTarget(target)),
+      target_descriptor_(options.target_descriptor.empty() ? RecordKey(target_, options.measure)
                                                            : options.target_descriptor),
       database_(std::move(database)),
       builder_(std::move(builder)),
@@ -62,6 +64,7 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
     throw ir::Error("TuningSession needs a database, a builder and a runner");
   }
   if (options_.measure.num_threads == 0) options_.measure.num_threads = target_.num_threads;
+  backends::PinOnednnIsa(target_);
 }
 
 std::shared_ptr<TuningSession> TuningSession::MakeDefault(const ir::Target& target, uint64_t seed) {
@@ -70,6 +73,14 @@ std::shared_ptr<TuningSession> TuningSession::MakeDefault(const ir::Target& targ
   return std::make_shared<TuningSession>(target, MakeInMemoryDatabase(),
                                          std::make_shared<LocalBuilder>(),
                                          std::make_shared<ProcessRunner>(), options);
+}
+
+std::string TuningSession::CostModelBlobName(const std::string& kind) const {
+  // Everything but the measurement options: the model predicts one target's code.
+  std::string target = target_descriptor_.substr(0, target_descriptor_.find("|measure="));
+  ir::StableHasher hasher;
+  hasher.Update(target);
+  return fmt::format("cost_model.{}.{}", kind, ir::HashToHex(hasher.Digest()));
 }
 
 backends::BuildOptions TuningSession::build_options() const {
@@ -311,7 +322,7 @@ CostModel& TuningSession::KernelCostModel(const std::string& kind) {
   } else {
     throw ir::Error(fmt::format("unknown cost model '{}' (expected xgboost or random)", kind));
   }
-  if (std::optional<std::string> saved = database_->GetBlob("cost_model." + kind)) {
+  if (std::optional<std::string> saved = database_->GetBlob(CostModelBlobName(kind))) {
     try {
       model->Load(*saved);
     } catch (const ir::Error&) {
@@ -323,7 +334,7 @@ CostModel& TuningSession::KernelCostModel(const std::string& kind) {
 
 void TuningSession::SaveCostModels() {
   for (const auto& [kind, model] : cost_models_)
-    database_->PutBlob("cost_model." + kind, model->Save());
+    database_->PutBlob(CostModelBlobName(kind), model->Save());
 }
 
 }  // namespace tandem::tuning

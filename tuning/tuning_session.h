@@ -241,10 +241,11 @@ class TuningSession {
   backends::BuildOptions build_options() const;
 
   // The kernel cost model every kernel tuning pass of this run shares ("xgboost" or "random"),
-  // restored from the database's blob "cost_model.<kind>" when present. SaveCostModel writes it
-  // back.
+  // restored from the database's blob CostModelBlobName(kind) when present (one model per
+  // target: "cost_model.<kind>.<hash of the target descriptor>"). SaveCostModel writes it back.
   CostModel& KernelCostModel(const std::string& kind);
   void SaveCostModels();
+  std::string CostModelBlobName(const std::string& kind) const;
 
   std::function<void(const ProgressEvent&)> on_progress;
 

@@ -1,4 +1,5 @@
 #include "backends/llvm/jit.h"
+#include "backends/target/resolved_target.h"
 
 #include <fmt/format.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
@@ -53,11 +54,27 @@ const llvm::Target* LookupTarget(const std::string& triple) {
 // baseline CPU give different feature sets.
 bool IsKnownFeature(const llvm::Target* target, const std::string& triple,
                     const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = known.find(triple + "|" + name);
+  if (found != known.end()) return found->second;
   std::unique_ptr<llvm::MCSubtargetInfo> on(
       target->createMCSubtargetInfo(triple, "generic", "+" + name));
   std::unique_ptr<llvm::MCSubtargetInfo> off(
       target->createMCSubtargetInfo(triple, "generic", "-" + name));
-  return on && off && on->getFeatureBits() != off->getFeatureBits();
+  bool is_known = on && off && on->getFeatureBits() != off->getFeatureBits();
+  known.emplace(triple + "|" + name, is_known);
+  return is_known;
+}
+
+// Error unless LLVM knows spec.cpu for spec.triple.
+void CheckCpu(const llvm::Target* target, const TargetSpec& spec) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(spec.triple, spec.cpu, ""));
+  if (!info || !info->isCPUStringValid(spec.cpu)) {
+    throw Error(fmt::format("unknown CPU '{}' for target {}", spec.cpu, spec.triple));
+  }
 }
 
 llvm::CodeGenOpt::Level CodegenLevel(int opt_level) {
@@ -101,21 +118,15 @@ TargetSpec ResolveTarget(const CodegenOptions& options) {
   const llvm::Target* target = LookupTarget(spec.triple);
   std::vector<std::string> features;
   if (options.cpu == "host" || options.cpu.empty()) {
-    spec.cpu = llvm::sys::getHostCPUName().str();
-    llvm::StringMap<bool> host;
-    if (llvm::sys::getHostCPUFeatures(host)) {
-      for (const auto& entry : host) {
-        features.push_back((entry.second ? "+" : "-") + entry.first().str());
-      }
-      std::sort(features.begin(), features.end());
-    }
+    // The host's features come from LLVM itself (or from the build's TANDEM_HOST_TARGET, whose
+    // CPU is checked like any other).
+    const HostCpu& host = GetHostCpu();
+    spec.cpu = host.name;
+    if (host.configured) CheckCpu(target, spec);
+    for (const std::string& feature : SplitFeatures(host.features)) features.push_back(feature);
   } else {
     spec.cpu = options.cpu;
-    std::unique_ptr<llvm::MCSubtargetInfo> info(
-        target->createMCSubtargetInfo(spec.triple, spec.cpu, ""));
-    if (!info || !info->isCPUStringValid(spec.cpu)) {
-      throw Error(fmt::format("unknown CPU '{}' for target {}", spec.cpu, spec.triple));
-    }
+    CheckCpu(target, spec);
   }
   for (const std::string& feature : SplitFeatures(options.features)) {
     if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-') ||

@@ -1,5 +1,7 @@
 #include "backends/runtime/executable.h"
+#include "backends/onednn/onednn_isa.h"
 #include "backends/runtime/thread_pool.h"
+#include "backends/target/resolved_target.h"
 
 #include <fmt/format.h>
 
@@ -61,11 +63,15 @@ int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
 
 // The compiled function of a call_extern's callee (compiled on its first call site).
 ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& node,
+                                  const CodegenOptions& codegen,
                                   std::map<std::string, std::shared_ptr<ExternalFunction>>& cache) {
   auto found = cache.find(node.callee);
   if (found != cache.end()) return found->second.get();
   const ir::GraphFunction& subgraph = module.Get(node.callee);
   const ExternalBackend& backend = ExternalBackendRegistry::Global().Get(subgraph.ExternBackend());
+  if (backend.name() == "onednn") {
+    PinOnednnIsa(ir::Target{.cpu = codegen.cpu, .features = codegen.features});
+  }
   std::string why;
   if (!backend.Available(&why)) {
     throw Error(fmt::format("Build: %{} is placed on {}, which is not available here: {}",
@@ -90,6 +96,7 @@ std::vector<ir::KernelFunction> KernelsOf(const ir::IRModule& module) {
 }  // namespace
 
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
+  CheckHasCodeGenerator(target);
   BuildOptions build;
   build.function = std::move(function);
   build.codegen.cpu = target.cpu;
@@ -201,7 +208,7 @@ std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildO
         if (node.kind == ir::NodeKind::kCallKernel) {
           step.entry = exe->compiled_->Lookup(node.callee);
         } else {
-          step.external = CompileExternal(module, node, exe->external_functions_);
+          step.external = CompileExternal(module, node, options.codegen, exe->external_functions_);
         }
         for (ir::ValueId id : node.inputs) {
           for (int s : value_slots[static_cast<size_t>(id)]) step.args.push_back(s);

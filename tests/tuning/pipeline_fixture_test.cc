@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backends/onednn/onednn_isa.h"
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
+#include "backends/target/resolved_target.h"
 #include "frontend/model_builders.h"
 #include "frontend/onnx_importer.h"
 #include "ir/structural.h"
@@ -218,6 +220,55 @@ TEST(PipelineFixture, RecordedRunReplaysWithoutMeasuring) {
   fs::remove(file);
 }
 
+// Why a fixture recorded for `target` cannot replay in this process ("" when it can): the
+// machine lacks features of the target (oneDNN, which decides placements, would run other code
+// here), or oneDNN's instruction set was already fixed for another target in this process.
+std::string CannotReplayHere(const ir::Target& target) {
+  std::vector<std::string> missing = backends::MissingHostFeatures(target);
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string& feature : missing) names += (names.empty() ? "" : ", ") + feature;
+    return "this machine lacks " + names + " of the fixture's target " + ir::ToString(target);
+  }
+  std::string pinned = backends::PinnedOnednnIsa();
+  if (!pinned.empty() && pinned != backends::OnednnIsaFor(target)) {
+    return "oneDNN already runs " + pinned + " code in this process; run this test alone";
+  }
+  return "";
+}
+
+// A fixture records the resolved target, never "host": a CPU, its features and a thread count.
+// Recorded for the AVX2 + FMA baseline, it names that CPU and replays under it.
+TEST(PipelineFixture, RecordsTheResolvedTarget) {
+  ir::Target baseline = ir::ParseTarget("llvm -cpu=x86-64-v3 -threads=2");
+  if (std::string why = CannotReplayHere(baseline); !why.empty()) GTEST_SKIP() << why;
+  ir::IRModule model = SmallConvModel();
+  fs::path file = fs::temp_directory_path() / "tandem_fixture_target_test.jsonl";
+  pipelines::FixtureOptions options;
+  options.model_name = "small";
+  options.pipeline = kSmallPipeline;
+  options.trials = 8;
+  options.target = ir::ToString(baseline);
+  tuning::TuningRun recorded = pipelines::RecordPipelineFixture(model, options, file.string());
+  EXPECT_EQ(recorded.target.rfind(ir::ToString(baseline) + "|", 0), 0u) << recorded.target;
+  EXPECT_EQ(pipelines::FixtureTarget(file.string()), baseline);
+
+  // The default target is resolved too: the machine's CPU name and every thread.
+  options.target = "llvm";
+  fs::path host_file = fs::temp_directory_path() / "tandem_fixture_host_target_test.jsonl";
+  pipelines::RecordPipelineFixture(model, options, host_file.string());
+  ir::Target host = pipelines::FixtureTarget(host_file.string());
+  EXPECT_EQ(host.cpu, backends::GetHostCpu().name);
+  EXPECT_GT(host.num_threads, 0);
+  EXPECT_EQ(host, backends::ResolveTarget(ir::Target{}));
+
+  pipelines::FixtureReplay replay = pipelines::ReplayPipelineFixture(model, file.string());
+  EXPECT_EQ(replay.unanswered, 0);
+  EXPECT_EQ(pipelines::TraceDiff(replay.recorded.trace, replay.replayed.trace), "");
+  fs::remove(file);
+  fs::remove(host_file);
+}
+
 // The registered `joint` pipeline with the real builder and runner on a small ResNet block: its
 // layout level screens every layout and keeps one (recorded on the instruction), the result
 // computes what the model computes, and the recorded run replays from its fixture.
@@ -259,7 +310,8 @@ TEST(PipelineFixture, JointPipelineScreensLayoutsWithTheRealRunner) {
 }
 
 // The pipeline regression tests of the shared models: the committed fixture of `joint` on each
-// replays from the fixture alone, with the recorded decisions and evaluation counts.
+// replays from the fixture alone, with the recorded decisions and evaluation counts. They are
+// recorded for the AVX2 + FMA baseline, so they replay alike on AVX2 and AVX-512 machines.
 class SharedModelFixture : public testing::TestWithParam<std::string> {};
 
 TEST_P(SharedModelFixture, JointPipelineTakesTheRecordedDecisions) {
@@ -267,6 +319,10 @@ TEST_P(SharedModelFixture, JointPipelineTakesTheRecordedDecisions) {
   if (!fs::exists(model_file)) GTEST_SKIP() << "shared model " << model_file << " is not present";
   fs::path fixture =
       fs::path(TANDEM_SOURCE_DIR) / "tests/passes/data/fixtures" / (GetParam() + ".jsonl");
+  if (std::string why = CannotReplayHere(pipelines::FixtureTarget(fixture.string()));
+      !why.empty()) {
+    GTEST_SKIP() << why;
+  }
   ir::IRModule model = frontend::ImportOnnxFile(model_file.string());
   pipelines::FixtureReplay replay = pipelines::ReplayPipelineFixture(model, fixture.string());
   EXPECT_EQ(pipelines::TraceDiff(replay.recorded.trace, replay.replayed.trace), "");

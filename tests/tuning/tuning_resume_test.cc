@@ -110,9 +110,10 @@ TEST_F(TuningResume, KilledRunResumesWithoutRepeatingMeasurements) {
   // Every candidate was measured exactly once over the two runs.
   auto reopened = tuning::OpenSqliteDatabase(path);
   EXPECT_EQ(reopened->NumRecords(), static_cast<size_t>(kCandidates));
-  std::string target = tuning::TargetDescriptor(ir::Target{});
   for (const tuning::Workload& workload : reopened->Workloads()) {
-    EXPECT_EQ(reopened->Records(workload.hash, target).size(), 1u) << workload.hash;
+    std::vector<std::string> targets = reopened->Targets(workload.hash);
+    ASSERT_EQ(targets.size(), 1u) << workload.hash;
+    EXPECT_EQ(reopened->Records(workload.hash, targets[0]).size(), 1u) << workload.hash;
   }
   // A third run measures nothing and picks the same module.
   ir::IRModule again;
