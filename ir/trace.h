@@ -6,7 +6,10 @@
 // "TuneLayout"), its inputs (names of random variables produced by earlier instructions: block,
 // loop or value handles), its attributes (literal arguments) and the names of its outputs. A
 // sampling or choosing instruction also carries its decision (a tile split, a category index,
-// a compute location, the name of a Choice). A Trace is the ordered list of instructions
+// a compute location, the name of a Choice). An instruction may hold nested traces, each with a
+// label: the kernel schedules a graph-level step chose (one trace per kernel workload, labelled
+// by its hash), so that one trace holds every decision of a tuned model, at both levels, as
+// instructions. A Trace is the ordered list of instructions
 // applied to an input program. Replaying a trace on the same input reproduces the same output;
 // replaying it with a changed decision gives the mutated program. Traces serialize to JSON
 // (stable field order) and print as readable text for diffs.
@@ -22,15 +25,31 @@
 
 namespace tandem::ir {
 
+struct Instruction;
+
+// A trace inside an instruction, with what it is for (e.g. the workload hash of the kernel it
+// schedules).
+struct NestedTrace {
+  std::string label;
+  std::vector<Instruction> instructions;
+
+  bool operator==(const NestedTrace& other) const;
+};
+
 struct Instruction {
   std::string kind;
   std::vector<std::string> inputs;
   Attrs attrs;
   std::vector<std::string> outputs;
   std::optional<AttrValue> decision;
+  std::vector<NestedTrace> nested;  // in label order when made by Tandem's passes
 
   bool operator==(const Instruction& other) const = default;
 };
+
+inline bool NestedTrace::operator==(const NestedTrace& other) const {
+  return label == other.label && instructions == other.instructions;
+}
 
 class Trace {
  public:
@@ -50,13 +69,15 @@ class Trace {
   Trace Prefix(size_t count) const;
 
   // JSON: {"version":1,"instructions":[{"kind":...,"inputs":[...],"attrs":{...},
-  // "outputs":[...],"decision":...}, ...]}. Attribute values keep their kind (ints stay ints,
-  // floats stay floats, even when integral).
+  // "outputs":[...],"decision":...,"nested":[{"label":...,"instructions":[...]}]}, ...]}
+  // ("nested" only when there are nested traces). Attribute values keep their kind (ints stay
+  // ints, floats stay floats, even when integral).
   std::string ToJson() const;
   // Throws Error naming the instruction index and field for malformed JSON.
   static Trace FromJson(const std::string& json);
 
-  // One line per instruction: `l2, l3 = split(l1) {factors=[4,8]} decision=[4,8]`.
+  // One line per instruction: `l2, l3 = split(l1) {factors=[4,8]} decision=[4,8]`; nested
+  // traces follow their instruction, each under a `[label]` line, indented.
   std::string ToText() const;
 
   bool operator==(const Trace& other) const = default;

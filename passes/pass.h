@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "ir/attrs.h"
 #include "ir/graph.h"
 #include "ir/target.h"
+#include "ir/trace.h"
 #include "tuning/tuning_session.h"
 
 namespace tandem::passes {
@@ -86,8 +88,12 @@ class PassConfig {
  public:
   void Set(const std::string& key, ir::AttrValue value) { values_.Set(key, std::move(value)); }
   bool Has(const std::string& key) const { return values_.Has(key); }
-  int64_t GetInt(const std::string& key, int64_t fallback) const { return values_.GetInt(key, fallback); }
-  double GetFloat(const std::string& key, double fallback) const { return values_.GetFloat(key, fallback); }
+  int64_t GetInt(const std::string& key, int64_t fallback) const {
+    return values_.GetInt(key, fallback);
+  }
+  double GetFloat(const std::string& key, double fallback) const {
+    return values_.GetFloat(key, fallback);
+  }
   std::string GetString(const std::string& key, const std::string& fallback) const {
     return values_.GetString(key, fallback);
   }
@@ -113,6 +119,14 @@ class PassContext {
   // database, local builder, process runner) from `target` and `seed`.
   std::shared_ptr<tuning::TuningSession> tuning;
   tuning::TuningSession& Tuning();
+
+  // Exact replay of what a heuristic pass took from the tuning database (Legalize taking the
+  // best recorded kernel schedules). Such a pass stores what it took in `database_choice` (an
+  // instruction of its kind); RunPipelineRecorded keeps it in the pipeline trace in place of a
+  // plain "apply". ReplayTrace points `replaying` at that instruction while the pass runs again,
+  // and the pass applies exactly that, whatever the database holds by then.
+  std::optional<ir::Instruction> database_choice;
+  const ir::Instruction* replaying = nullptr;
 
   // Runs `pipeline` on `module` with this context's instruments and returns the result. The
   // pipeline is validated first (required passes must run earlier). A failure is an ir::Error
@@ -147,7 +161,8 @@ PassPtr MakeSequential(std::vector<PassPtr> passes);
 // A pass defined by a function, for heuristic passes with no state beyond their arguments.
 class FunctionPass : public Pass {
  public:
-  using Function = std::function<ir::IRModule(const ir::IRModule&, PassContext&, const PassArguments&)>;
+  using Function =
+      std::function<ir::IRModule(const ir::IRModule&, PassContext&, const PassArguments&)>;
   FunctionPass(PassInfo info, PassArguments arguments, Function function)
       : Pass(std::move(arguments)), info_(std::move(info)), function_(std::move(function)) {}
   const PassInfo& info() const override { return info_; }

@@ -434,6 +434,12 @@ ir::IRModule ReplayTrace(const ir::IRModule& input, const ir::Trace& trace, Pass
       if (const auto* tuning = dynamic_cast<const TuningPass*>(pass.get())) {
         module = tuning->ApplyDecision(module, instruction, context);
       } else {
+        // A heuristic pass; one that took something from the database applies what it took.
+        context.replaying = &instruction;
+        struct Reset {
+          PassContext& context;
+          ~Reset() { context.replaying = nullptr; }
+        } reset{context};
         module = context.RunPass(*pass, module);
       }
     } catch (const ir::Error& e) {

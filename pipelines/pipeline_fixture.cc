@@ -45,21 +45,6 @@ class RefusingRunner : public tuning::Runner {
   }
 };
 
-// The target a run was recorded for, from its target descriptor: the resolved target before
-// the first '|' ("llvm -cpu=x86-64-v3 -threads=2|vector-bits=256|..."). Descriptors written
-// before targets were resolved ("llvm -threads=2|cpu=znver3|features=+avx,...|...") name the
-// recording machine's CPU and features in fields instead. Replay compiles nothing, so the CPU
-// need not be this one.
-ir::Target RecordedTarget(const std::string& descriptor) {
-  ir::Target target = ir::ParseTarget(descriptor.substr(0, descriptor.find('|')));
-  std::string cpu = tuning::DescriptorField(descriptor, "cpu");
-  if (target.cpu == "host" && !cpu.empty()) {
-    target.cpu = cpu;
-    target.features = tuning::DescriptorField(descriptor, "features");
-  }
-  return target;
-}
-
 passes::PassPtr MakePipeline(const std::string& pipeline, const ir::Target& target) {
   PipelineRegistry& registry = PipelineRegistry::Global();
   for (const PipelineDef& def : registry.List()) {
@@ -148,7 +133,7 @@ std::pair<std::shared_ptr<tuning::Database>, std::vector<tuning::TuningRun>> Rea
 }  // namespace
 
 ir::Target FixtureTarget(const std::string& path) {
-  return RecordedTarget(ReadFixture(path).second.back().target);
+  return tuning::TargetOfDescriptor(ReadFixture(path).second.back().target);
 }
 
 FixtureReplay ReplayPipelineFixture(const ir::IRModule& model, const std::string& path) {
@@ -163,7 +148,7 @@ FixtureReplay ReplayPipelineFixture(const ir::IRModule& model, const std::string
                     recorded.model_hash, model_hash));
   }
   passes::PassContext context;
-  context.target = RecordedTarget(recorded.target);
+  context.target = tuning::TargetOfDescriptor(recorded.target);
   context.seed = recorded.seed;
   tuning::TuningSession::Options session_options;
   session_options.seed = recorded.seed;

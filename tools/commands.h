@@ -41,14 +41,18 @@ struct PipelineOptions {
   std::string reproducer_dir;
   uint64_t seed = 0;
   std::string database;  // tuning database: best recorded kernel schedules are applied
+  std::string trace;  // trace file (`tandem tune --save-trace`): replayed instead of the pipeline
 };
 void AddPipelineOptions(CLI::App* command, PipelineOptions& options);
 // Configures `context` from the options (target, seed, verification, reproducers, timing and IR
 // dump instruments) and returns the chosen pipeline; `timing` is set when --time-passes is on.
 passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
                                 std::shared_ptr<passes::TimingInstrument>& timing);
-// Runs the chosen pipeline on the module (printing timing/IR dumps as asked).
+// Runs the chosen pipeline on the module (printing timing/IR dumps as asked), or replays the
+// trace file when one is given.
 ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options);
+// The target the result of RunPipeline is built for: --target, or the trace file's target.
+ir::Target PipelineTarget(const PipelineOptions& options);
 
 // Opens a tuning database file that must already exist (reading commands never create one).
 std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path);

@@ -13,6 +13,7 @@
 #include "ir/structural.h"
 #include "passes/instruments.h"
 #include "passes/pipeline_text.h"
+#include "passes/pipeline_trace.h"
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
@@ -99,6 +100,9 @@ void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {
       "tuning database (SQLite file): a pipeline tuned on this model by `tandem tune` "
       "is replayed from its recorded decisions; otherwise kernels get their best "
       "recorded schedules and tuning passes record their measurements there");
+  command->add_option("--trace", options.trace,
+                      "trace file written by `tandem tune --save-trace`: rebuild the tuned model "
+                      "from its decisions, under its recorded target, with no database");
 }
 
 passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
@@ -129,7 +133,21 @@ passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassCont
                               : passes::ParsePipeline(options.text);
 }
 
+ir::Target PipelineTarget(const PipelineOptions& options) {
+  if (!options.trace.empty()) {
+    return tuning::TargetOfDescriptor(passes::ReadTraceFile(options.trace).target);
+  }
+  return ir::ParseTarget(options.target);
+}
+
 ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options) {
+  if (!options.trace.empty()) {
+    passes::TraceFile file = passes::ReadTraceFile(options.trace);
+    std::cerr << fmt::format("replaying the {} decisions of {} (pipeline {}) for target {}\n",
+                             file.trace.size(), options.trace, file.pipeline,
+                             file.target.substr(0, file.target.find('|')));
+    return passes::ReplayTraceFile(module, file);
+  }
   passes::PassContext context;
   std::shared_ptr<passes::TimingInstrument> timing;
   passes::PassPtr pipeline = PreparePipeline(options, context, timing);

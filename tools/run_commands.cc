@@ -164,7 +164,7 @@ Command AddRunCommand(CLI::App& app) {
     double pipeline_seconds = Seconds(start);
     start = std::chrono::steady_clock::now();
     backends::BuildOptions build_options =
-        backends::BuildOptionsFor(ir::ParseTarget(pipeline->target), io->function);
+        backends::BuildOptionsFor(PipelineTarget(*pipeline), io->function);
     auto exe = backends::Build(optimized, build_options);
     double build_seconds = Seconds(start);
     fmt::print(

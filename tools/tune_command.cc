@@ -21,6 +21,7 @@
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
+#include "tuning/apply_history_best.h"
 #include "tuning/tuning_run.h"
 #include "tuning/tuning_session.h"
 
@@ -62,12 +63,9 @@ std::string DecisionSummary(const ir::Trace& trace) {
         instruction.decision && std::holds_alternative<std::string>(*instruction.decision)
             ? std::get<std::string>(*instruction.decision)
             : "";
-    if (!decision.empty() && decision.front() == '{') {
-      // TuneKernels: a map from workload to schedule trace.
-      size_t schedules = std::count(decision.begin(), decision.end(), ':') > 0
-                             ? nlohmann::json::parse(decision, nullptr, false).size()
-                             : 0;
-      parts.push_back(fmt::format("{}: {} tuned kernel schedule(s)", instruction.kind, schedules));
+    if (tuning::CarriesSchedules(instruction)) {
+      parts.push_back(fmt::format("{}: {} tuned kernel schedule(s)", instruction.kind,
+                                  tuning::ScheduleDecision(instruction).size()));
       continue;
     }
     parts.push_back(decision == "apply" || decision.empty() ? instruction.kind
@@ -80,6 +78,14 @@ void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw ir::Error(fmt::format("cannot write {}", path));
+}
+
+// --save-trace: the run's whole trace as a trace file (`tandem run|compile --trace` rebuilds the
+// tuned model from it with no database).
+void SaveTrace(const std::string& path, const tuning::TuningRun& run) {
+  if (path.empty()) return;
+  passes::WriteTraceFile({run.model, run.model_hash, run.pipeline, run.target, run.trace}, path);
+  std::cerr << fmt::format("trace: {} ({} instructions)\n", path, run.trace.size());
 }
 
 tuning::MeasureResult MeasureOne(tuning::TuningSession& session, const ir::IRModule& module,
@@ -216,6 +222,7 @@ int RunTune(TuneOptions& options) {
     previous->after_error = after.error;
     PrintRun(*previous, pipeline_label);
     if (!options.output.empty()) WriteText(options.output, ir::PrintModule(tuned));
+    SaveTrace(options.trace_file, *previous);
     return after.ok() ? 0 : 1;
   }
 
@@ -247,13 +254,7 @@ int RunTune(TuneOptions& options) {
                              database->NumRecords());
   }
   if (!options.output.empty()) WriteText(options.output, ir::PrintModule(recorded.module));
-  if (!options.trace_file.empty()) {
-    std::string lines;
-    for (const tuning::TuningDecision& decision : session.decisions()) {
-      lines += decision.trace.ToJson() + "\n";
-    }
-    WriteText(options.trace_file, lines);
-  }
+  SaveTrace(options.trace_file, run);
   return after.ok() ? 0 : 1;
 }
 
@@ -300,7 +301,9 @@ Command AddTuneCommand(CLI::App& app) {
                 "measure in this process (no crash isolation; for debugging)");
   cmd->add_option("--output", options->output, "write the tuned module's IR text here");
   cmd->add_option("--save-trace", options->trace_file,
-                  "write each tuning pass's winning trace (JSON, one per line) here");
+                  "write the tuned model's decisions (the whole pipeline trace, kernel schedules "
+                  "included) to this trace file; `tandem run|compile --trace` rebuilds the model "
+                  "from it with no database");
   return [cmd, options] {
     if (!*cmd) return -1;
     return RunTune(*options);

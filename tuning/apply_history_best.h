@@ -20,6 +20,7 @@ namespace tandem::tuning {
 struct HistoryBestStats {
   int64_t from_database = 0;
   int64_t default_schedule = 0;
+  std::map<std::string, ir::Trace> taken;  // the schedule served per workload hash
 };
 
 kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> database,
@@ -31,6 +32,18 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
 // instruction); kernels without a trace get the default schedule.
 kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> traces,
                                            kernels::SearchSpace space);
+
+// Kernel schedules chosen per workload as an instruction carries them: one nested trace per
+// workload, labelled by its hash, in hash order; the decision says how many ("3 kernel
+// schedules"). Replaying the instruction (ScheduleDecision) gives back exactly these schedules.
+void SetScheduleDecision(ir::Instruction& instruction,
+                         const std::map<std::string, ir::Trace>& schedules);
+// Whether the instruction carries kernel schedules (either form ScheduleDecision reads).
+bool CarriesSchedules(const ir::Instruction& instruction);
+// The schedules an instruction carries: its nested traces, or, in instructions recorded before
+// schedules were nested, the decision's JSON object mapping each workload hash to a trace's JSON.
+// Error when neither form is there.
+std::map<std::string, ir::Trace> ScheduleDecision(const ir::Instruction& instruction);
 
 // The CPU search space for a target (vector width from its features or vector_bits, cores
 // from its thread count).

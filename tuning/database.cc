@@ -211,6 +211,16 @@ std::string DescriptorField(const std::string& descriptor, const std::string& ke
   return "";
 }
 
+ir::Target TargetOfDescriptor(const std::string& descriptor) {
+  ir::Target target = ir::ParseTarget(descriptor.substr(0, descriptor.find('|')));
+  std::string cpu = DescriptorField(descriptor, "cpu");
+  if (target.cpu == "host" && !cpu.empty()) {
+    target.cpu = cpu;
+    target.features = DescriptorField(descriptor, "features");
+  }
+  return target;
+}
+
 bool IsStaleDescriptor(const std::string& descriptor) {
   return DescriptorField(descriptor, "codegen") != std::to_string(backends::kCodegenVersion);
 }

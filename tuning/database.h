@@ -113,6 +113,11 @@ std::string RecordKey(const ir::Target& target, const MeasureOptions& measure);
 // The value of "key=value" among a descriptor's '|'-separated fields ("" when absent).
 std::string DescriptorField(const std::string& descriptor, const std::string& key);
 
+// The target a descriptor was made for: the resolved target before its first '|'. Descriptors
+// written before targets were resolved ("llvm -threads=2|cpu=znver3|features=+avx,...|...")
+// name the recording machine's CPU and features in fields instead; those are taken.
+ir::Target TargetOfDescriptor(const std::string& descriptor);
+
 // True when records under `descriptor` were made by another code generation version than this
 // build's: kept in the database, never served (`tandem db list` counts them as stale).
 bool IsStaleDescriptor(const std::string& descriptor);

@@ -1,5 +1,7 @@
 #include "tuning/decision_tree_html.h"
 
+#include "tuning/apply_history_best.h"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -114,19 +116,13 @@ std::string KernelLabel(const Database* database, const std::string& hash) {
   return Shorten(text, 60);
 }
 
-// The entries of a kernel search's decision: workload hash -> schedule trace JSON.
-std::string KernelScheduleList(const nlohmann::json& decision, const Database* database) {
+// The kernel schedules an instruction carries: workload hash -> schedule trace.
+std::string KernelScheduleList(const std::map<std::string, ir::Trace>& schedules,
+                               const Database* database) {
   std::string html = "<ul>";
-  for (const auto& [hash, value] : decision.items()) {
-    std::string trace_json = value.is_string() ? value.get<std::string>() : value.dump();
-    std::string detail;
-    try {
-      ir::Trace trace = ir::Trace::FromJson(trace_json);
-      detail = fmt::format("{} instruction{}</summary><pre>{}</pre>", trace.size(),
-                           trace.size() == 1 ? "" : "s", HtmlEscape(trace.ToText()));
-    } catch (const ir::Error& e) {
-      detail = fmt::format("unreadable trace</summary><pre>{}</pre>", HtmlEscape(e.what()));
-    }
+  for (const auto& [hash, trace] : schedules) {
+    std::string detail = fmt::format("{} instruction{}</summary><pre>{}</pre>", trace.size(),
+                                     trace.size() == 1 ? "" : "s", HtmlEscape(trace.ToText()));
     std::string label = KernelLabel(database, hash);
     html += fmt::format(
         "<li><details><summary><code>{}</code>{} &middot; {}</details></li>", HtmlEscape(hash),
@@ -147,13 +143,18 @@ std::string NodeHtml(const TreeNode& node, const Database* database, const std::
                        name);
   }
   std::string summary = name, body;
-  nlohmann::json kernels = !decision.empty() && decision.front() == '{'
-                               ? nlohmann::json::parse(decision, nullptr, false)
-                               : nlohmann::json();
-  if (kernels.is_object()) {
+  std::optional<std::map<std::string, ir::Trace>> kernels;
+  if (CarriesSchedules(instruction)) {
+    try {
+      kernels = ScheduleDecision(instruction);
+    } catch (const ir::Error& e) {
+      body += "<pre>" + HtmlEscape(e.what()) + "</pre>";
+    }
+  }
+  if (kernels) {
     summary +=
-        fmt::format(": {} kernel{} scheduled", kernels.size(), kernels.size() == 1 ? "" : "s");
-    if (!kernels.empty()) body += KernelScheduleList(kernels, database);
+        fmt::format(": {} kernel{} scheduled", kernels->size(), kernels->size() == 1 ? "" : "s");
+    if (!kernels->empty()) body += KernelScheduleList(*kernels, database);
   } else if (instruction.attrs.Has("choice")) {
     summary += " = <code class=\"decision\">" +
                HtmlEscape(instruction.attrs.GetString("choice", "")) + "</code>";
@@ -188,7 +189,7 @@ std::string NodeHtml(const TreeNode& node, const Database* database, const std::
   }
   if (body.empty()) return "<li class=\"tuning\">" + summary + "</li>";
   return fmt::format("<li class=\"tuning\"><details{}><summary>{}</summary>{}</details></li>",
-                     depth == 0 || !kernels.is_object() ? " open" : "", summary, body);
+                     depth == 0 || !kernels ? " open" : "", summary, body);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // Legalize: lowers every op call into a kernel function (compute definition + default schedule)
 // called through call_kernel; identical kernels are shared (kernels/legalize.h). When the run has
 // a tuning session, a kernel whose workload has records in its database gets the best recorded
-// schedule instead of the default one.
+// schedule instead of the default one; the schedules it took are its database choice
+// (PassContext::database_choice: nested traces by workload hash), so that replaying the pipeline
+// trace applies exactly those, whatever the database holds then. Replaying a Legalize recorded
+// as a plain "apply" (no session, or a trace of an older Tandem) consults the database as before.
 #include "kernels/legalize.h"
 #include "backends/llvm/codegen.h"
 #include "passes/pass_registry.h"
@@ -25,15 +28,30 @@ void RegisterLegalize(PassRegistry& registry) {
                   options.apply_default_schedule = std::get<int64_t>(v) != 0;
               }
               options.schedule = backends::DefaultScheduleOptionsFor(context.target);
-              if (context.tuning) {
-                // Apply-history-best: kernels with records in the run's database get their best
-                // measured schedule.
-                tuning::TuningSession& session = *context.tuning;
-                options.schedule_provider = tuning::HistoryBestProvider(
-                    session.shared_database(), session.target_descriptor(),
-                    tuning::SearchSpaceFor(session.target(), session.target_descriptor()));
+              const ir::Instruction* replaying = context.replaying;
+              if (replaying && replaying->kind == "Legalize" &&
+                  tuning::CarriesSchedules(*replaying)) {
+                // Replay: exactly the schedules taken when the trace was recorded.
+                options.schedule_provider = tuning::TraceMapProvider(
+                    tuning::ScheduleDecision(*replaying),
+                    tuning::SearchSpaceFor(context.target,
+                                           tuning::TargetDescriptor(context.target)));
+                return kernels::Legalize(module, options);
               }
-              return kernels::Legalize(module, options);
+              if (!context.tuning) return kernels::Legalize(module, options);
+              // Apply-history-best: kernels with records in the run's database get their best
+              // measured schedule, recorded as this pass's database choice.
+              tuning::TuningSession& session = *context.tuning;
+              auto stats = std::make_shared<tuning::HistoryBestStats>();
+              options.schedule_provider = tuning::HistoryBestProvider(
+                  session.shared_database(), session.target_descriptor(),
+                  tuning::SearchSpaceFor(session.target(), session.target_descriptor()), stats);
+              ir::IRModule legalized = kernels::Legalize(module, options);
+              ir::Instruction choice;
+              choice.kind = "Legalize";
+              tuning::SetScheduleDecision(choice, stats->taken);
+              context.database_choice = std::move(choice);
+              return legalized;
             });
       }});
 }

@@ -5,14 +5,14 @@
 // the task scheduler spends `trials` measurements over them with evolutionary search (or random
 // replay) guided by the session's shared cost model; then the module is legalized with, for each
 // kernel, the best schedule recorded in the database for this target (measurements of earlier
-// runs count), falling back to the default schedule. The decision recorded in the trace maps
-// each workload hash to the chosen schedule trace, so a replay rebuilds the same kernels without
-// searching. Used as an eval pass (e.g. TuneLayout(eval=[TuneKernels])), it tunes the kernels of
-// each candidate; the same kernel under two candidates is one workload, measured once.
+// runs count), falling back to the default schedule. The instruction recorded in the trace holds
+// the chosen schedule of each workload as a nested trace labelled by its hash
+// (tuning::SetScheduleDecision), so a replay rebuilds the same kernels without searching. Used as
+// an eval pass (e.g. TuneLayout(eval=[TuneKernels])), it tunes the kernels of each candidate; the
+// same kernel under two candidates is one workload, measured once.
 #include <fmt/format.h>
 
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "backends/llvm/codegen.h"
 #include "ir/error.h"
@@ -74,7 +74,6 @@ class TuneKernels : public TuningPass {
       session.SaveCostModels();
     }
     // The best recorded schedule of every task (this run's or an earlier one's).
-    nlohmann::json decision = nlohmann::json::object();
     std::map<std::string, ir::Trace> traces;
     for (const tuning::TuningTask& task : tasks) {
       for (const tuning::TuningRecord& record :
@@ -82,7 +81,6 @@ class TuneKernels : public TuningPass {
         ir::Trace trace = ir::Trace::FromJson(record.trace_json);
         if (kernels::ReplayProgram(task.kernel, trace, space)) {
           traces.emplace(task.workload_hash, trace);
-          decision[task.workload_hash] = record.trace_json;
           break;
         }
       }
@@ -91,26 +89,18 @@ class TuneKernels : public TuningPass {
     ir::Instruction instruction;
     instruction.kind = name();
     instruction.attrs.Set("pass", DecisionText());
-    instruction.decision = ir::AttrValue(decision.dump());
+    tuning::SetScheduleDecision(instruction, traces);
     next.trace.Append(std::move(instruction));
     next.result.reset();
+    bool any_tuned = !traces.empty();
     next.output = Lower(candidate.output, std::move(traces), space, context);
-    if (!decision.empty()) ConfirmAgainstDefaults(candidate, next, context);
+    if (any_tuned) ConfirmAgainstDefaults(candidate, next, context);
     return next;
   }
 
   ir::IRModule ApplyDecision(const ir::IRModule& module, const ir::Instruction& instruction,
                              PassContext& context) const override {
-    if (!instruction.decision || !std::holds_alternative<std::string>(*instruction.decision)) {
-      throw ir::Error("TuneKernels: the instruction has no schedule map as its decision");
-    }
-    nlohmann::json decision =
-        nlohmann::json::parse(std::get<std::string>(*instruction.decision), nullptr, false);
-    if (!decision.is_object()) throw ir::Error("TuneKernels: the decision is not a JSON object");
-    std::map<std::string, ir::Trace> traces;
-    for (const auto& [hash, trace] : decision.items()) {
-      traces.emplace(hash, ir::Trace::FromJson(trace.get<std::string>()));
-    }
+    std::map<std::string, ir::Trace> traces = tuning::ScheduleDecision(instruction);
     ir::Target target = context.target;
     kernels::SearchSpace space = tuning::SearchSpaceFor(target, tuning::TargetDescriptor(target));
     return Lower(module, std::move(traces), space, context);
@@ -140,7 +130,7 @@ class TuneKernels : public TuningPass {
         tuning::SearchSpaceFor(session.target(), session.target_descriptor());
     Candidate defaults = candidate;
     ir::Instruction instruction = tuned.trace.instructions().back();
-    instruction.decision = ir::AttrValue(std::string("{}"));
+    tuning::SetScheduleDecision(instruction, {});
     defaults.trace.Append(instruction);
     defaults.result.reset();
     try {
