@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <fstream>
 #include <set>
 
 #include "backends/llvm/codegen_internal.h"
 #include "backends/llvm/jit.h"
 #include "backends/llvm/kernel_object_cache.h"
+#include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
 #include "ir/kernel/kernel_structural.h"
 #include "ir/structural.h"
@@ -234,6 +236,13 @@ void CompiledModule::Run(const std::string& kernel_name,
     }
   }
   entries_.at(kernel_name)(pointers.data());
+  if (std::exception_ptr error = TakeParallelForError()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("kernel '{}' failed in a parallel loop: {}", kernel_name, e.what()));
+    }
+  }
 }
 
 std::vector<ir::Tensor> CompiledModule::Run(const std::string& kernel_name,

@@ -105,7 +105,9 @@ class CompiledModule {
   KernelEntry Lookup(const std::string& kernel_name) const;
   // Runs a kernel on one tensor per parameter (inputs then outputs, in parameter order); outputs
   // are written in place. Error when a shape or dtype does not match the parameter buffer, or
-  // when a written tensor shares storage with another argument.
+  // when a written tensor shares storage with another argument, and when a parallel loop of the
+  // kernel failed (see tandem_parallel_for). Lookup's entry leaves such a failure pending on the
+  // calling thread: take it with TakeParallelForError (backends/runtime/thread_pool.h).
   void Run(const std::string& kernel_name, const std::vector<ir::Tensor>& args) const;
   // Allocates the outputs, runs the kernel on `inputs` and returns the outputs.
   std::vector<ir::Tensor> Run(const std::string& kernel_name, const std::vector<ir::Tensor>& inputs,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 
 #include "ir/error.h"
@@ -88,6 +89,26 @@ std::vector<ir::KernelFunction> KernelsOf(const ir::IRModule& module) {
 }
 
 }  // namespace
+
+void Executable::RethrowStepError(const Step& step, std::exception_ptr error) {
+  std::string what = step.external ? "call_extern" : "kernel";
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("{} '{}' failed in a parallel loop: {}", what, step.kernel, e.message()),
+        e.where())
+        .WithOp(step.op);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, step.kernel, e.what()),
+                ir::ErrorLocation{.op = step.op});
+  } catch (...) {
+    throw Error(fmt::format("{} '{}' failed in a parallel loop (an exception that is not a "
+                            "std::exception)",
+                            what, step.kernel),
+                ir::ErrorLocation{.op = step.op});
+  }
+}
 
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
   BuildOptions build;
@@ -343,6 +364,7 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
     } else {
       step.entry(arguments_.data());
     }
+    if (std::exception_ptr error = TakeParallelForError()) RethrowStepError(step, error);
     if (profiling_) {
       step_seconds_[st] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

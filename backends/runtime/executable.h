@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,7 +48,9 @@ class Executable {
  public:
   // Inputs in parameter order; shapes and dtypes are checked (Error naming the input).
   std::vector<ir::Tensor> Run(const std::vector<ir::Tensor>& inputs);
-  // Writes the outputs into `outputs` (one tensor per output, of the right type).
+  // Writes the outputs into `outputs` (one tensor per output, of the right type). An exception
+  // thrown in a parallel loop of a step (see tandem_parallel_for) is rethrown once that step has
+  // returned, as an Error naming the kernel and op; the outputs are then undefined.
   void RunInto(const std::vector<ir::Tensor>& inputs, const std::vector<ir::Tensor>& outputs);
 
   void set_profiling(bool on) { profiling_ = on; }
@@ -90,6 +93,8 @@ class Executable {
     std::string op;
     std::vector<int> args;  // slot per kernel parameter
   };
+  // Throws `error`, which a parallel loop of `step` left pending, as an Error naming the step.
+  [[noreturn]] static void RethrowStepError(const Step& step, std::exception_ptr error);
   struct OutputCopy {  // an output that is an input or a constant is copied into place
     int slot;
     int output;
