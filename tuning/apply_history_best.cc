@@ -1,6 +1,10 @@
 #include "tuning/apply_history_best.h"
 
+#include <fmt/format.h>
+
+#include <exception>
 #include <thread>
+#include <vector>
 
 #include "ir/error.h"
 #include "tuning/task.h"
@@ -15,21 +19,39 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
           space = std::move(space), stats = std::move(stats)](
              const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
     std::string hash = KernelWorkloadHash(kernel);
-    for (const TuningRecord& record : database->Best(hash, target, 3)) {
+    std::vector<TuningRecord> records = database->Best(hash, target, 3);
+    std::string first_reason;  // why the best record does not replay
+    for (const TuningRecord& record : records) {
+      std::string reason;
       try {
         std::optional<kernels::Schedule> schedule =
-            kernels::ReplayProgram(kernel, ir::Trace::FromJson(record.trace_json), space);
+            kernels::ReplayProgram(kernel, ir::Trace::FromJson(record.trace_json), space, &reason);
         if (schedule) {
           if (stats) ++stats->from_database;
           return schedule->function();
         }
-      } catch (const ir::Error&) {
-        // Not replayable any more: try the next record.
+      } catch (const std::exception& e) {
+        reason = e.what();  // a trace that does not parse any more
+      }
+      if (first_reason.empty()) first_reason = reason;  // and try the next record
+    }
+    if (stats) {
+      ++stats->default_schedule;
+      if (!records.empty() && stats->not_replayed.insert(hash).second &&
+          stats->not_replayed.size() == 1) {
+        stats->first_not_replayed =
+            fmt::format("kernel {} (workload {}): {}", kernel.name, hash, first_reason);
       }
     }
-    if (stats) ++stats->default_schedule;
     return std::nullopt;
   };
+}
+
+std::string NotReplayedNote(const HistoryBestStats& stats) {
+  if (stats.not_replayed.empty()) return "";
+  return fmt::format(
+      "{} stored schedules no longer replay (first: {}); their kernels use default schedules",
+      stats.not_replayed.size(), stats.first_not_replayed);
 }
 
 kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> traces,
@@ -38,9 +60,12 @@ kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> trac
              const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
     auto it = traces.find(KernelWorkloadHash(kernel));
     if (it == traces.end()) return std::nullopt;
-    std::optional<kernels::Schedule> schedule = kernels::ReplayProgram(kernel, it->second, space);
+    std::string why;
+    std::optional<kernels::Schedule> schedule =
+        kernels::ReplayProgram(kernel, it->second, space, &why);
     if (!schedule) {
-      throw ir::Error("the recorded schedule of kernel " + kernel.name + " no longer replays");
+      throw ir::Error("the recorded schedule of kernel " + kernel.name +
+                      " no longer replays: " + why);
     }
     return schedule->function();
   };
