@@ -142,6 +142,11 @@ struct KernelObject {
 // their symbols, CompileKernels only links. Errors as CompileKernels.
 std::vector<KernelObject> CompileKernelObjects(const std::vector<ir::KernelFunction>& kernels,
                                                const CodegenOptions& options = {});
+// Whether KernelObjectCache::Global() holds every object CompileKernelObjects(kernels, options)
+// would give, so that compiling them would only look them up (nothing for LLVM to do). Counts
+// neither hits nor misses. Errors on bad options as CompileKernels.
+bool KernelObjectsCached(const std::vector<ir::KernelFunction>& kernels,
+                         const CodegenOptions& options = {});
 
 // The optimized LLVM IR of the kernels as text (for tests and debugging).
 std::string EmitLlvmIr(const std::vector<ir::KernelFunction>& kernels,

@@ -148,20 +148,28 @@ ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& op
   return legalized;
 }
 
-std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& input_module,
+std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& legalized,
                                                        const BuildOptions& options) {
-  ir::IRModule module = LegalizeForBuild(input_module, options);
-  module.Get(options.function);  // Build's error when there is no such function
-  return CompileKernelObjects(KernelsOf(module), CodegenOptionsFor(input_module, options.codegen));
+  legalized.Get(options.function);  // Build's error when there is no such function
+  return CompileKernelObjects(KernelsOf(legalized), CodegenOptionsFor(legalized, options.codegen));
+}
+
+bool KernelObjectsCachedForBuild(const ir::IRModule& legalized, const BuildOptions& options) {
+  legalized.Get(options.function);
+  return KernelObjectsCached(KernelsOf(legalized), CodegenOptionsFor(legalized, options.codegen));
 }
 
 std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
-  ir::IRModule module = LegalizeForBuild(input_module, options);
+  return BuildLegalized(LegalizeForBuild(input_module, options), options);
+}
+
+std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOptions& options) {
+  // (Legalization keeps the module's attributes, codegen.* among them.)
+  ir::IRModule module = std::move(legalized);
   const ir::GraphFunction& fn = module.Get(options.function);
 
   auto exe = std::unique_ptr<Executable>(new Executable());
-  exe->compiled_ =
-      CompileKernels(KernelsOf(module), CodegenOptionsFor(input_module, options.codegen));
+  exe->compiled_ = CompileKernels(KernelsOf(module), CodegenOptionsFor(module, options.codegen));
 
   // Slots for every tensor value; tuples map to the slots of their fields.
   std::vector<std::vector<int>> value_slots(fn.nodes.size());

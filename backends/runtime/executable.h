@@ -77,7 +77,8 @@ class Executable {
   bool runs_on_openmp() const { return runs_on_openmp_; }
 
  private:
-  friend std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options);
+  friend std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized,
+                                                    const BuildOptions& options);
 
   enum class SlotKind { kInput, kConstant, kArena, kOutput };
   struct Slot {
@@ -132,12 +133,21 @@ CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions opti
 ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& options = {});
 
 std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options = {});
+// Build's second half, for a module LegalizeForBuild(module, options) returned: Build(module,
+// options) is BuildLegalized(LegalizeForBuild(module, options), options). For a caller that
+// needs the legalized module before building (tuning's LocalBuilder), so that it legalizes once.
+std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized,
+                                           const BuildOptions& options = {});
 
-// The kernel objects Build(module, options) links: the legalized module's kernels through
-// CompileKernelObjects (kept in KernelObjectCache::Global()). What Build does before linking
+// The kernel objects BuildLegalized(legalized, options) links: the module's kernels through
+// CompileKernelObjects (kept in KernelObjectCache::Global()). What building does before linking
 // that can take long or crash in LLVM, for running it in another process (tuning's LocalBuilder);
-// once the objects are in this process's cache, Build only links. Errors as Build's.
-std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& module,
+// once the objects are in this process's cache, BuildLegalized only links. Errors as Build's.
+std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& legalized,
                                                        const BuildOptions& options = {});
+// Whether every object CompileKernelObjectsForBuild(legalized, options) gives is already in
+// KernelObjectCache::Global(), so that BuildLegalized would compile nothing (unless the cache
+// drops one before, past its byte budget). Errors as Build's.
+bool KernelObjectsCachedForBuild(const ir::IRModule& legalized, const BuildOptions& options = {});
 
 }  // namespace tandem::backends
