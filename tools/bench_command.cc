@@ -137,7 +137,7 @@ std::vector<Row> Measure(const std::string& subject, const ir::IRModule& module,
       if (configuration.tunes) {
         // The pipeline seed of `tandem tune` (0), so that bench and tune replay each other's
         // runs; `seed` only draws the inputs.
-        tuning::TuningSession::Options options{.seed = 0};
+        tuning::TuningSession::Options options{.seed = 0, .database_name = database};
         if (configuration.budgeted) options.max_measurements = trials;
         if (isolate) {
           // Records under a descriptor of their own: no configuration reuses another's

@@ -15,6 +15,7 @@
 #include "passes/instruments.h"
 #include "passes/pass.h"
 #include "tuning/database.h"
+#include "tuning/tuning_session.h"
 
 namespace tandem::tools {
 
@@ -48,11 +49,14 @@ void AddPipelineOptions(CLI::App* command, PipelineOptions& options);
 // dump instruments) and returns the chosen pipeline; `timing` is set when --time-passes is on.
 passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassContext& context,
                                 std::shared_ptr<passes::TimingInstrument>& timing);
-// Runs the chosen pipeline on the module (printing timing/IR dumps as asked), or replays the
-// trace file when one is given.
+// Runs the chosen pipeline on the module (printing timing/IR dumps as asked, and a warning when
+// stored schedules of its kernels no longer replay), or replays the trace file when one is given.
 ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options);
 // The target the result of RunPipeline is built for: --target, or the trace file's target.
 ir::Target PipelineTarget(const PipelineOptions& options);
+// Warns through the session when kernels got default schedules because their stored schedules
+// no longer replay (tuning::NotReplayedNote); nothing when none did.
+void WarnOfSchedulesNotReplayed(tuning::TuningSession& session);
 
 // Opens a tuning database file that must already exist (reading commands never create one).
 std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path);

@@ -118,7 +118,7 @@ passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassCont
     context.tuning = std::make_shared<tuning::TuningSession>(
         context.target, tuning::OpenSqliteDatabase(options.database),
         std::make_shared<tuning::LocalBuilder>(), std::make_shared<tuning::ProcessRunner>(),
-        tuning::TuningSession::Options{.seed = options.seed});
+        tuning::TuningSession::Options{.seed = options.seed, .database_name = options.database});
   }
   if (options.time_passes) {
     timing = std::make_shared<passes::TimingInstrument>();
@@ -160,12 +160,20 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
       std::cerr << fmt::format(
           "replaying the {} decisions of the tuning run of {} from the database\n",
           run->trace.size(), run->measured_at);
-      return passes::ReplayTrace(module, run->trace, context);
+      ir::IRModule replayed = passes::ReplayTrace(module, run->trace, context);
+      WarnOfSchedulesNotReplayed(*context.tuning);
+      return replayed;
     }
   }
   ir::IRModule out = context.RunPipeline(*pipeline, module);
   if (timing) std::cerr << timing->Report();
+  if (context.tuning) WarnOfSchedulesNotReplayed(*context.tuning);
   return out;
+}
+
+void WarnOfSchedulesNotReplayed(tuning::TuningSession& session) {
+  std::string note = tuning::NotReplayedNote(*session.history_best_stats());
+  if (!note.empty()) session.Warn(note);
 }
 
 }  // namespace tandem::tools

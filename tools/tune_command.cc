@@ -167,6 +167,7 @@ int RunTune(TuneOptions& options) {
   }
   tuning::TuningSession::Options session_options;
   session_options.seed = context.seed;
+  session_options.database_name = options.pipeline.database;
   session_options.max_measurements = options.trials;
   session_options.max_seconds = options.time_budget;
   session_options.measure.repeats = options.repeats;
@@ -217,6 +218,7 @@ int RunTune(TuneOptions& options) {
         "--retune tunes again): replaying its {} decisions\n",
         previous->measured_at, previous->trace.size());
     ir::IRModule tuned = passes::ReplayTrace(model, previous->trace, context);
+    WarnOfSchedulesNotReplayed(session);
     tuning::MeasureResult after = MeasureOne(session, tuned, "(after: tuned module)");
     previous->after_seconds = after.run_seconds;
     previous->after_error = after.error;
@@ -238,6 +240,7 @@ int RunTune(TuneOptions& options) {
   passes::RecordedRun recorded = passes::RunPipelineRecorded(*pipeline, model, context);
   double tuning_seconds = session.ElapsedSeconds() - tuning_start;
   if (timing) std::cerr << timing->Report();
+  WarnOfSchedulesNotReplayed(session);
   tuning::MeasureResult after = MeasureOne(session, recorded.module, "(after: tuned module)");
 
   tuning::TuningRun run =

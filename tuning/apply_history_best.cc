@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "ir/error.h"
 #include "tuning/task.h"
@@ -18,10 +20,13 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
           space = std::move(space), stats = std::move(stats)](
              const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
     std::string hash = KernelWorkloadHash(kernel);
-    for (const TuningRecord& record : database->Best(hash, target, 3)) {
+    std::vector<TuningRecord> records = database->Best(hash, target, 3);
+    std::string first_reason;  // why the best record does not replay
+    for (const TuningRecord& record : records) {
+      std::string reason;
       try {
         std::optional<kernels::Schedule> schedule =
-            kernels::ReplayProgram(kernel, ir::Trace::FromJson(record.trace_json), space);
+            kernels::ReplayProgram(kernel, ir::Trace::FromJson(record.trace_json), space, &reason);
         if (schedule) {
           if (stats) {
             ++stats->from_database;
@@ -29,13 +34,28 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
           }
           return schedule->function();
         }
-      } catch (const ir::Error&) {
-        // Not replayable any more: try the next record.
+      } catch (const std::exception& e) {
+        reason = e.what();  // a trace that does not parse any more
+      }
+      if (first_reason.empty()) first_reason = reason;  // and try the next record
+    }
+    if (stats) {
+      ++stats->default_schedule;
+      if (!records.empty() && stats->not_replayed.insert(hash).second &&
+          stats->not_replayed.size() == 1) {
+        stats->first_not_replayed =
+            fmt::format("kernel {} (workload {}): {}", kernel.name, hash, first_reason);
       }
     }
-    if (stats) ++stats->default_schedule;
     return std::nullopt;
   };
+}
+
+std::string NotReplayedNote(const HistoryBestStats& stats) {
+  if (stats.not_replayed.empty()) return "";
+  return fmt::format(
+      "{} stored schedules no longer replay (first: {}); their kernels use default schedules",
+      stats.not_replayed.size(), stats.first_not_replayed);
 }
 
 kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> traces,
@@ -44,9 +64,12 @@ kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> trac
              const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
     auto it = traces.find(KernelWorkloadHash(kernel));
     if (it == traces.end()) return std::nullopt;
-    std::optional<kernels::Schedule> schedule = kernels::ReplayProgram(kernel, it->second, space);
+    std::string why;
+    std::optional<kernels::Schedule> schedule =
+        kernels::ReplayProgram(kernel, it->second, space, &why);
     if (!schedule) {
-      throw ir::Error("the recorded schedule of kernel " + kernel.name + " no longer replays");
+      throw ir::Error("the recorded schedule of kernel " + kernel.name +
+                      " no longer replays: " + why);
     }
     return schedule->function();
   };
@@ -62,6 +85,13 @@ bool EndsWith(const std::string& text, const std::string& suffix) {
 }
 
 }  // namespace
+
+void HistoryBestStats::AddCounts(const HistoryBestStats& other) {
+  from_database += other.from_database;
+  default_schedule += other.default_schedule;
+  not_replayed.insert(other.not_replayed.begin(), other.not_replayed.end());
+  if (first_not_replayed.empty()) first_not_replayed = other.first_not_replayed;
+}
 
 void SetScheduleDecision(ir::Instruction& instruction,
                          const std::map<std::string, ir::Trace>& schedules) {

@@ -4,11 +4,14 @@
 // records of its workload (KernelWorkloadHash) on the target in the database, replays the best
 // trace that still replays and passes the postprocessors, and falls back to the default
 // schedule (by returning nullopt) when the database has nothing usable. The stats count how
-// many kernels were served from the database.
+// many kernels were served from the database, and how many fell back to the default schedule
+// although the database had schedules for them (none of which replays any more: a change of
+// the compiler since they were recorded), with the first reason, so that the user hears of it.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "kernels/legalize.h"
@@ -17,11 +20,25 @@
 
 namespace tandem::tuning {
 
+// What HistoryBestProvider did, over every kernel it was asked for. Not synchronized: one
+// provider call at a time.
 struct HistoryBestStats {
   int64_t from_database = 0;
-  int64_t default_schedule = 0;
+  int64_t default_schedule = 0;  // including the not_replayed ones
+  // Workloads (distinct kernels, however often asked for) with stored schedules none of which
+  // replays or passes postprocessing any more; they got the default schedule.
+  // `first_not_replayed` says why the first of them did not, naming the kernel.
+  std::set<std::string> not_replayed;
+  std::string first_not_replayed;
   std::map<std::string, ir::Trace> taken;  // the schedule served per workload hash
+
+  // Adds the counts and not-replayed workloads of `other` (the first reason kept); not `taken`.
+  void AddCounts(const HistoryBestStats& other);
 };
+
+// "N stored schedules no longer replay (first: <reason>); their kernels use default schedules",
+// or "" when stats.not_replayed is empty: what `tandem run` and `tandem tune` print.
+std::string NotReplayedNote(const HistoryBestStats& stats);
 
 kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> database,
                                               std::string target_descriptor,

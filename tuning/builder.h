@@ -6,6 +6,8 @@
 // the other candidates are unaffected.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,12 +38,14 @@ class Builder {
 };
 
 // Builds several candidates at a time, on threads of this process. By default each build is
-// isolated: its legalization and LLVM code generation (where a build can crash or hang) run in a
-// child process under a timeout, and only the linking of the compiled kernels (and the
-// compilation of call_extern subgraphs by their backends) runs in this process. A child that
-// crashes, exits with an error or exceeds the timeout is killed and reaped, and that candidate's
-// error says what happened ("build crashed: signal 11 (Segmentation fault)", "build timed out
-// after 60 s"); the other candidates are unaffected. See tuning/isolated_build.h.
+// isolated: its LLVM code generation (where a build can crash or hang) runs in a child process
+// under a timeout, and only legalization, the linking of the compiled kernels and the
+// compilation of call_extern subgraphs by their backends run in this process. A candidate whose
+// kernels are all in this process's KernelObjectCache has nothing to compile and is built
+// without a child. A child that crashes, exits with an error or exceeds the timeout is killed and
+// reaped, and that candidate's error says what happened ("build crashed: signal 11 (SIGSEGV)",
+// "build timed out after 60 s"); the other candidates are unaffected. See
+// tuning/isolated_build.h.
 // Outputs are in input order whatever order the builds finish in.
 class LocalBuilder : public Builder {
  public:
@@ -54,8 +58,9 @@ class LocalBuilder : public Builder {
     // Wall-clock seconds one isolated candidate may spend in its child process (> 0).
     double timeout_seconds = 60;
     // Fault injection for tests: runs in the child process of an isolated build, before it
-    // compiles the candidate (e.g. raise(SIGSEGV) for some candidates, or sleep forever). Only
-    // with `isolate` (an ir::Error otherwise).
+    // compiles the candidate (e.g. raise(SIGSEGV) for some candidates, or sleep forever); when
+    // set, every candidate gets a child, cached or not. Only with `isolate` (an ir::Error
+    // otherwise).
     std::function<void(const BuildInput&)> in_child_before_compile;
   };
 
@@ -66,8 +71,12 @@ class LocalBuilder : public Builder {
   explicit LocalBuilder(Options options);
   std::vector<BuildOutput> Build(const std::vector<BuildInput>& inputs) override;
 
+  // Child processes this builder has forked (isolated candidates with something to compile).
+  int64_t child_processes() const { return child_processes_.load(); }
+
  private:
   Options options_;
+  std::atomic<int64_t> child_processes_{0};
 };
 
 }  // namespace tandem::tuning

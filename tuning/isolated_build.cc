@@ -1,17 +1,17 @@
 // Isolated builds: a candidate's code generation in a child process (see isolated_build.h).
 //
-// Why fork, and how it is made safe. The candidate (an IRModule in memory) reaches the child
-// for free with fork(); fork+exec of a helper would need a serialized module and a helper
+// Why fork, and how it is made safe. The legalized candidate (an IRModule in memory) reaches the
+// child for free with fork(); fork+exec of a helper would need a serialized module and a helper
 // binary found at run time by every program that tunes. But fork() in a multithreaded process
 // copies every lock in whatever state another thread left it, and the child has only the
 // forking thread: a lock held at that moment (one of LLVM's process-wide ones, the kernel object
 // cache's) stays held forever in the child. So:
-//   - the child runs only legalization and LLVM code generation (CompileKernelObjectsForBuild),
-//     on the forking thread alone, and never generated code, OpenMP or the thread pool;
-//   - every in-process build of this library (BuildInProcess: linking, and builds that are not
-//     isolated) holds a shared lock that a fork takes exclusively, so no builder thread is inside
-//     LLVM or the kernel object cache while another forks (a fork waiting for the lock keeps new
-//     in-process builds out, so forks do not starve);
+//   - the child runs only LLVM code generation (CompileKernelObjectsForBuild), on the forking
+//     thread alone, and never generated code, OpenMP or the thread pool;
+//   - every in-process step of this library's builds (legalization, which asks LLVM about the
+//     target; linking; builds that are not isolated) holds a shared lock that a fork takes
+//     exclusively, so no builder thread is inside LLVM or the kernel object cache while another
+//     forks (a fork waiting for the lock keeps new in-process builds out, so forks do not starve);
 //   - a lock held by some other thread of the process (not a builder) at the fork could still
 //     block the child: then the child misses its timeout and is killed, and the candidate fails
 //     as timed out (the run goes on).
@@ -19,20 +19,25 @@
 // forking so that a child that calls exit() does not write the parent's pending output again.
 //
 // The build, step by step:
-//   1. The parent makes a pipe and forks (under the exclusive lock). The child keeps only the
-//      pipe's write end and stdio, resets crash signals to their defaults (no core file), makes
-//      an LLVM fatal error a message and an exit, runs the test hook, compiles the candidate's
-//      kernels (found in the cache it inherited, or compiled) and writes each object and its
-//      symbol to the pipe, then "done" (or the build's error), and _exits.
-//   2. The parent reads the pipe until end of file under a deadline of timeout_seconds from the
+//   1. The parent legalizes the candidate (in process, like any build) and checks that its
+//      function exists: errors there read as in-process builds' errors.
+//   2. When every kernel object of the legalized module is already in the parent's
+//      KernelObjectCache, there is nothing for LLVM to compile, so nothing that isolation
+//      guards against: the parent links in process and forks no child (unless a test hook is
+//      set, which must run in a child).
+//   3. Otherwise the parent makes a pipe and forks (under the exclusive lock). The child, which
+//      inherits the legalized module, keeps only the pipe's write end and stdio, resets crash
+//      signals to their defaults (no core file), makes an LLVM fatal error a message and an
+//      exit, runs the test hook, compiles the kernels (found in the cache it inherited, or
+//      compiled) and writes each object and its symbol to the pipe, then "done" (or the build's
+//      error), and _exits.
+//   4. The parent reads the pipe until end of file under a deadline of timeout_seconds from the
 //      fork; past it, it kills the child. It reaps the child in every case.
-//   3. A signal, a non-zero exit, an LLVM fatal error or a missed deadline is the candidate's
-//      error. Otherwise the parent inserts the objects into its KernelObjectCache and builds in
-//      process: Build finds every kernel in the cache and only links. (An object the cache drops
-//      before that, past its byte budget, is compiled again in this process: correct, not
+//   5. A signal, a non-zero exit, an LLVM fatal error or a missed deadline is the candidate's
+//      error. Otherwise the parent inserts the objects into its KernelObjectCache and links the
+//      legalized module in process, finding every kernel in the cache. (An object the cache
+//      drops before that, past its byte budget, is compiled again in this process: correct, not
 //      isolated.)
-// The price of isolation: every candidate forks, even one whose kernels are all cached, and is
-// legalized twice (in the child, and again by Build in this process).
 // The pipe only goes from child to parent, so the parent never gets SIGPIPE from it. A child
 // outlives no parent thread that forked it: PR_SET_PDEATHSIG kills it with the thread.
 #include "tuning/isolated_build.h"
@@ -41,8 +46,6 @@
 #include <llvm/Support/ErrorHandling.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +59,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -64,6 +69,7 @@
 #include <vector>
 
 #include "backends/llvm/kernel_object_cache.h"
+#include "tuning/child_process.h"
 
 namespace tandem::tuning {
 
@@ -90,18 +96,6 @@ std::string EncodeMessage(char kind, const std::string& payload) {
   return out + payload;
 }
 
-// Writes all of `data`; false when the pipe is gone.
-bool WriteAll(int fd, const std::string& data) {
-  size_t written = 0;
-  while (written < data.size()) {
-    ssize_t n = write(fd, data.data() + written, data.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 int child_fd = -1;  // the pipe's write end, in the child
 
 // LLVM's fatal errors (report_fatal_error) exit the process; in the child they say why first.
@@ -113,18 +107,9 @@ void OnLlvmFatalError(void*, const char* reason, bool) {
 // The child: runs right after fork() and never returns into the caller's code (no unwinding
 // into it, no destructors, no atexit handlers).
 [[noreturn]] void ChildMain(int fd, pid_t parent, const BuildInput& input,
+                            const ir::IRModule& legalized,
                             const std::function<void(const BuildInput&)>& before_compile) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);
-  for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) {
-    signal(signal_number, SIG_DFL);
-  }
-  signal(SIGPIPE, SIG_IGN);  // a vanished parent makes write fail instead
-  rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  // Copies of other builds' pipes would delay their end of file.
-  if (fd > 3) close_range(3, static_cast<unsigned>(fd - 1), 0);
-  close_range(static_cast<unsigned>(fd + 1), ~0U, 0);
+  PrepareForkedChild(fd, parent);
   child_fd = fd;
   llvm::remove_fatal_error_handler();
   llvm::install_fatal_error_handler(OnLlvmFatalError);
@@ -132,7 +117,7 @@ void OnLlvmFatalError(void*, const char* reason, bool) {
   try {
     if (before_compile) before_compile(input);
     for (const backends::KernelObject& object :
-         backends::CompileKernelObjectsForBuild(input.module, input.options)) {
+         backends::CompileKernelObjectsForBuild(legalized, input.options)) {
       std::string payload;
       auto symbol_size = static_cast<uint32_t>(object.symbol.size());
       payload.append(reinterpret_cast<const char*>(&symbol_size), sizeof(symbol_size));
@@ -147,16 +132,6 @@ void OnLlvmFatalError(void*, const char* reason, bool) {
     result = EncodeMessage(kError, "unknown exception");
   }
   _exit(WriteAll(fd, result) ? 0 : 2);
-}
-
-std::string SignalDescription(int signal_number) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-  if (const char* description = sigdescr_np(signal_number)) return description;
-  return "unknown signal";
-#else
-  const char* description = strsignal(signal_number);
-  return description ? description : "unknown signal";
-#endif
 }
 
 // What the child sent: its objects, and how its build ended.
@@ -238,8 +213,9 @@ void KillAndReap(pid_t pid) {
   }
 }
 
-// The child's part of the build (step 1 and 2); the report, or the error that ends the build.
-std::string RunChild(const BuildInput& input, double timeout_seconds,
+// The child's part of the build (steps 3 to 5); "" with the child's report, or the error that
+// ends the build.
+std::string RunChild(const BuildInput& input, const ir::IRModule& legalized, double timeout_seconds,
                      const std::function<void(const BuildInput&)>& before_compile,
                      ChildReport& report) {
   int fds[2];
@@ -257,7 +233,7 @@ std::string RunChild(const BuildInput& input, double timeout_seconds,
     fork_error = errno;
     if (pid == 0) {
       close(fds[0]);
-      ChildMain(fds[1], parent, input, before_compile);
+      ChildMain(fds[1], parent, input, legalized, before_compile);
     }
   }
   close(fds[1]);
@@ -282,8 +258,7 @@ std::string RunChild(const BuildInput& input, double timeout_seconds,
   if (!report.fatal_error.empty()) return "build crashed: LLVM ERROR: " + report.fatal_error;
   if (WIFSIGNALED(*status)) {
     int signal_number = WTERMSIG(*status);
-    return fmt::format("build crashed: signal {} ({})", signal_number,
-                       SignalDescription(signal_number));
+    return fmt::format("build crashed: signal {} ({})", signal_number, SignalName(signal_number));
   }
   if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
     return fmt::format("build crashed: the build process exited with status {}",
@@ -300,51 +275,78 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-}  // namespace
+// Held by in-process work (see the file comment): no fork happens meanwhile.
+std::shared_lock<std::shared_mutex> NoForkMeanwhile() {
+  std::lock_guard<std::mutex> turn(fork_turn);
+  return std::shared_lock<std::shared_mutex>(in_process);
+}
 
-BuildOutput BuildInProcess(const BuildInput& input) {
-  BuildOutput output;
-  Clock::time_point start = Clock::now();
+// Runs `work` in this process (holding off forks); "" or its exception as the build's error.
+std::string RunHere(const std::function<void()>& work) {
   try {
-    std::shared_lock<std::shared_mutex> no_fork;
-    {
-      std::lock_guard<std::mutex> turn(fork_turn);
-      no_fork = std::shared_lock<std::shared_mutex>(in_process);
-    }
-    output.executable = backends::Build(input.module, input.options);
+    std::shared_lock<std::shared_mutex> no_fork = NoForkMeanwhile();
+    work();
+    return "";
   } catch (const std::exception& e) {
-    output.error = fmt::format("build failed: {}", e.what());
+    return fmt::format("build failed: {}", e.what());
   } catch (...) {
-    output.error = "build failed: unknown exception";
+    return "build failed: unknown exception";
   }
+}
+
+BuildOutput Failure(std::string error, Clock::time_point start) {
+  BuildOutput output;
+  output.error = std::move(error);
+  output.seconds = SecondsSince(start);
+  return output;
+}
+
+// `build` run in this process: its executable, or its exception as the error.
+BuildOutput BuildHere(Clock::time_point start,
+                      const std::function<std::unique_ptr<backends::Executable>()>& build) {
+  BuildOutput output;
+  output.error = RunHere([&] { output.executable = build(); });
   output.seconds = SecondsSince(start);
   if (!output.executable && output.error.empty()) output.error = "build failed: no executable";
   return output;
 }
 
+}  // namespace
+
+BuildOutput BuildInProcess(const BuildInput& input) {
+  return BuildHere(Clock::now(), [&] { return backends::Build(input.module, input.options); });
+}
+
 BuildOutput BuildIsolated(const BuildInput& input, double timeout_seconds,
-                          const std::function<void(const BuildInput&)>& in_child_before_compile) {
+                          const std::function<void(const BuildInput&)>& in_child_before_compile,
+                          bool* forked) {
   Clock::time_point start = Clock::now();
-  ChildReport report;
-  std::string error;
-  try {
-    error = RunChild(input, timeout_seconds, in_child_before_compile, report);
-  } catch (const std::exception& e) {  // only memory exhaustion: the child never returns here
-    error = fmt::format("build failed: {}", e.what());
+  if (forked) *forked = false;
+  // Step 1, and the check of step 2.
+  ir::IRModule legalized;
+  bool cached = false;
+  std::string error = RunHere([&] {
+    legalized = backends::LegalizeForBuild(input.module, input.options);
+    cached =
+        !in_child_before_compile && backends::KernelObjectsCachedForBuild(legalized, input.options);
+  });
+  if (!error.empty()) return Failure(std::move(error), start);
+  if (!cached) {
+    if (forked) *forked = true;
+    ChildReport report;
+    try {
+      error = RunChild(input, legalized, timeout_seconds, in_child_before_compile, report);
+    } catch (const std::exception& e) {  // only memory exhaustion: the child never returns here
+      error = fmt::format("build failed: {}", e.what());
+    }
+    if (!error.empty()) return Failure(std::move(error), start);
+    backends::KernelObjectCache& cache = backends::KernelObjectCache::Global();
+    for (backends::KernelObject& object : report.objects) {
+      cache.Insert(object.symbol, std::move(object.object));
+    }
   }
-  if (!error.empty()) {
-    BuildOutput output;
-    output.error = std::move(error);
-    output.seconds = SecondsSince(start);
-    return output;
-  }
-  backends::KernelObjectCache& cache = backends::KernelObjectCache::Global();
-  for (backends::KernelObject& object : report.objects) {
-    cache.Insert(object.symbol, std::move(object.object));
-  }
-  BuildOutput output = BuildInProcess(input);
-  output.seconds = SecondsSince(start);
-  return output;
+  return BuildHere(start,
+                   [&] { return backends::BuildLegalized(std::move(legalized), input.options); });
 }
 
 }  // namespace tandem::tuning

@@ -12,14 +12,18 @@ namespace tandem::tuning {
 // Waits while an isolated build on another thread forks (see isolated_build.cc).
 BuildOutput BuildInProcess(const BuildInput& input);
 
-// Builds `input` with its legalization and kernel code generation in a child process that must
-// end within `timeout_seconds` (> 0), then links the kernels it compiled in this process
-// (BuildInProcess, which then only links). `in_child_before_compile`, when set, runs in the child
-// first. Guarantees: the child is always reaped (killed first when it is still running); its
-// crash, non-zero exit or timeout is the output's error ("build crashed: signal 11 (Segmentation
-// fault)", "build crashed: LLVM ERROR: ...", "build timed out after 2 s"); an error the build
-// throws is the output's error as with BuildInProcess; never throws.
+// Builds `input` with its kernel code generation in a child process that must end within
+// `timeout_seconds` (> 0): legalizes in this process, lets the child (which inherits the
+// legalized module) compile the kernels that this process's KernelObjectCache lacks, then links
+// in this process. A candidate whose kernels are all cached has nothing to compile and forks no
+// child, unless `in_child_before_compile` is set: then every candidate forks, and the hook runs
+// in the child first. `*forked` (when given) says whether a child was forked. Guarantees: the
+// child is always reaped (killed first when it is still running); its crash, non-zero exit or
+// timeout is the output's error ("build crashed: signal 11 (SIGSEGV)", "build crashed: LLVM
+// ERROR: ...", "build timed out after 2 s"); an error the build throws is the output's error as
+// with BuildInProcess; never throws.
 BuildOutput BuildIsolated(const BuildInput& input, double timeout_seconds,
-                          const std::function<void(const BuildInput&)>& in_child_before_compile);
+                          const std::function<void(const BuildInput&)>& in_child_before_compile,
+                          bool* forked = nullptr);
 
 }  // namespace tandem::tuning

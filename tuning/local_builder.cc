@@ -1,5 +1,5 @@
-// LocalBuilder: builds on a few threads of this process, each build isolated in a child process
-// (tuning/isolated_build.cc) unless the options say otherwise.
+// LocalBuilder: builds on a few threads of this process, each build's code generation isolated in
+// a child process (tuning/isolated_build.cc) unless the options say otherwise.
 //
 // Concurrent builds are safe: each build creates its own LLVMContext, TargetMachine and LLJIT
 // (backends/llvm/codegen.cc, jit.cc), LLVM's process-wide target registration runs once under
@@ -41,9 +41,14 @@ std::vector<BuildOutput> LocalBuilder::Build(const std::vector<BuildInput>& inpu
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < inputs.size(); i = next.fetch_add(1)) {
-      outputs[i] = options_.isolate ? BuildIsolated(inputs[i], options_.timeout_seconds,
-                                                    options_.in_child_before_compile)
-                                    : BuildInProcess(inputs[i]);
+      if (!options_.isolate) {
+        outputs[i] = BuildInProcess(inputs[i]);
+        continue;
+      }
+      bool forked = false;
+      outputs[i] = BuildIsolated(inputs[i], options_.timeout_seconds,
+                                 options_.in_child_before_compile, &forked);
+      if (forked) ++child_processes_;
     }
   };
   // The calling thread is one of the workers; if a thread cannot be started, the ones that

@@ -15,8 +15,6 @@
 #include <omp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +31,7 @@
 #include <thread>
 
 #include "backends/runtime/thread_pool.h"
+#include "tuning/child_process.h"
 #include "tuning/runner.h"
 
 namespace tandem::tuning {
@@ -102,18 +101,6 @@ std::optional<MeasureResult> DecodeResult(const std::string& in) {
   return result;
 }
 
-// Writes all of `data`; false when the pipe is gone.
-bool WriteAll(int fd, const std::string& data) {
-  size_t written = 0;
-  while (written < data.size()) {
-    ssize_t n = write(fd, data.data() + written, data.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    written += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 int ThreadCount(const MeasureOptions& options) {
   if (options.num_threads > 0) {
     return std::min(options.num_threads, backends::ThreadPool::kMaxThreads);
@@ -128,20 +115,8 @@ int ThreadCount(const MeasureOptions& options) {
                              const std::vector<size_t>& order, size_t first,
                              const MeasureOptions& options) {
   // A hanging worker must not outlive a parent that was killed (the forking thread waits for
-  // the worker, so it cannot end first otherwise).
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);
-  // A crash must end the worker with its signal (whatever handlers the parent installed), and
-  // without writing a core file.
-  for (int signal_number : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) {
-    signal(signal_number, SIG_DFL);
-  }
-  signal(SIGPIPE, SIG_IGN);  // a vanished parent makes write fail instead
-  rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  // Copies of other pipes (of workers that other threads start) would delay their end of file.
-  if (fd > 3) close_range(3, static_cast<unsigned>(fd - 1), 0);
-  close_range(static_cast<unsigned>(fd + 1), ~0U, 0);
+  // the worker, so it cannot end first otherwise); a crash ends it with its signal.
+  PrepareForkedChild(fd, parent);
   try {
     // Only this thread survived the fork: generated code needs a pool with live workers.
     backends::ThreadPool::ResetGlobalAfterFork();
@@ -159,16 +134,6 @@ int ThreadCount(const MeasureOptions& options) {
     _exit(3);
   }
   _exit(0);
-}
-
-std::string SignalName(int signal_number) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-  if (const char* abbreviation = sigabbrev_np(signal_number)) {
-    return fmt::format("SIG{}", abbreviation);
-  }
-#endif
-  const char* description = strsignal(signal_number);
-  return description ? description : "unknown signal";
 }
 
 std::string DescribeExit(int status) {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -322,14 +324,31 @@ CostModel& TuningSession::KernelCostModel(const std::string& kind) {
   } else {
     throw ir::Error(fmt::format("unknown cost model '{}' (expected xgboost or random)", kind));
   }
-  if (std::optional<std::string> saved = database_->GetBlob(CostModelBlobName(kind))) {
+  std::string blob = CostModelBlobName(kind);
+  if (std::optional<std::string> saved = database_->GetBlob(blob)) {
     try {
       model->Load(*saved);
-    } catch (const ir::Error&) {
-      // A model saved by another version: start afresh (the measurements are still there).
+      // A model trained on another version's features loads but cannot score this one's.
+      model->Predict({std::vector<float>(NumFeatures(), 0.0f)});
+    } catch (const std::exception& e) {
+      Warn(fmt::format(
+          "{}: the saved cost model (blob '{}') cannot be used: {}; tuning goes on with a fresh "
+          "{} model (the measurements in the database are kept)",
+          options_.database_name.empty() ? "the tuning database" : options_.database_name, blob,
+          e.what(), kind));
+      model = kind == "xgboost" ? MakeXGBoostModel(options_.seed) : MakeRandomModel(options_.seed);
     }
   }
   return *cost_models_.emplace(kind, std::move(model)).first->second;
+}
+
+void TuningSession::Warn(const std::string& message) {
+  warnings_.push_back(message);
+  if (on_warning) {
+    on_warning(message);
+  } else {
+    std::cerr << "warning: " << message << "\n";
+  }
 }
 
 void TuningSession::SaveCostModels() {

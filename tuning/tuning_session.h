@@ -24,6 +24,7 @@
 #include "ir/tensor.h"
 #include "ir/trace.h"
 #include "kernels/schedule/schedule.h"
+#include "tuning/apply_history_best.h"
 #include "tuning/builder.h"
 #include "tuning/cost_model.h"
 #include "tuning/database.h"
@@ -140,6 +141,8 @@ class TuningSession {
     bool charge_first_answers = false;
     uint64_t seed = 0;
     std::string function = "main";  // the graph function that is measured
+    // How warnings name the database (its file); empty: "the tuning database".
+    std::string database_name;
     // Confirming a decision (ConfirmModules): the finalists are re-measured together in this
     // many interleaved rounds (0 or 1: decisions are taken on the first measurements alone).
     int confirm_rounds = 3;
@@ -242,12 +245,28 @@ class TuningSession {
 
   // The kernel cost model every kernel tuning pass of this run shares ("xgboost" or "random"),
   // restored from the database's blob CostModelBlobName(kind) when present (one model per
-  // target: "cost_model.<kind>.<hash of the target descriptor>"). SaveCostModel writes it back.
+  // target: "cost_model.<kind>.<hash of the target descriptor>"). A saved model that does not
+  // load, or cannot score this version's features, is a warning (naming the database, the blob
+  // and the reason) and the run goes on with a fresh model. SaveCostModel writes it back.
   CostModel& KernelCostModel(const std::string& kind);
   void SaveCostModels();
   std::string CostModelBlobName(const std::string& kind) const;
 
   std::function<void(const ProgressEvent&)> on_progress;
+  // What apply-history-best did in this run: the Legalize pass gives these stats to its
+  // HistoryBestProvider, and `tandem run` and `tandem tune` report the kernels whose stored
+  // schedules no longer replay (NotReplayedNote).
+  const std::shared_ptr<HistoryBestStats>& history_best_stats() const {
+    return history_best_stats_;
+  }
+
+  // Receives each warning of the session (one line, without a "warning: " prefix); when unset,
+  // warnings go to stderr as "warning: <text>".
+  std::function<void(const std::string&)> on_warning;
+  // Every warning of the session so far, in order.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // Records `message` in warnings() and hands it to on_warning (stderr when unset).
+  void Warn(const std::string& message);
 
  private:
   struct Reference {
@@ -293,6 +312,8 @@ class TuningSession {
   std::vector<BudgetShare> budget_shares_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;
+  std::vector<std::string> warnings_;
+  std::shared_ptr<HistoryBestStats> history_best_stats_ = std::make_shared<HistoryBestStats>();
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
   // charge_first_answers: the candidates answered from the database so far, and how many of
   // those answers were charged.

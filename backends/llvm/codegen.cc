@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <fstream>
 #include <set>
 
 #include "backends/llvm/codegen_internal.h"
 #include "backends/llvm/jit.h"
 #include "backends/llvm/kernel_object_cache.h"
+#include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
 #include "ir/kernel/kernel_structural.h"
 #include "ir/structural.h"
@@ -234,6 +236,13 @@ void CompiledModule::Run(const std::string& kernel_name,
     }
   }
   entries_.at(kernel_name)(pointers.data());
+  if (std::exception_ptr error = TakeParallelForError()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("kernel '{}' failed in a parallel loop: {}", kernel_name, e.what()));
+    }
+  }
 }
 
 std::vector<ir::Tensor> CompiledModule::Run(const std::string& kernel_name,
@@ -256,12 +265,8 @@ std::vector<ir::Tensor> CompiledModule::Run(const std::string& kernel_name,
 
 namespace {
 
-// CompileKernelObjects for checked `options` that resolve to `target`, also giving each
-// kernel's symbol (by the kernel's name).
-std::vector<KernelObject> CompileObjects(const std::vector<ir::KernelFunction>& kernels,
-                                         const CodegenOptions& options, const TargetSpec& target,
-                                         std::map<std::string, std::string>& symbols) {
-  // Everything besides the kernel that the object code depends on.
+// A hash of everything besides the kernel that the object code depends on.
+uint64_t SettingsHash(const CodegenOptions& options, const TargetSpec& target) {
   ir::StableHasher settings;
   for (const std::string& part : {target.triple, target.cpu, target.features}) {
     settings.UpdateString(part);
@@ -269,7 +274,28 @@ std::vector<KernelObject> CompileObjects(const std::vector<ir::KernelFunction>& 
   settings.UpdateU64(static_cast<uint64_t>(options.prefer_vector_width));
   settings.UpdateU64(static_cast<uint64_t>(options.opt_level));
   settings.UpdateU64(options.allow_reassociation ? 1 : 0);
-  uint64_t settings_hash = settings.Digest();
+  return settings.Digest();
+}
+
+// The kernel renamed to the symbol its code is compiled and cached under: a name derived from
+// its structure and the settings, so that one object serves every kernel of that structure,
+// whatever each module names it.
+ir::KernelFunction RenamedForCache(const ir::KernelFunction& kernel, uint64_t settings_hash) {
+  ir::KernelFunction renamed = kernel;
+  renamed.name = "";
+  ir::StableHasher key;
+  key.UpdateU64(ir::StructuralHash(renamed));
+  key.UpdateU64(settings_hash);
+  renamed.name = fmt::format("tandem_kernel_{:016x}", key.Digest());
+  return renamed;
+}
+
+// CompileKernelObjects for checked `options` that resolve to `target`, also giving each
+// kernel's symbol (by the kernel's name).
+std::vector<KernelObject> CompileObjects(const std::vector<ir::KernelFunction>& kernels,
+                                         const CodegenOptions& options, const TargetSpec& target,
+                                         std::map<std::string, std::string>& symbols) {
+  uint64_t settings_hash = SettingsHash(options, target);
   std::vector<KernelObject> objects;
   std::set<std::string> added;
   for (const ir::KernelFunction& kernel : kernels) {
@@ -277,14 +303,7 @@ std::vector<KernelObject> CompileObjects(const std::vector<ir::KernelFunction>& 
     if (symbols.count(kernel.name)) {
       throw Error(fmt::format("codegen: two kernel functions are named '{}'", kernel.name));
     }
-    // The kernel is compiled under a name derived from its structure, so that one object
-    // serves every kernel of that structure, whatever each module names it.
-    ir::KernelFunction renamed = kernel;
-    renamed.name = "";
-    ir::StableHasher key;
-    key.UpdateU64(ir::StructuralHash(renamed));
-    key.UpdateU64(settings_hash);
-    renamed.name = fmt::format("tandem_kernel_{:016x}", key.Digest());
+    ir::KernelFunction renamed = RenamedForCache(kernel, settings_hash);
     symbols[kernel.name] = renamed.name;
     if (!added.insert(renamed.name).second) continue;
     KernelObjectCache& cache = KernelObjectCache::Global();
@@ -317,6 +336,16 @@ std::vector<KernelObject> CompileKernelObjects(const std::vector<ir::KernelFunct
   CheckOptions(options);
   std::map<std::string, std::string> symbols;
   return CompileObjects(kernels, options, ResolveTarget(options), symbols);
+}
+
+bool KernelObjectsCached(const std::vector<ir::KernelFunction>& kernels,
+                         const CodegenOptions& options) {
+  CheckOptions(options);
+  uint64_t settings_hash = SettingsHash(options, ResolveTarget(options));
+  KernelObjectCache& cache = KernelObjectCache::Global();
+  return std::all_of(kernels.begin(), kernels.end(), [&](const ir::KernelFunction& kernel) {
+    return cache.Contains(RenamedForCache(kernel, settings_hash).name);
+  });
 }
 
 std::unique_ptr<CompiledModule> CompileKernels(const std::vector<ir::KernelFunction>& kernels,

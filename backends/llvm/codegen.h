@@ -112,7 +112,9 @@ class CompiledModule {
   KernelEntry Lookup(const std::string& kernel_name) const;
   // Runs a kernel on one tensor per parameter (inputs then outputs, in parameter order); outputs
   // are written in place. Error when a shape or dtype does not match the parameter buffer, or
-  // when a written tensor shares storage with another argument.
+  // when a written tensor shares storage with another argument, and when a parallel loop of the
+  // kernel failed (see tandem_parallel_for). Lookup's entry leaves such a failure pending on the
+  // calling thread: take it with TakeParallelForError (backends/runtime/thread_pool.h).
   void Run(const std::string& kernel_name, const std::vector<ir::Tensor>& args) const;
   // Allocates the outputs, runs the kernel on `inputs` and returns the outputs.
   std::vector<ir::Tensor> Run(const std::string& kernel_name, const std::vector<ir::Tensor>& inputs,
@@ -147,6 +149,11 @@ struct KernelObject {
 // their symbols, CompileKernels only links. Errors as CompileKernels.
 std::vector<KernelObject> CompileKernelObjects(const std::vector<ir::KernelFunction>& kernels,
                                                const CodegenOptions& options = {});
+// Whether KernelObjectCache::Global() holds every object CompileKernelObjects(kernels, options)
+// would give, so that compiling them would only look them up (nothing for LLVM to do). Counts
+// neither hits nor misses. Errors on bad options as CompileKernels.
+bool KernelObjectsCached(const std::vector<ir::KernelFunction>& kernels,
+                         const CodegenOptions& options = {});
 
 // The optimized LLVM IR of the kernels as text (for tests and debugging).
 std::string EmitLlvmIr(const std::vector<ir::KernelFunction>& kernels,

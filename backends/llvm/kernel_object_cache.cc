@@ -19,6 +19,11 @@ std::shared_ptr<const std::string> KernelObjectCache::Find(const std::string& ke
   return it->second.object;
 }
 
+bool KernelObjectCache::Contains(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.count(key) != 0;
+}
+
 void KernelObjectCache::Insert(const std::string& key, std::shared_ptr<const std::string> object) {
   if (!object) return;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -33,6 +33,8 @@ class KernelObjectCache {
 
   // The object compiled under `key`, or null (counted as a miss).
   std::shared_ptr<const std::string> Find(const std::string& key);
+  // Whether an object is kept under `key`; neither a hit nor a miss, nor a use.
+  bool Contains(const std::string& key) const;
   // Keeps `object` under `key` (replacing any), then drops least recently used objects while
   // the total exceeds the budget (never the one just inserted).
   void Insert(const std::string& key, std::shared_ptr<const std::string> object);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 
 #include "ir/error.h"
@@ -95,6 +96,26 @@ std::vector<ir::KernelFunction> KernelsOf(const ir::IRModule& module) {
 
 }  // namespace
 
+void Executable::RethrowStepError(const Step& step, std::exception_ptr error) {
+  std::string what = step.external ? "call_extern" : "kernel";
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("{} '{}' failed in a parallel loop: {}", what, step.kernel, e.message()),
+        e.where())
+        .WithOp(step.op);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, step.kernel, e.what()),
+                ir::ErrorLocation{.op = step.op});
+  } catch (...) {
+    throw Error(fmt::format("{} '{}' failed in a parallel loop (an exception that is not a "
+                            "std::exception)",
+                            what, step.kernel),
+                ir::ErrorLocation{.op = step.op});
+  }
+}
+
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
   CheckHasCodeGenerator(target);
   BuildOptions build;
@@ -134,20 +155,28 @@ ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& op
   return legalized;
 }
 
-std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& input_module,
+std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& legalized,
                                                        const BuildOptions& options) {
-  ir::IRModule module = LegalizeForBuild(input_module, options);
-  module.Get(options.function);  // Build's error when there is no such function
-  return CompileKernelObjects(KernelsOf(module), CodegenOptionsFor(input_module, options.codegen));
+  legalized.Get(options.function);  // Build's error when there is no such function
+  return CompileKernelObjects(KernelsOf(legalized), CodegenOptionsFor(legalized, options.codegen));
+}
+
+bool KernelObjectsCachedForBuild(const ir::IRModule& legalized, const BuildOptions& options) {
+  legalized.Get(options.function);
+  return KernelObjectsCached(KernelsOf(legalized), CodegenOptionsFor(legalized, options.codegen));
 }
 
 std::unique_ptr<Executable> Build(const ir::IRModule& input_module, const BuildOptions& options) {
-  ir::IRModule module = LegalizeForBuild(input_module, options);
+  return BuildLegalized(LegalizeForBuild(input_module, options), options);
+}
+
+std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOptions& options) {
+  // (Legalization keeps the module's attributes, codegen.* among them.)
+  ir::IRModule module = std::move(legalized);
   const ir::GraphFunction& fn = module.Get(options.function);
 
   auto exe = std::unique_ptr<Executable>(new Executable());
-  exe->compiled_ =
-      CompileKernels(KernelsOf(module), CodegenOptionsFor(input_module, options.codegen));
+  exe->compiled_ = CompileKernels(KernelsOf(module), CodegenOptionsFor(module, options.codegen));
 
   // Slots for every tensor value; tuples map to the slots of their fields.
   std::vector<std::vector<int>> value_slots(fn.nodes.size());
@@ -350,6 +379,7 @@ void Executable::RunInto(const std::vector<ir::Tensor>& inputs,
     } else {
       step.entry(arguments_.data());
     }
+    if (std::exception_ptr error = TakeParallelForError()) RethrowStepError(step, error);
     if (profiling_) {
       step_seconds_[st] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,7 +48,9 @@ class Executable {
  public:
   // Inputs in parameter order; shapes and dtypes are checked (Error naming the input).
   std::vector<ir::Tensor> Run(const std::vector<ir::Tensor>& inputs);
-  // Writes the outputs into `outputs` (one tensor per output, of the right type).
+  // Writes the outputs into `outputs` (one tensor per output, of the right type). An exception
+  // thrown in a parallel loop of a step (see tandem_parallel_for) is rethrown once that step has
+  // returned, as an Error naming the kernel and op; the outputs are then undefined.
   void RunInto(const std::vector<ir::Tensor>& inputs, const std::vector<ir::Tensor>& outputs);
 
   void set_profiling(bool on) { profiling_ = on; }
@@ -74,7 +77,8 @@ class Executable {
   bool runs_on_openmp() const { return runs_on_openmp_; }
 
  private:
-  friend std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options);
+  friend std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized,
+                                                    const BuildOptions& options);
 
   enum class SlotKind { kInput, kConstant, kArena, kOutput };
   struct Slot {
@@ -90,6 +94,8 @@ class Executable {
     std::string op;
     std::vector<int> args;  // slot per kernel parameter
   };
+  // Throws `error`, which a parallel loop of `step` left pending, as an Error naming the step.
+  [[noreturn]] static void RethrowStepError(const Step& step, std::exception_ptr error);
   struct OutputCopy {  // an output that is an input or a constant is copied into place
     int slot;
     int output;
@@ -127,12 +133,21 @@ CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions opti
 ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& options = {});
 
 std::unique_ptr<Executable> Build(const ir::IRModule& module, const BuildOptions& options = {});
+// Build's second half, for a module LegalizeForBuild(module, options) returned: Build(module,
+// options) is BuildLegalized(LegalizeForBuild(module, options), options). For a caller that
+// needs the legalized module before building (tuning's LocalBuilder), so that it legalizes once.
+std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized,
+                                           const BuildOptions& options = {});
 
-// The kernel objects Build(module, options) links: the legalized module's kernels through
-// CompileKernelObjects (kept in KernelObjectCache::Global()). What Build does before linking
+// The kernel objects BuildLegalized(legalized, options) links: the module's kernels through
+// CompileKernelObjects (kept in KernelObjectCache::Global()). What building does before linking
 // that can take long or crash in LLVM, for running it in another process (tuning's LocalBuilder);
-// once the objects are in this process's cache, Build only links. Errors as Build's.
-std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& module,
+// once the objects are in this process's cache, BuildLegalized only links. Errors as Build's.
+std::vector<KernelObject> CompileKernelObjectsForBuild(const ir::IRModule& legalized,
                                                        const BuildOptions& options = {});
+// Whether every object CompileKernelObjectsForBuild(legalized, options) gives is already in
+// KernelObjectCache::Global(), so that BuildLegalized would compile nothing (unless the cache
+// drops one before, past its byte budget). Errors as Build's.
+bool KernelObjectsCachedForBuild(const ir::IRModule& legalized, const BuildOptions& options = {});
 
 }  // namespace tandem::backends

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "ir/error.h"
 
@@ -24,6 +25,16 @@ constexpr int kSpinIterations = 4096;
 thread_local bool tls_in_parallel_region = false;
 // True inside an OpenMPTeamScope.
 thread_local bool tls_on_openmp_team = false;
+// The first exception that tandem_parallel_for caught on this thread and nobody took yet.
+thread_local std::exception_ptr tls_pending_error;
+
+// Runs body(begin, end, closure) and rethrows an error that a parallel loop nested in it left
+// pending on this thread (one that was pending before belongs to an earlier loop and stays).
+void RunBody(ThreadPool::Body body, int64_t begin, int64_t end, void* closure) {
+  bool pending_before = tls_pending_error != nullptr;
+  body(begin, end, closure);
+  if (!pending_before && tls_pending_error) std::rethrow_exception(TakeParallelForError());
+}
 
 // The pool Global() returns; never destroyed (worker threads may outlive static destruction,
 // and after fork() a child replaces it without touching the old one).
@@ -158,7 +169,7 @@ void ThreadPool::RunChunk(int chunk) {
   ChunkOf(extent_, participants_, chunk, &begin, &end);
   if (begin >= end) return;
   try {
-    body_(begin, end, closure_);
+    RunBody(body_, begin, end, closure_);
   } catch (...) {
     if (!has_error_.exchange(true, std::memory_order_acq_rel)) error_ = std::current_exception();
   }
@@ -167,7 +178,7 @@ void ThreadPool::RunChunk(int chunk) {
 void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
   if (extent <= 0) return;
   if (extent == 1 || tls_in_parallel_region || num_threads() == 1) {
-    body(0, extent, closure);
+    RunBody(body, 0, extent, closure);
     return;
   }
   if (tls_on_openmp_team) {
@@ -176,7 +187,7 @@ void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
   }
   std::unique_lock<std::mutex> lock(dispatch_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {  // another thread is using the pool: do not wait for it
-    body(0, extent, closure);
+    RunBody(body, 0, extent, closure);
     return;
   }
   int participants = static_cast<int>(std::min<int64_t>(num_threads_.load(), extent));
@@ -218,7 +229,7 @@ void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
 void ThreadPool::ParallelForOnOpenMP(int64_t extent, Body body, void* closure) {
   // ParallelFor has run the loops that stay serial (empty, one iteration, nested, one thread).
   if (omp_in_parallel()) {
-    body(0, extent, closure);
+    RunBody(body, 0, extent, closure);
     return;
   }
   int requested = static_cast<int>(std::min<int64_t>(num_threads_.load(), extent));
@@ -232,7 +243,7 @@ void ThreadPool::ParallelForOnOpenMP(int64_t extent, Body body, void* closure) {
     if (begin < end) {
       tls_in_parallel_region = true;
       try {
-        body(begin, end, closure);
+        RunBody(body, begin, end, closure);
       } catch (...) {
         if (!has_error.exchange(true, std::memory_order_acq_rel)) error = std::current_exception();
       }
@@ -257,6 +268,10 @@ void ThreadPool::ParallelFor(int64_t extent, const std::function<void(int64_t, i
   ParallelFor(extent, trampoline, const_cast<std::function<void(int64_t, int64_t)>*>(&body));
 }
 
+std::exception_ptr TakeParallelForError() {
+  return std::exchange(tls_pending_error, nullptr);
+}
+
 }  // namespace tandem::backends
 
 extern "C" void tandem_parallel_for(int64_t extent, void (*body)(int64_t, int64_t, void*),
@@ -264,6 +279,10 @@ extern "C" void tandem_parallel_for(int64_t extent, void (*body)(int64_t, int64_
   try {
     tandem::backends::ThreadPool::Global().ParallelFor(extent, body, closure);
   } catch (...) {
-    // Generated code has no unwind tables: an exception must not cross this frame.
+    // Generated code has no unwind tables: an exception must not cross this frame. It waits on
+    // this thread for the caller of the generated code (TakeParallelForError).
+    if (!tandem::backends::tls_pending_error) {
+      tandem::backends::tls_pending_error = std::current_exception();
+    }
   }
 }

@@ -15,8 +15,13 @@
 //     parallel loop), or while another thread is using the pool, runs serially on the calling
 //     thread;
 //   - an exception thrown by the body never escapes a worker thread: ParallelFor rethrows the
-//     first one in the caller once all chunks have finished (the C entry point
-//     tandem_parallel_for swallows it instead, since generated code cannot unwind).
+//     first one in the caller once all chunks have finished. The C entry point
+//     tandem_parallel_for cannot throw (generated code cannot unwind): it keeps the first one as
+//     the calling thread's pending error instead, which whoever called the generated code takes
+//     with TakeParallelForError once the kernel has returned (Executable::RunInto does, after
+//     every step). An error left pending by a parallel loop nested in a body (run serially, on
+//     whichever thread runs that chunk) becomes the error of the enclosing loop, so it reaches
+//     the thread that called the outermost loop.
 //
 // Inside an OpenMPTeamScope, the loops of the calling thread run on OpenMP's team instead (the
 // same chunks and guarantees): the runtime oneDNN runs on, so that a module mixing our kernels
@@ -125,10 +130,16 @@ class OpenMPTeamScope {
   bool previous_;
 };
 
+// The first exception thrown by a loop body run through tandem_parallel_for on this thread (or
+// by a loop nested in such a body, on any thread) since the last call, or null when none was;
+// clears it. Callers of generated code call it after the code returns and rethrow what it gives.
+std::exception_ptr TakeParallelForError();
+
 }  // namespace tandem::backends
 
 extern "C" {
 // The entry point generated code calls for a parallel loop: runs body over [0, extent) on
-// ThreadPool::Global(). Never throws.
+// ThreadPool::Global(). Never throws: the first exception of the body becomes the calling
+// thread's pending error (TakeParallelForError); later ones are dropped while one is pending.
 void tandem_parallel_for(int64_t extent, void (*body)(int64_t, int64_t, void*), void* closure);
 }

@@ -119,16 +119,23 @@ Schedule WithoutUnusedHandles(const ir::KernelFunction& kernel, const Schedule& 
   }
 }
 
+// `trace` replayed and postprocessed; nullopt (with the reason in *why when given) when the
+// replay fails or a postprocessor rejects the program.
 std::optional<Schedule> Postprocess(const ir::KernelFunction& kernel, const ir::Trace& trace,
-                                    const SearchSpace& space, uint64_t seed) {
+                                    const SearchSpace& space, uint64_t seed,
+                                    std::string* why = nullptr) {
   try {
     Schedule schedule = Schedule::Replay(kernel, trace, seed);
     schedule.EnterPostprocessing();
     for (const PostprocessorPtr& postprocessor : space.postprocessors) {
-      if (!postprocessor->Apply(schedule)) return std::nullopt;
+      if (!postprocessor->Apply(schedule)) {
+        if (why) *why = "postprocessor " + postprocessor->name() + " rejects the program";
+        return std::nullopt;
+      }
     }
     return schedule;
-  } catch (const ir::Error&) {
+  } catch (const ir::Error& e) {
+    if (why) *why = e.what();
     return std::nullopt;
   }
 }
@@ -234,15 +241,16 @@ std::optional<Schedule> SampleProgram(const ir::KernelFunction& kernel,
 }
 
 std::optional<Schedule> ReplayProgram(const ir::KernelFunction& kernel, const ir::Trace& trace,
-                                      const SearchSpace& space) {
+                                      const SearchSpace& space, std::string* why) {
   bool fixed = true;  // neither sampled from a design space nor postprocessed
   for (const ir::Instruction& inst : trace.instructions()) {
     if (IsSampling(inst.kind) || inst.kind == "enter_postproc") fixed = false;
   }
-  if (!fixed) return Postprocess(kernel, search::DesignPart(trace), space, 0);
+  if (!fixed) return Postprocess(kernel, search::DesignPart(trace), space, 0, why);
   try {
     return Schedule::Replay(kernel, trace, 0);
-  } catch (const ir::Error&) {
+  } catch (const ir::Error& e) {
+    if (why) *why = e.what();
     return std::nullopt;
   }
 }

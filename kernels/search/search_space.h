@@ -120,8 +120,9 @@ std::optional<Schedule> SampleProgram(const ir::KernelFunction& kernel,
 // sampling instruction and no postprocessing part: a default or hand-written schedule) is
 // replayed as it is: it was never drawn from the space, so the space's postprocessors, whose
 // vector-width and annotation rules prune samples, do not apply to it; the primitives' own
-// checks still reject an illegal step.
+// checks still reject an illegal step. When it returns nullopt and `why` is given, *why says
+// why: the replay's error, or which postprocessor rejected the program.
 std::optional<Schedule> ReplayProgram(const ir::KernelFunction& kernel, const ir::Trace& trace,
-                                      const SearchSpace& space);
+                                      const SearchSpace& space, std::string* why = nullptr);
 
 }  // namespace tandem::kernels

@@ -47,6 +47,7 @@ void RegisterLegalize(PassRegistry& registry) {
                   session.shared_database(), session.target_descriptor(),
                   tuning::SearchSpaceFor(session.target(), session.target_descriptor()), stats);
               ir::IRModule legalized = kernels::Legalize(module, options);
+              session.history_best_stats()->AddCounts(*stats);  // reported by run and tune
               ir::Instruction choice;
               choice.kind = "Legalize";
               tuning::SetScheduleDecision(choice, stats->taken);

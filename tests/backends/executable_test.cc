@@ -1,9 +1,16 @@
 // Build + Executable: compiled graphs match the reference interpreter; memory is planned.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
+#include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
+#include "ir/parser.h"
 
 namespace tandem::backends {
 namespace {
@@ -73,6 +80,65 @@ TEST(Executable, RejectsBadInputs) {
   auto exe = Build(m);
   EXPECT_THROW(exe->Run({}), ir::Error);
   EXPECT_THROW(exe->Run({ir::Tensor(F32({1, 8, 12, 11}))}), ir::Error);
+}
+
+// A backend whose relu runs through tandem_parallel_for with a body that throws, as generated
+// code would call it. Available only inside the test below (the registry is global).
+class ThrowingLoopBackend : public ExternalBackend {
+ public:
+  static inline bool in_test = false;
+  std::string name() const override { return "throwing_loop_test"; }
+  bool Available(std::string*) const override { return in_test; }
+  const std::vector<Pattern>& patterns() const override {
+    static const std::vector<Pattern> none;
+    return none;
+  }
+  std::unique_ptr<ExternalFunction> Compile(const ir::GraphFunction&) const override {
+    struct Function : ExternalFunction {
+      void Run(void* const*) override {
+        tandem_parallel_for(
+            16, [](int64_t, int64_t, void*) { throw std::runtime_error("the body failed"); },
+            nullptr);
+      }
+      std::string Describe() const override { return "throws in a parallel loop"; }
+    };
+    return std::make_unique<Function>();
+  }
+};
+
+TEST(Executable, RunRethrowsAnErrorOfAParallelLoop) {
+  static bool registered = false;
+  if (!registered) {
+    ExternalBackendRegistry::Global().Register(std::make_shared<ThrowingLoopBackend>());
+    registered = true;
+  }
+  ThrowingLoopBackend::in_test = true;
+  ir::IRModule m = ir::ParseModule(R"(module {
+graph @main(%x: f32[64]) -> f32[64] {
+  %0 = relu(%x) : f32[64]
+  %1 = call_extern @ext_0 relu(%0) : f32[64] @{backend="throwing_loop_test", pattern="relu"}
+  return %1
+}
+
+graph @ext_0(%x: f32[64]) -> f32[64] attributes {extern_backend="throwing_loop_test", pattern="relu"} {
+  %0 = relu(%x) : f32[64]
+  return %0
+}
+})");
+  auto exe = Build(m);
+  ThrowingLoopBackend::in_test = false;
+  auto inputs = RandomInputs(m.Get("main"), 1);
+  for (int run = 0; run < 2; ++run) {  // nothing stays pending after the first failure
+    try {
+      exe->Run(inputs);
+      ADD_FAILURE() << "Run did not throw";
+    } catch (const ir::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the body failed"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("ext_0"), std::string::npos) << e.what();
+      EXPECT_EQ(e.where().op, "relu");
+    }
+  }
+  EXPECT_FALSE(TakeParallelForError());
 }
 
 }  // namespace

@@ -102,5 +102,25 @@ TEST(KernelObjectCache, CompileKernelsReusesObjectsAcrossNamesAndModules) {
   testing::ExpectMatchesReference(Scale("checked", scale));
 }
 
+TEST(KernelObjectCache, KernelObjectsCachedSaysWhetherThereIsAnythingToCompile) {
+  // A scale no other test compiles.
+  const double scale = 6.103515625e-5;
+  KernelObjectCache::Stats before = KernelObjectCache::Global().stats();
+  EXPECT_FALSE(backends::KernelObjectsCached({Scale("k", scale)}));
+  EXPECT_TRUE(backends::KernelObjectsCached({}));
+  backends::CompileKernelObjects({Scale("k", scale)});
+  KernelObjectCache::Stats compiled = KernelObjectCache::Global().stats();
+  EXPECT_EQ(compiled.misses - before.misses, 1);  // the question counted no miss
+  // Any name, once compiled; not with other options, nor with another kernel beside it.
+  EXPECT_TRUE(backends::KernelObjectsCached({Scale("other_name", scale)}));
+  backends::CodegenOptions unoptimized;
+  unoptimized.opt_level = 0;
+  EXPECT_FALSE(backends::KernelObjectsCached({Scale("k", scale)}, unoptimized));
+  EXPECT_FALSE(backends::KernelObjectsCached({Scale("k", scale), Scale("new", scale * 3)}));
+  KernelObjectCache::Stats after = KernelObjectCache::Global().stats();
+  EXPECT_EQ(after.hits, compiled.hits);
+  EXPECT_EQ(after.misses, compiled.misses);
+}
+
 }  // namespace
 }  // namespace tandem

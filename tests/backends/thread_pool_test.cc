@@ -4,8 +4,11 @@
 #include <omp.h>
 
 #include <atomic>
+#include <chrono>
+#include <exception>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -127,10 +130,89 @@ TEST(ThreadPool, ExceptionsDoNotEscapeWorkers) {
   EXPECT_EQ(ran.load(), 40);
   // The pool keeps working afterwards.
   ExpectEachIndexOnce(pool, 1000);
-  // The C entry point swallows exceptions: generated code cannot unwind.
+  // The C entry point does not throw (generated code cannot unwind): the error waits on the
+  // calling thread for whoever called the generated code.
   EXPECT_NO_THROW(tandem_parallel_for(
       8, [](int64_t, int64_t, void*) { throw std::runtime_error("from a body"); }, nullptr));
+  std::exception_ptr error = TakeParallelForError();
+  ASSERT_TRUE(error);
+  EXPECT_THROW(std::rethrow_exception(error), std::runtime_error);
+  EXPECT_FALSE(TakeParallelForError());  // taken once
   ExpectEachIndexOnce(ThreadPool::Global(), 100);
+}
+
+// The message of the error pending on this thread ("" when none), which it takes.
+std::string TakenMessage() {
+  std::exception_ptr error = TakeParallelForError();
+  if (!error) return "";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+TEST(ThreadPool, CEntryPointKeepsTheFirstErrorForTheCaller) {
+  auto throw_closure = [](int64_t, int64_t, void* closure) {
+    throw std::runtime_error(static_cast<const char*>(closure));
+  };
+  tandem_parallel_for(5, throw_closure, const_cast<char*>("first"));
+  tandem_parallel_for(5, throw_closure, const_cast<char*>("second"));
+  EXPECT_EQ(TakenMessage(), "first");
+  EXPECT_EQ(TakenMessage(), "");
+  // Another thread's loops do not leave errors on this one.
+  std::thread other([&] {
+    tandem_parallel_for(3, throw_closure, const_cast<char*>("other thread"));
+    EXPECT_EQ(TakenMessage(), "other thread");
+  });
+  other.join();
+  EXPECT_EQ(TakenMessage(), "");
+}
+
+// A parallel loop nested in a body runs serially on whichever thread runs that chunk (a worker,
+// an OpenMP thread or the caller); its error must still reach the thread of the outer loop.
+TEST(ThreadPool, ErrorsOfNestedLoopsReachTheOuterCaller) {
+  struct Closure {
+    std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int> failed_off_caller{0};
+  };
+  auto outer = [](int64_t begin, int64_t end, void* closure) {
+    auto* c = static_cast<Closure*>(closure);
+    // The caller's first chunk waits, so that workers claim the others.
+    if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (int64_t i = begin; i < end; ++i) {
+      if (i != 5) continue;
+      if (std::this_thread::get_id() != c->caller) ++c->failed_off_caller;
+      tandem_parallel_for(
+          4, [](int64_t, int64_t, void*) { throw std::runtime_error("from a nested body"); },
+          nullptr);
+    }
+  };
+  ThreadPool& pool = ThreadPool::Global();
+  int threads_before = pool.num_threads();
+  for (int threads : {1, 4}) {
+    pool.SetNumThreads(threads);
+    for (bool on_openmp : {false, true}) {
+      OpenMPTeamScope team(on_openmp);
+      int off_caller = 0;
+      for (int repeat = 0; repeat < 20; ++repeat) {
+        Closure closure;
+        tandem_parallel_for(8, outer, &closure);
+        EXPECT_EQ(TakenMessage(), "from a nested body")
+            << threads << " threads" << (on_openmp ? ", on OpenMP's team" : "");
+        off_caller += closure.failed_off_caller.load();
+        // Nothing stays pending on the workers: the next loop leaves no error.
+        tandem_parallel_for(
+            8, [](int64_t, int64_t, void*) {}, nullptr);
+        EXPECT_EQ(TakenMessage(), "");
+      }
+      // With several threads, the failing chunk ran on another thread at least once.
+      if (threads > 1) {
+        EXPECT_GT(off_caller, 0) << (on_openmp ? "on OpenMP's team" : "");
+      }
+    }
+  }
+  pool.SetNumThreads(threads_before);
 }
 
 TEST(ThreadPool, InsideAnOpenMPTeamScopeLoopsRunOnOpenMPsTeam) {

@@ -88,7 +88,7 @@ TEST(IsolatedBuild, ACrashingAndAHangingBuildFailWithTheReasonAndTheOthersBuild)
   std::vector<BuildOutput> outputs = builder.Build(inputs);
   ASSERT_EQ(outputs.size(), 3u);
   EXPECT_FALSE(outputs[0].ok());
-  EXPECT_EQ(outputs[0].error, "build crashed: signal 11 (Segmentation fault)");
+  EXPECT_EQ(outputs[0].error, "build crashed: signal 11 (SIGSEGV)");
   EXPECT_FALSE(outputs[1].ok());
   EXPECT_EQ(outputs[1].error, "build timed out after 1.5 s");
   EXPECT_GE(outputs[1].seconds, 1.5);
@@ -139,6 +139,32 @@ TEST(IsolatedBuild, TheParentLinksTheChildsObjectsWithoutCompilingThem) {
   ExpectCorrect(module, *output.executable);
 }
 
+TEST(IsolatedBuild, ACandidateWhoseKernelsAreAllCachedBuildsWithoutAChild) {
+  backends::KernelObjectCache& cache = backends::KernelObjectCache::Global();
+  LocalBuilder builder(1);
+  ir::IRModule module = MatmulRelu(29);
+  BuildOutput first = builder.Build({{module, {}}})[0];
+  ASSERT_TRUE(first.ok()) << first.error;
+  EXPECT_EQ(builder.child_processes(), 1);  // new kernels: compiled in a child
+  // The same kernels again, in another module (other weights, another function name): nothing
+  // to compile, so no child; the build finds every object in the cache.
+  ir::IRModule same_kernels = MatmulRelu(29);
+  same_kernels.attrs().Set("test.other", int64_t{1});
+  backends::KernelObjectCache::Stats before = cache.stats();
+  BuildOutput second = builder.Build({{same_kernels, {}}, {module, {}}})[0];
+  ASSERT_TRUE(second.ok()) << second.error;
+  EXPECT_EQ(builder.child_processes(), 1);
+  backends::KernelObjectCache::Stats after = cache.stats();
+  EXPECT_EQ(after.misses, before.misses);
+  EXPECT_GT(after.hits, before.hits);
+  ExpectCorrect(same_kernels, *second.executable);
+  // One new kernel among cached ones: a child again.
+  BuildOutput third = builder.Build({{MatmulRelu(31), {}}})[0];
+  ASSERT_TRUE(third.ok()) << third.error;
+  EXPECT_EQ(builder.child_processes(), 2);
+  EXPECT_TRUE(NoChildProcesses());
+}
+
 TEST(IsolatedBuild, InProcessBuildsStayAvailable) {
   ir::IRModule module = MatmulRelu(17);
   BuildOutput output = LocalBuilder({.isolate = false}).Build({{module, {}}})[0];
@@ -186,7 +212,7 @@ TEST(IsolatedBuild, ATuningPassGoesOnPastCrashingAndHangingBuilds) {
     }
   }
   std::sort(errors.begin(), errors.end());
-  EXPECT_EQ(errors, (std::vector<std::string>{"build crashed: signal 11 (Segmentation fault)",
+  EXPECT_EQ(errors, (std::vector<std::string>{"build crashed: signal 11 (SIGSEGV)",
                                               "build timed out after 1.5 s"}));
   EXPECT_TRUE(NoChildProcesses());
 }
