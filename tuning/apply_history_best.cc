@@ -77,7 +77,10 @@ kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> trac
 
 namespace {
 
-constexpr const char* kSchedulesSuffix = " kernel schedules";
+// "0 kernel schedules", "1 kernel schedule", "2 kernel schedules".
+std::string SchedulesDecision(size_t count) {
+  return fmt::format("{} kernel schedule{}", count, count == 1 ? "" : "s");
+}
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
@@ -99,7 +102,7 @@ void SetScheduleDecision(ir::Instruction& instruction,
   for (const auto& [hash, trace] : schedules) {
     instruction.nested.push_back({hash, trace.instructions()});
   }
-  instruction.decision = ir::AttrValue(fmt::format("{}{}", schedules.size(), kSchedulesSuffix));
+  instruction.decision = ir::AttrValue(SchedulesDecision(schedules.size()));
 }
 
 bool CarriesSchedules(const ir::Instruction& instruction) {
@@ -107,7 +110,8 @@ bool CarriesSchedules(const ir::Instruction& instruction) {
     return false;
   }
   const std::string& decision = std::get<std::string>(*instruction.decision);
-  return (!decision.empty() && decision.front() == '{') || EndsWith(decision, kSchedulesSuffix);
+  return (!decision.empty() && decision.front() == '{') || EndsWith(decision, " kernel schedule") ||
+         EndsWith(decision, " kernel schedules");
 }
 
 std::map<std::string, ir::Trace> ScheduleDecision(const ir::Instruction& instruction) {
@@ -121,7 +125,7 @@ std::map<std::string, ir::Trace> ScheduleDecision(const ir::Instruction& instruc
     for (const ir::NestedTrace& nested : instruction.nested) {
       schedules.emplace(nested.label, ir::Trace(nested.instructions));
     }
-    if (fmt::format("{}{}", schedules.size(), kSchedulesSuffix) != decision) {
+    if (SchedulesDecision(schedules.size()) != decision) {
       throw ir::Error(
           fmt::format("{}: the decision reads '{}' but {} distinct schedules are nested",
                       instruction.kind, decision, schedules.size()));
