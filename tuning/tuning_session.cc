@@ -66,7 +66,14 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
     throw ir::Error("TuningSession needs a database, a builder and a runner");
   }
   if (options_.measure.num_threads == 0) options_.measure.num_threads = target_.num_threads;
-  backends::PinOnednnIsa(target_);
+  // oneDNN's instruction set follows the target; where this process already fixed another one,
+  // the session goes on (runs that place nothing on oneDNN are unaffected) and says so. A
+  // build that runs oneDNN code for this target is then an error (backends::Build).
+  try {
+    backends::PinOnednnIsa(target_);
+  } catch (const ir::Error& e) {
+    Warn(e.message());
+  }
 }
 
 std::shared_ptr<TuningSession> TuningSession::MakeDefault(const ir::Target& target, uint64_t seed) {
