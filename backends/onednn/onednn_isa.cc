@@ -1,14 +1,11 @@
 #include "backends/onednn/onednn_isa.h"
 
 #include <fmt/format.h>
-#include <llvm/MC/MCSubtargetInfo.h>
-#include <llvm/MC/TargetRegistry.h>
 
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "backends/llvm/jit.h"
 #include "backends/target/resolved_target.h"
 #include "ir/error.h"
 
@@ -40,18 +37,8 @@ constexpr Isa kIsas[] = {
 };
 
 const Isa& IsaFor(const ir::Target& target) {
-  CodegenOptions options;
-  options.cpu = target.cpu;
-  options.features = target.features;
-  TargetSpec spec = ResolveTarget(options);
-  std::string message;
-  const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(spec.triple, message);
-  if (!llvm_target)
-    throw ir::Error(fmt::format("no LLVM target for '{}': {}", spec.triple, message));
-  std::unique_ptr<llvm::MCSubtargetInfo> info(
-      llvm_target->createMCSubtargetInfo(spec.triple, spec.cpu, spec.features));
   for (const Isa& isa : kIsas) {
-    if (info && info->checkFeatures(isa.llvm_features)) return isa;
+    if (TargetHasFeatures(target, isa.llvm_features)) return isa;
   }
   return kIsas[std::size(kIsas) - 1];
 }
@@ -67,15 +54,15 @@ const Isa* pinned = nullptr;
 }  // namespace
 
 std::string OnednnIsaFor(const ir::Target& target) {
-  return IsaFor(ResolveTarget(target)).name;
+  return IsaFor(target).name;
 }
 
 void PinOnednnIsa(const ir::Target& target) {
-  const Isa& wanted = IsaFor(ResolveTarget(target));
+  const Isa& wanted = IsaFor(target);
   std::lock_guard<std::mutex> lock(pin_mutex);
   if (pinned == nullptr) {
     // The machine's own instruction set needs no limit; a lower one does.
-    const Isa& machine = IsaFor(ResolveTarget(ir::ParseTarget("llvm")));
+    const Isa& machine = IsaFor(ir::ParseTarget("llvm"));
     if (&wanted != &machine || GetHostCpu().configured) {
       bool set = dnnl::set_max_cpu_isa(wanted.value) == dnnl::status::success;
       if (!set && dnnl::get_effective_cpu_isa() != wanted.value) {

@@ -23,7 +23,9 @@ std::string ProcessorFeatures() {
   std::vector<std::string> listed;
   if (llvm::sys::getHostCPUFeatures(features)) {
     for (const auto& entry : features) {
-      listed.push_back((entry.second ? "+" : "-") + entry.first().str());
+      std::string feature(1, entry.second ? '+' : '-');
+      feature += entry.first().str();
+      listed.push_back(std::move(feature));
     }
   }
   std::sort(listed.begin(), listed.end());
@@ -96,6 +98,11 @@ std::vector<std::string> MissingHostFeatures(const ir::Target& target) {
   }
   std::sort(missing.begin(), missing.end());
   return missing;
+}
+
+bool TargetHasFeatures(const ir::Target& target, const std::string& features) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info = SubtargetOf(ResolveTarget(target));
+  return info && info->checkFeatures(features);
 }
 
 int VectorUnitBits(const ir::Target& target) {

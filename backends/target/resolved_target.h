@@ -34,6 +34,10 @@ ir::Target ResolveTarget(const ir::Target& target);
 // ...; empty when this machine can run it). Asks the processor itself, not GetHostCpu().
 std::vector<std::string> MissingHostFeatures(const ir::Target& target);
 
+// Whether code for `target` may use every feature of `features` ("+avx2,+fma"), as LLVM's
+// subtarget for its CPU and features says.
+bool TargetHasFeatures(const ir::Target& target, const std::string& features);
+
 // The width in bits of the vector registers code for `target` uses by default (512, 256, 128).
 int VectorUnitBits(const ir::Target& target);
 
