@@ -76,15 +76,22 @@ std::string ResolveHash(const tuning::Database& db, const std::string& hash,
   throw Error(fmt::format("no workload with hash '{}'{}", hash, hint), {.file = path});
 }
 
-// The stored targets that --target selects: an exact descriptor, the descriptor of a target
-// text on this machine ("llvm -threads=4"), or every descriptor containing the text.
+// The stored targets that --target selects: an exact descriptor, the records of a target text
+// resolved on this machine ("llvm -threads=4"), or every descriptor containing the text.
 std::vector<std::string> SelectTargets(const std::vector<std::string>& stored,
                                        const std::string& wanted) {
   if (wanted.empty()) return stored;
   if (std::find(stored.begin(), stored.end(), wanted) != stored.end()) return {wanted};
   try {
+    // Records are stored under the descriptor and the measurement options that follow it.
     std::string descriptor = tuning::TargetDescriptor(ir::ParseTarget(wanted));
-    if (std::find(stored.begin(), stored.end(), descriptor) != stored.end()) return {descriptor};
+    std::vector<std::string> measured_there;
+    for (const std::string& target : stored) {
+      if (target == descriptor || target.rfind(descriptor + "|", 0) == 0) {
+        measured_there.push_back(target);
+      }
+    }
+    if (!measured_there.empty()) return measured_there;
   } catch (const Error&) {
     // Not a target text; try it as a substring below.
   }

@@ -7,6 +7,7 @@
 
 #include "backends/external/external_backend.h"
 #include "backends/onednn/onednn_compiler.h"
+#include "backends/onednn/onednn_isa.h"
 #include "ir/error.h"
 #include "ir/layout.h"
 
@@ -122,6 +123,7 @@ class OnednnBackend : public ExternalBackend {
 
   bool Available(std::string* why) const override {
     try {
+      EnsureOnednnIsaFixed();
       dnnl::engine engine(dnnl::engine::kind::cpu, 0);
       return true;
     } catch (const dnnl::error& e) {

@@ -83,6 +83,15 @@ void PinOnednnIsa(const ir::Target& target) {
       pinned->name, ir::ToString(target), wanted.name));
 }
 
+bool EnsureOnednnIsaFixed() {
+  {
+    std::lock_guard<std::mutex> lock(pin_mutex);
+    if (pinned != nullptr) return true;
+  }
+  PinOnednnIsa(ir::Target{});
+  return true;
+}
+
 std::string PinnedOnednnIsa() {
   std::lock_guard<std::mutex> lock(pin_mutex);
   return pinned ? pinned->name : "";

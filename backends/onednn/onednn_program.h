@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/onednn/onednn_isa.h"
 #include "ir/error.h"
 #include "ir/tensor.h"
 
@@ -20,6 +21,7 @@ namespace tandem::backends {
 
 // The engine and stream the programs of one user (a benchmark run, an executable) use.
 struct OnednnContext {
+  bool isa_fixed = EnsureOnednnIsaFixed();  // first: before oneDNN dispatches anything
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
 };
