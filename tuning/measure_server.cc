@@ -9,11 +9,13 @@
 // One candidate, step by step:
 //   1. The tuning process starts the server when there is none (ForkOutsideBuilds, after
 //      releasing its OpenMP team like ProcessRunner's forks), sends the request and waits for the
-//      reply until the candidate's timeout plus kServerGraceSeconds.
+//      reply until twice the candidate's timeout (build, then measurement; step 3) plus
+//      kServerGraceSeconds.
 //   2. The server reads the request and forks a measurement process, which inherits it. The
 //      measurement process parses the module, builds it (backends::BuildLegalized), measures it
-//      (MeasureHere) and writes the result to its pipe.
-//   3. The server reads that pipe until end of file under the candidate's timeout, then reaps
+//      (MeasureHere) and writes to its pipe that it has built, then the result.
+//   3. The server reads that pipe until end of file under the candidate's timeout (which starts
+//      again when the measurement process says it has built the candidate), then reaps
 //      the measurement process (killing it first past the timeout); a signal, a non-zero exit or
 //      the timeout becomes the result's error. It sends the result.
 //   4. A server that ends, sends garbage or misses the grace deadline is killed and reaped; the
@@ -50,6 +52,10 @@ namespace {
 // How long past the candidate's timeout the tuning process waits for the server's reply: the
 // server's own work (a fork, copying the request and the reply) is quick.
 constexpr double kServerGraceSeconds = 10;
+
+// What a measurement process writes once it has built the candidate (or failed to), before
+// the result: the timeout covers the build and the measurement separately.
+constexpr char kBuilt = 'B';
 
 std::string Frame(const std::string& payload) {
   std::string out;
@@ -121,11 +127,12 @@ std::string EncodeRequest(const RunInput& input, const MeasureOptions& options) 
     StartThreadPoolAfterFork(options.num_threads);
     try {
       input.executable = backends::BuildLegalized(ir::ParseModule(module_text), build);
-      result = MeasureHere(input, options);
     } catch (const std::exception& e) {
       result = MeasureResult::Failure(
           fmt::format("build failed in the measurement server: {}", e.what()));
     }
+    if (!WriteAll(fd, std::string(1, kBuilt))) _exit(2);
+    if (input.executable) result = MeasureHere(input, options);
   } catch (const std::exception& e) {
     result = MeasureResult::Failure(fmt::format("the measurement server's request: {}", e.what()));
   } catch (...) {
@@ -157,7 +164,11 @@ MeasureResult MeasureInChild(const std::string& request) {
   double timeout = ReadAt<double>(request, 0);
   ChildClock::time_point deadline = DeadlineAfter(timeout);
   std::string received;
-  bool ended = ReadUntil(fds[0], deadline, received) == ReadOutcome::kEnd;
+  ReadOutcome built =
+      ReadUntil(fds[0], deadline, received, [](const std::string& in) { return !in.empty(); });
+  if (built == ReadOutcome::kComplete) deadline = DeadlineAfter(timeout);
+  bool ended =
+      built != ReadOutcome::kDeadline && ReadUntil(fds[0], deadline, received) == ReadOutcome::kEnd;
   close(fds[0]);
   std::optional<int> status = ended ? WaitUntil(pid, deadline) : std::nullopt;
   if (!status) {
@@ -167,7 +178,8 @@ MeasureResult MeasureInChild(const std::string& request) {
   if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
     return MeasureResult::Failure(DescribeCrash(*status, "measurement process"));
   }
-  std::optional<MeasureResult> result = DecodeResult(received);
+  std::optional<MeasureResult> result;
+  if (!received.empty() && received[0] == kBuilt) result = DecodeResult(received.substr(1));
   return result ? std::move(*result)
                 : MeasureResult::Failure("the measurement process sent a bad result");
 }
@@ -237,14 +249,20 @@ MeasureResult MeasureServer::Measure(const RunInput& input, const MeasureOptions
   // Step 1.
   if (pid_ < 0) start_error_ = Start();
   if (pid_ < 0) return MeasureResult::Failure(start_error_);
-  if (!WriteAll(fd_, Frame(EncodeRequest(input, options)))) {
+  std::string request;
+  try {
+    request = Frame(EncodeRequest(input, options));
+  } catch (const std::exception& e) {  // only memory exhaustion
+    return MeasureResult::Failure(fmt::format("cannot send the candidate: {}", e.what()));
+  }
+  if (!WriteAll(fd_, request)) {
     Stop();
     return MeasureResult::Failure("crashed: the measurement server ended before the request");
   }
   // Step 4.
   std::string received;
-  ReadOutcome outcome = ReadUntil(fd_, DeadlineAfter(options.timeout_seconds + kServerGraceSeconds),
-                                  received, HasFrame);
+  ReadOutcome outcome = ReadUntil(
+      fd_, DeadlineAfter(2 * options.timeout_seconds + kServerGraceSeconds), received, HasFrame);
   if (outcome == ReadOutcome::kDeadline) {
     Stop();
     return MeasureResult::Failure(

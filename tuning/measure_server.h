@@ -31,8 +31,9 @@ class MeasureServer {
 
   // Measures `input` in a new measurement process; never throws for the candidate's failure.
   // Guarantees: a measurement process that crashes gives "crashed: signal 11 (SIGSEGV)" (or its
-  // exit status), one that runs past options.timeout_seconds is killed and gives "timed out
-  // after N s", a candidate that does not rebuild gives "build failed in the measurement server:
+  // exit status), one that runs past options.timeout_seconds (for its build, then again for its
+  // measurement) is killed and gives "timed out after N s", a candidate that does not rebuild gives
+  // "build failed in the measurement server:
   // ..."; the server reaps every measurement process. A server that itself dies or stops
   // answering (it runs no candidate code, so only when killed from outside) is killed, reaped
   // and started again for the next candidate (forked from this process as it is then: one that
