@@ -177,42 +177,6 @@ ChildReport Decode(const std::string& received) {
   return report;
 }
 
-// Reads the child's messages until end of file or the deadline; false on the deadline.
-bool ReadUntilEnd(int fd, Clock::time_point deadline, std::string& received) {
-  char chunk[65536];
-  while (true) {
-    Clock::time_point now = Clock::now();
-    if (now >= deadline) return false;
-    auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    pollfd request{fd, POLLIN, 0};
-    int ready = poll(&request, 1, static_cast<int>(std::min<int64_t>(wait_ms, 1000 * 1000)));
-    if (ready <= 0) continue;  // EINTR or no data yet: the deadline decides
-    ssize_t n = read(fd, chunk, sizeof(chunk));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return true;
-    received.append(chunk, static_cast<size_t>(n));
-  }
-}
-
-// Waits for the child until the deadline (it normally ends right after closing its pipe);
-// its wait status, or nothing past the deadline.
-std::optional<int> WaitUntil(pid_t pid, Clock::time_point deadline) {
-  while (true) {
-    int status = 0;
-    pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) return status;
-    if (done < 0 && errno != EINTR) return 0;  // cannot happen for our own child
-    if (Clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-void KillAndReap(pid_t pid) {
-  kill(pid, SIGKILL);
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-}
-
 // The child's part of the build (steps 3 to 5); "" with the child's report, or the error that
 // ends the build.
 std::string RunChild(const BuildInput& input, const ir::IRModule& legalized, double timeout_seconds,
@@ -223,31 +187,22 @@ std::string RunChild(const BuildInput& input, const ir::IRModule& legalized, dou
     return fmt::format("build failed: cannot start a build process: pipe: {}", strerror(errno));
   }
   pid_t parent = getpid();
-  pid_t pid = 0;
   int fork_error = 0;
-  {
-    std::lock_guard<std::mutex> turn(fork_turn);
-    std::unique_lock<std::shared_mutex> alone(in_process);
-    std::fflush(nullptr);
-    pid = fork();
-    fork_error = errno;
-    if (pid == 0) {
-      close(fds[0]);
-      ChildMain(fds[1], parent, input, legalized, before_compile);
-    }
-  }
+  pid_t pid = ForkOutsideBuilds(
+      [&] {
+        close(fds[0]);
+        ChildMain(fds[1], parent, input, legalized, before_compile);
+      },
+      &fork_error);
   close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
     return fmt::format("build failed: cannot start a build process: fork: {}",
                        strerror(fork_error));
   }
-  // (Capped at a year so that the deadline arithmetic cannot overflow.)
-  Clock::time_point deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(std::min(timeout_seconds, 365 * 86400.0)));
+  Clock::time_point deadline = DeadlineAfter(timeout_seconds);
   std::string received;
-  bool ended = ReadUntilEnd(fds[0], deadline, received);
+  bool ended = ReadUntil(fds[0], deadline, received) == ReadOutcome::kEnd;
   close(fds[0]);
   std::optional<int> status = ended ? WaitUntil(pid, deadline) : std::nullopt;
   if (!status) {
@@ -312,6 +267,19 @@ BuildOutput BuildHere(Clock::time_point start,
 }
 
 }  // namespace
+
+pid_t ForkOutsideBuilds(const std::function<void()>& child_main, int* fork_errno) {
+  std::lock_guard<std::mutex> turn(fork_turn);
+  std::unique_lock<std::shared_mutex> alone(in_process);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (fork_errno) *fork_errno = errno;
+  if (pid == 0) {
+    child_main();
+    _exit(1);
+  }
+  return pid;
+}
 
 BuildOutput BuildInProcess(const BuildInput& input) {
   return BuildHere(Clock::now(), [&] { return backends::Build(input.module, input.options); });

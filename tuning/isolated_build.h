@@ -2,6 +2,8 @@
 // LocalBuilder's two ways of building (tuning/builder.h). Internal to the tuning library.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 
 #include "tuning/builder.h"
@@ -25,5 +27,12 @@ BuildOutput BuildInProcess(const BuildInput& input);
 BuildOutput BuildIsolated(const BuildInput& input, double timeout_seconds,
                           const std::function<void(const BuildInput&)>& in_child_before_compile,
                           bool* forked = nullptr);
+
+// fork() while no thread of this library is inside an in-process build (LLVM, the kernel object
+// cache): the child then finds none of their locks held. The child runs `child_main`, which
+// must end the child with _exit (it _exits with status 1 if `child_main` returns). Returns
+// fork's result in the parent (-1 with `*fork_errno` set when it failed). For every fork of the
+// tuning library whose child runs LLVM (isolated builds, the measurement server).
+pid_t ForkOutsideBuilds(const std::function<void()>& child_main, int* fork_errno = nullptr);
 
 }  // namespace tandem::tuning

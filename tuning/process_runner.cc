@@ -8,9 +8,11 @@
 // reaped with waitpid, whatever happens. The pipe only goes from worker to parent: the parent
 // never writes to it, so it cannot get SIGPIPE from it.
 //
-// Executables holding a GPU context (cuBLAS subgraphs) are measured in this process instead:
-// CUDA cannot be used in a child forked after the parent initialized it ("initialization
-// error"), and their device buffers belong to the parent's context.
+// Executables holding a GPU context (cuBLAS subgraphs) go to the measurement server instead
+// (tuning/measure_server.h): CUDA cannot be used in a child forked after the parent initialized
+// it ("initialization error"), and their device buffers belong to the parent's context; the
+// server, forked when the runner was constructed, rebuilds them in processes that never saw
+// this process's CUDA state.
 #include <fcntl.h>
 #include <omp.h>
 #include <poll.h>
@@ -32,7 +34,9 @@
 
 #include "backends/runtime/thread_pool.h"
 #include "tuning/child_process.h"
+#include "tuning/measure_server.h"
 #include "tuning/runner.h"
+#include "tuning/wire_format.h"
 
 namespace tandem::tuning {
 
@@ -45,18 +49,6 @@ constexpr uint8_t kStarting = 'S';
 constexpr uint8_t kResult = 'R';
 constexpr size_t kHeaderBytes = 9;
 
-template <typename T>
-void Append(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-template <typename T>
-T ReadAt(const std::string& in, size_t offset) {
-  T value;
-  std::memcpy(&value, in.data() + offset, sizeof(T));
-  return value;
-}
-
 std::string EncodeMessage(uint8_t kind, size_t index, const std::string& payload) {
   std::string out;
   Append<uint8_t>(out, kind);
@@ -64,49 +56,6 @@ std::string EncodeMessage(uint8_t kind, size_t index, const std::string& payload
   Append<uint32_t>(out, static_cast<uint32_t>(payload.size()));
   out += payload;
   return out;
-}
-
-std::string EncodeResult(const MeasureResult& result) {
-  std::string out;
-  Append<uint32_t>(out, static_cast<uint32_t>(result.error.size()));
-  out += result.error;
-  Append<double>(out, result.median_seconds);
-  Append<double>(out, result.stddev_seconds);
-  Append<double>(out, result.max_relative_error);
-  Append<uint32_t>(out, static_cast<uint32_t>(result.run_seconds.size()));
-  for (double seconds : result.run_seconds) Append<double>(out, seconds);
-  return out;
-}
-
-std::optional<MeasureResult> DecodeResult(const std::string& in) {
-  MeasureResult result;
-  size_t offset = 0;
-  auto has = [&](size_t bytes) { return in.size() - offset >= bytes; };
-  if (!has(4)) return std::nullopt;
-  auto error_size = ReadAt<uint32_t>(in, offset);
-  offset += 4;
-  if (!has(error_size + 3 * sizeof(double) + 4)) return std::nullopt;
-  result.error = in.substr(offset, error_size);
-  offset += error_size;
-  result.median_seconds = ReadAt<double>(in, offset);
-  result.stddev_seconds = ReadAt<double>(in, offset + 8);
-  result.max_relative_error = ReadAt<double>(in, offset + 16);
-  auto runs = ReadAt<uint32_t>(in, offset + 24);
-  offset += 28;
-  if (in.size() - offset != size_t{runs} * sizeof(double)) return std::nullopt;
-  for (uint32_t r = 0; r < runs; ++r) {
-    result.run_seconds.push_back(ReadAt<double>(in, offset));
-    offset += sizeof(double);
-  }
-  return result;
-}
-
-int ThreadCount(const MeasureOptions& options) {
-  if (options.num_threads > 0) {
-    return std::min(options.num_threads, backends::ThreadPool::kMaxThreads);
-  }
-  return std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1,
-                         backends::ThreadPool::kMaxThreads);
 }
 
 // The worker: runs in the child right after fork() and never returns into the caller's code
@@ -118,9 +67,7 @@ int ThreadCount(const MeasureOptions& options) {
   // the worker, so it cannot end first otherwise); a crash ends it with its signal.
   PrepareForkedChild(fd, parent);
   try {
-    // Only this thread survived the fork: generated code needs a pool with live workers.
-    backends::ThreadPool::ResetGlobalAfterFork();
-    backends::ThreadPool::Global().SetNumThreads(ThreadCount(options));
+    StartThreadPoolAfterFork(options.num_threads);
     for (size_t k = first; k < order.size(); ++k) {
       size_t index = order[k];
       if (!WriteAll(fd, EncodeMessage(kStarting, index, ""))) _exit(2);
@@ -134,17 +81,6 @@ int ThreadCount(const MeasureOptions& options) {
     _exit(3);
   }
   _exit(0);
-}
-
-std::string DescribeExit(int status) {
-  if (WIFSIGNALED(status)) {
-    int signal_number = WTERMSIG(status);
-    return fmt::format("crashed: signal {} ({})", signal_number, SignalName(signal_number));
-  }
-  if (WIFEXITED(status)) {
-    return fmt::format("crashed: the worker process exited with status {}", WEXITSTATUS(status));
-  }
-  return fmt::format("crashed: the worker process ended with wait status {}", status);
 }
 
 // One worker process: its pipe's read end and its pid; killed and reaped when still running.
@@ -268,28 +204,41 @@ size_t RunWorker(const std::vector<RunInput>& inputs, const std::vector<size_t>&
   }
   int status = worker.Wait();
   if (current >= order.size()) return current;
-  results[order[current]] = MeasureResult::Failure(DescribeExit(status));
+  results[order[current]] = MeasureResult::Failure(DescribeCrash(status, "worker process"));
   return current + 1;
 }
 
 }  // namespace
 
+ProcessRunner::ProcessRunner() : ProcessRunner(Options{}) {}
+
+ProcessRunner::ProcessRunner(Options options)
+    : options_(std::move(options)), server_(std::make_unique<MeasureServer>()) {
+  if (!options_.measure_in_server) {
+    options_.measure_in_server = [](const backends::Executable& executable) {
+      return !executable.runs_in_forked_process();
+    };
+  }
+}
+
+ProcessRunner::~ProcessRunner() = default;
+
 std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& inputs,
                                               const MeasureOptions& options) {
   std::vector<MeasureResult> results(inputs.size());
-  std::vector<size_t> order;  // candidates that have something to run in a worker
-  std::vector<size_t> here;   // candidates a forked worker cannot run (GPU contexts)
+  std::vector<size_t> order;   // candidates that have something to run in a worker
+  std::vector<size_t> server;  // candidates for the measurement server (GPU contexts)
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].executable) {
       results[i] = MeasureResult::Failure("no executable to measure");
-    } else if (inputs[i].executable->runs_in_forked_process()) {
-      order.push_back(i);
+    } else if (options_.measure_in_server(*inputs[i].executable)) {
+      server.push_back(i);
     } else {
-      here.push_back(i);
+      order.push_back(i);
     }
   }
   if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
-    for (const std::vector<size_t>* group : {&order, &here}) {
+    for (const std::vector<size_t>* group : {&order, &server}) {
       for (size_t i : *group) {
         results[i] = MeasureResult::Failure(
             fmt::format("invalid measure options: timeout_seconds is {} (must be > 0)",
@@ -298,7 +247,7 @@ std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& input
     }
     return results;
   }
-  for (size_t i : here) results[i] = MeasureHere(inputs[i], options);
+  for (size_t i : server) results[i] = server_->Measure(inputs[i], options);
   // A forked child keeps only the forking thread, with that thread's OpenMP state: a thread that
   // ran a parallel region (oneDNN runs on OpenMP) carries a team of threads that do not exist in
   // the child, whose first parallel region would wait for them forever. Releasing the team

@@ -6,10 +6,14 @@
 // the expected ones) and reports each result through a pipe. A worker that dies (a crash in
 // generated code) or stops reporting for longer than the timeout (a hang) is killed and that
 // candidate is recorded as failed with the reason; a new worker takes the rest of the batch.
-// The tuning process itself never runs candidate code, except executables that cannot run in a
-// forked process (GPU contexts; Executable::runs_in_forked_process), which it measures itself.
+// The tuning process itself never runs candidate code. Executables that cannot run in a forked
+// process (GPU contexts; Executable::runs_in_forked_process) go to a measurement server instead,
+// a process the runner forks when it is constructed, before the tuning process initializes CUDA
+// (see tuning/measure_server.h): it rebuilds each such candidate from its module in a fresh
+// process and measures it there, with the same crash and timeout guarantees.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,11 +37,31 @@ class Runner {
                                          const MeasureOptions& options) = 0;
 };
 
-// Measures in forked worker processes (see the file comment).
+class MeasureServer;
+
+// Measures in forked worker processes and the measurement server (see the file comment). Construct
+// it before this process first uses CUDA, on a thread that outlives it (the server is killed when
+// the thread that forked it ends; the next candidate for it then starts another). While it lives,
+// the server is a child process of this one.
 class ProcessRunner : public Runner {
  public:
+  struct Options {
+    // Which executables the measurement server measures (rebuilt from their module and build
+    // options) instead of a forked worker. Empty: those that cannot run in a forked process.
+    // (Tests send CPU executables there; candidates that must run in a forked worker, such as one
+    // that only exists in this process's memory, must not be chosen.)
+    std::function<bool(const backends::Executable&)> measure_in_server;
+  };
+
+  ProcessRunner();
+  explicit ProcessRunner(Options options);
+  ~ProcessRunner() override;
   std::vector<MeasureResult> Run(const std::vector<RunInput>& inputs,
                                  const MeasureOptions& options) override;
+
+ private:
+  Options options_;
+  std::unique_ptr<MeasureServer> server_;
 };
 
 // Measures in this process (no isolation: a crashing candidate ends the process). For

@@ -308,6 +308,8 @@ std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOp
   exe->step_seconds_.assign(exe->steps_.size(), 0);
   exe->step_calls_.assign(exe->steps_.size(), 0);
   exe->module_ = std::move(module);
+  exe->build_options_.function = options.function;
+  exe->build_options_.codegen = options.codegen;
   exe->runs_on_openmp_ =
       std::any_of(exe->external_functions_.begin(), exe->external_functions_.end(),
                   [](const auto& entry) { return entry.second->runs_on_openmp(); });

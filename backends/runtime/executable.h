@@ -61,6 +61,10 @@ class Executable {
   std::string ProfileTable() const;
 
   const ir::IRModule& module() const { return module_; }  // the legalized module
+  // The options it was built with, but for legalization (which module() has had): what
+  // BuildLegalized(module(), build_options()) rebuilds it from, in another process (tuning's
+  // measurement server). The legalize options (a schedule provider) are left at their defaults.
+  const BuildOptions& build_options() const { return build_options_; }
   int64_t arena_bytes() const { return arena_bytes_; }
   // Bytes the intermediates would need without reuse (for reporting the planner's savings).
   int64_t unplanned_bytes() const { return unplanned_bytes_; }
@@ -102,6 +106,7 @@ class Executable {
   };
 
   ir::IRModule module_;
+  BuildOptions build_options_;
   std::unique_ptr<CompiledModule> compiled_;
   std::map<std::string, std::shared_ptr<ExternalFunction>> external_functions_;
   bool runs_on_openmp_ = false;

@@ -2,7 +2,8 @@
 // builds in parallel what it builds serially; ProcessRunner and InProcessRunner measure and check
 // outputs against the reference interpreter; ProcessRunner survives candidates whose generated
 // code really segfaults or never ends, and leaves no child process behind; it measures what
-// cannot run in a forked child (a GPU context) in the tuning process.
+// cannot run in a forked child (a GPU context) in its measurement server, which rebuilds the
+// candidates and isolates them the same way (tested with CPU candidates sent there).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,8 +144,60 @@ void MeasuresAndChecks(Runner& runner) {
 }
 
 TEST(ProcessRunner, MeasuresAndChecksOutputs) {
-  ProcessRunner runner;
-  MeasuresAndChecks(runner);
+  {
+    ProcessRunner runner;
+    MeasuresAndChecks(runner);
+  }
+  EXPECT_TRUE(NoChildProcesses());  // the workers and, with the runner, its server are gone
+}
+
+// A runner that sends every candidate to its measurement server.
+ProcessRunner ServerOnlyRunner() {
+  return ProcessRunner(ProcessRunner::Options{[](const backends::Executable&) { return true; }});
+}
+
+TEST(ProcessRunner, MeasurementServerRebuildsMeasuresAndChecks) {
+  {
+    ProcessRunner runner = ServerOnlyRunner();
+    MeasuresAndChecks(runner);
+    // The server measures batch after batch.
+    ir::IRModule module = KernelModule(kDoublingKernel);
+    RunInput twice = CheckedInput(module, BuildOrFail(module));
+    std::vector<MeasureResult> results = runner.Run({twice}, FastOptions());
+    ExpectMeasured(results[0], FastOptions());
+  }
+  EXPECT_TRUE(NoChildProcesses());
+}
+
+TEST(ProcessRunner, MeasurementServerSurvivesCrashingAndHangingCandidates) {
+  ir::IRModule hang_module = KernelModule(kHangingKernel);
+  ir::IRModule crash_module = KernelModule(kCrashingKernel);
+  ir::IRModule twice_module = KernelModule(kDoublingKernel);
+  RunInput hang;
+  hang.executable = BuildOrFail(hang_module);
+  hang.inputs = backends::RandomInputs(hang_module.Get("main"), 3);
+  RunInput crash;
+  crash.executable = BuildOrFail(crash_module);
+  crash.inputs = hang.inputs;
+  RunInput twice = CheckedInput(twice_module, BuildOrFail(twice_module));
+  ASSERT_TRUE(hang.executable && crash.executable && twice.executable);
+
+  MeasureOptions options = FastOptions();
+  options.timeout_seconds = 1;
+  auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<MeasureResult> results =
+        ServerOnlyRunner().Run({twice, crash, hang, twice}, options);
+    ASSERT_EQ(results.size(), 4u);
+    ExpectMeasured(results[0], options);
+    EXPECT_EQ(results[1].error, "crashed: signal 11 (SIGSEGV)");
+    EXPECT_TRUE(results[1].run_seconds.empty());
+    EXPECT_EQ(results[2].error, "timed out after 1 s");
+    ExpectMeasured(results[3], options);
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(seconds, 1.0);  // the hang was given its whole second
+  EXPECT_LT(seconds, 10.0);
   EXPECT_TRUE(NoChildProcesses());
 }
 
@@ -217,9 +270,9 @@ TEST(ProcessRunner, WorkerThreadCountStaysInTheWorker) {
 
 // Executables whose external functions cannot run in a forked child (cuBLAS: CUDA refuses a
 // process forked after its parent initialized it) are measured by ProcessRunner in the tuning
-// process. A test backend plays CUDA's part: its functions throw when they run in any process
-// but the one that compiled them. Found on a GPU machine, where every cuBLAS candidate failed
-// with "initialization error".
+// process's measurement server. A test backend plays CUDA's part: its functions throw when they run
+// in any process but the one that compiled them. Found on a GPU machine, where every cuBLAS
+// candidate failed with "initialization error".
 class ProcessBoundRelu : public backends::ExternalFunction {
  public:
   ProcessBoundRelu(int64_t elements, bool declared) : elements_(elements), declared_(declared) {}
@@ -263,6 +316,20 @@ class ProcessBoundBackend : public backends::ExternalBackend {
   bool declared_;
 };
 
+// A backend that compiles only in the test's process: what the measurement server cannot rebuild.
+class CompilesHereOnlyBackend : public ProcessBoundBackend {
+ public:
+  CompilesHereOnlyBackend() : ProcessBoundBackend("compiles_here_only_test", true) {}
+  std::unique_ptr<backends::ExternalFunction> Compile(
+      const ir::GraphFunction& subgraph) const override {
+    if (getpid() != owner_) throw ir::Error("compiled outside the test process");
+    return ProcessBoundBackend::Compile(subgraph);
+  }
+
+ private:
+  pid_t owner_ = getpid();
+};
+
 void RegisterTestBackends() {
   static bool registered = false;
   if (registered) return;
@@ -270,6 +337,7 @@ void RegisterTestBackends() {
   auto& registry = backends::ExternalBackendRegistry::Global();
   registry.Register(std::make_shared<ProcessBoundBackend>("process_bound_test", true));
   registry.Register(std::make_shared<ProcessBoundBackend>("process_bound_undeclared_test", false));
+  registry.Register(std::make_shared<CompilesHereOnlyBackend>());
 }
 
 // A module whose main function calls relu through `backend` (a call_extern).
@@ -288,7 +356,7 @@ graph @ext_0(%x: f32[64]) -> f32[64] attributes {{extern_backend="{0}", pattern=
                                      backend));
 }
 
-TEST(ProcessRunner, MeasuresWhatCannotRunInAForkedProcessInThisProcess) {
+TEST(ProcessRunner, MeasuresWhatCannotRunInAForkedProcessInTheMeasurementServer) {
   RegisterTestBackends();
   struct Enabled {
     Enabled() { ProcessBoundBackend::in_test = true; }
@@ -303,7 +371,7 @@ TEST(ProcessRunner, MeasuresWhatCannotRunInAForkedProcessInThisProcess) {
   ProcessRunner runner;
   std::vector<MeasureResult> results = runner.Run({undeclared, bound, undeclared}, FastOptions());
   ASSERT_EQ(results.size(), 3u);
-  // Run in the tuning process, the bound function computes and is checked.
+  // Rebuilt and run in one measurement process, the bound function computes and is checked.
   EXPECT_TRUE(results[1].ok()) << results[1].error;
   EXPECT_LT(results[1].max_relative_error, 1e-6);
   // One that does not declare it fails in the worker, as cuBLAS did: the test's own control.
@@ -312,6 +380,25 @@ TEST(ProcessRunner, MeasuresWhatCannotRunInAForkedProcessInThisProcess) {
     EXPECT_NE(results[i].error.find("other than the one that compiled it"), std::string::npos)
         << results[i].error;
   }
+}
+
+TEST(ProcessRunner, ACandidateTheMeasurementServerCannotRebuildFailsWithTheReason) {
+  RegisterTestBackends();
+  struct Enabled {
+    Enabled() { ProcessBoundBackend::in_test = true; }
+    ~Enabled() { ProcessBoundBackend::in_test = false; }
+  } enabled;
+  ir::IRModule here_only = PlacedRelu("compiles_here_only_test");
+  ir::IRModule bound_module = PlacedRelu("process_bound_test");
+  RunInput unbuildable = CheckedInput(here_only, BuildOrFail(here_only));
+  RunInput bound = CheckedInput(bound_module, BuildOrFail(bound_module));
+  std::vector<MeasureResult> results = ProcessRunner().Run({unbuildable, bound}, FastOptions());
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].error.rfind("build failed in the measurement server: ", 0), 0u)
+      << results[0].error;
+  EXPECT_NE(results[0].error.find("compiled outside the test process"), std::string::npos)
+      << results[0].error;
+  EXPECT_TRUE(results[1].ok()) << results[1].error;
 }
 
 TEST(ProcessRunner, CandidatesWithoutExecutableFailWithoutRunning) {
