@@ -52,7 +52,8 @@ kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> trac
 
 // Kernel schedules chosen per workload as an instruction carries them: one nested trace per
 // workload, labelled by its hash, in hash order; the decision says how many ("1 kernel
-// schedule", "3 kernel schedules"). Replaying the instruction (ScheduleDecision) gives back exactly these schedules.
+// schedule", "3 kernel schedules"). Replaying the instruction (ScheduleDecision) gives back exactly
+// these schedules.
 void SetScheduleDecision(ir::Instruction& instruction,
                          const std::map<std::string, ir::Trace>& schedules);
 // Whether the instruction carries kernel schedules (either form ScheduleDecision reads).
