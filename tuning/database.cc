@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 #include <llvm/Config/llvm-config.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include <ostream>
 #include <utility>
 
+#include "backends/external/external_backend.h"
 #include "backends/llvm/codegen.h"
 #include "backends/target/resolved_target.h"
 #include "ir/error.h"
@@ -186,10 +186,14 @@ size_t Database::ImportJsonLines(std::istream& in) {
 
 std::string TargetDescriptor(const ir::Target& target) {
   ir::Target resolved = backends::ResolveTarget(target);
-  const dnnl_version_t* onednn = dnnl_version();
-  return fmt::format("{}|vector-bits={}|llvm={}|onednn={}.{}.{}|codegen={}|schema={}",
-                     ir::ToString(resolved), backends::VectorUnitBits(resolved),
-                     LLVM_VERSION_STRING, onednn->major, onednn->minor, onednn->patch,
+  std::string libraries;
+  const backends::ExternalBackendRegistry& registry = backends::ExternalBackendRegistry::Global();
+  for (const std::string& name : registry.Names()) {
+    std::string version = registry.Get(name).version();
+    if (!version.empty()) libraries += fmt::format("|{}={}", name, version);
+  }
+  return fmt::format("{}|vector-bits={}|llvm={}{}|codegen={}|schema={}", ir::ToString(resolved),
+                     backends::VectorUnitBits(resolved), LLVM_VERSION_STRING, libraries,
                      backends::kCodegenVersion, kDatabaseSchemaVersion);
 }
 

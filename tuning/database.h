@@ -99,8 +99,9 @@ std::unique_ptr<Database> OpenSqliteDatabase(const std::string& path);
 std::unique_ptr<Database> MakeInMemoryDatabase();
 
 // The target descriptor: the resolved target (backends::ResolveTarget: CPU, features, threads;
-// never "host") with its vector width, the LLVM, oneDNN, code generation
-// (backends::kCodegenVersion) and database schema versions, e.g. "llvm -cpu=x86-64-v3
+// never "host") with its vector width, the versions of LLVM and of each external backend's
+// library (ExternalBackend::version), the code generation version (backends::kCodegenVersion)
+// and the database schema version, e.g. "llvm -cpu=x86-64-v3
 // -threads=2|vector-bits=256|llvm=16.0.6|onednn=2.6.3|codegen=1|schema=1". Error for a target
 // kind without a code generator.
 std::string TargetDescriptor(const ir::Target& target);

@@ -171,6 +171,10 @@ class CublasBackend : public ExternalBackend {
  public:
   std::string name() const override { return "cublas"; }
 
+  std::string version() const override {
+    return fmt::format("{}.{}.{}", CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
+  }
+
   bool Available(std::string* why) const override {
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);

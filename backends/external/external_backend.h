@@ -46,6 +46,10 @@ class ExternalBackend {
  public:
   virtual ~ExternalBackend() = default;
   virtual std::string name() const = 0;
+  // The version of the library behind the backend ("2.6.3"), known without initializing it (no
+  // device is touched); part of every tuning record's key (tuning::TargetDescriptor), since
+  // another version may run other code. "" for a backend with no library of its own.
+  virtual std::string version() const { return ""; }
   // Whether the backend can run on this machine; when not, `why` says what is missing.
   virtual bool Available(std::string* why = nullptr) const = 0;
   virtual const std::vector<Pattern>& patterns() const = 0;
@@ -64,7 +68,7 @@ class ExternalBackendRegistry {
   const ExternalBackend* Find(const std::string& name) const;
   // Throws ir::Error listing the known backends.
   const ExternalBackend& Get(const std::string& name) const;
-  std::vector<std::string> Names() const;
+  std::vector<std::string> Names() const;  // sorted
   // The backends whose Available() holds.
   std::vector<const ExternalBackend*> AvailableBackends() const;
 

@@ -121,6 +121,11 @@ class OnednnBackend : public ExternalBackend {
  public:
   std::string name() const override { return "onednn"; }
 
+  std::string version() const override {
+    const dnnl_version_t* version = dnnl_version();
+    return fmt::format("{}.{}.{}", version->major, version->minor, version->patch);
+  }
+
   bool Available(std::string* why) const override {
     try {
       EnsureOnednnIsaFixed();

@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "backends/external/external_backend.h"
 #include "backends/llvm/codegen.h"
 #include "backends/target/resolved_target.h"
 #include "ir/error.h"
@@ -25,6 +26,13 @@ TEST(TargetDescriptorTest, NamesTheVersionsAndTheSchema) {
   EXPECT_EQ(DescriptorField(descriptor, "onednn"), std::to_string(onednn->major) + "." +
                                                        std::to_string(onednn->minor) + "." +
                                                        std::to_string(onednn->patch));
+  // Every external backend's library version, as the backend reports it.
+  const backends::ExternalBackendRegistry& registry = backends::ExternalBackendRegistry::Global();
+  for (const std::string& name : registry.Names()) {
+    std::string version = registry.Get(name).version();
+    EXPECT_FALSE(version.empty()) << name;
+    EXPECT_EQ(DescriptorField(descriptor, name), version) << name;
+  }
   EXPECT_EQ(DescriptorField(descriptor, "codegen"), std::to_string(backends::kCodegenVersion));
   EXPECT_EQ(DescriptorField(descriptor, "schema"), "1");
   EXPECT_FALSE(IsStaleDescriptor(descriptor));
