@@ -27,7 +27,10 @@
 #include "ir/graph.h"
 #include "ir/target.h"
 #include "ir/trace.h"
-#include "tuning/tuning_session.h"
+
+namespace tandem::tuning {
+class TuningSession;  // tuning/tuning_session.h: include it where a session is used
+}  // namespace tandem::tuning
 
 namespace tandem::passes {
 

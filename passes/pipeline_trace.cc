@@ -11,6 +11,7 @@
 #include "passes/pipeline_text.h"
 #include "passes/tuning_pass.h"
 #include "tuning/database.h"
+#include "tuning/tuning_session.h"
 
 namespace tandem::passes {
 

@@ -54,6 +54,7 @@
 #include "passes/pass_registry.h"
 #include "tuning/knob.h"
 #include "tuning/measure.h"
+#include "tuning/tuning_session.h"
 
 namespace tandem::passes {
 

@@ -9,6 +9,7 @@
 #include "backends/llvm/codegen.h"
 #include "passes/pass_registry.h"
 #include "tuning/apply_history_best.h"
+#include "tuning/tuning_session.h"
 
 namespace tandem::passes {
 
