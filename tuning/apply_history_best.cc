@@ -25,12 +25,13 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
     for (const TuningRecord& record : records) {
       std::string reason;
       try {
+        ir::Trace trace = ir::Trace::FromJson(record.trace_json);
         std::optional<kernels::Schedule> schedule =
-            kernels::ReplayProgram(kernel, ir::Trace::FromJson(record.trace_json), space, &reason);
+            kernels::ReplayProgram(kernel, trace, space, &reason);
         if (schedule) {
           if (stats) {
             ++stats->from_database;
-            stats->taken[hash] = ir::Trace::FromJson(record.trace_json);
+            stats->taken[hash] = std::move(trace);
           }
           return schedule->function();
         }

@@ -27,21 +27,9 @@ namespace {
 constexpr const char* kFaultAttr = "test.fault";
 enum Fault : int64_t { kNone = 0, kCrash, kHang, kExit, kLlvmFatal, kThrow };
 
-ir::TensorType F32(ir::Shape shape) {
-  return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
-}
-
-// relu(x @ w + b) with constant weights; `columns` varies the kernels between modules.
+// testing::MatmulReluModule with the fault the build's child is to inject.
 ir::IRModule MatmulRelu(int64_t columns, Fault fault = kNone) {
-  ir::GraphBuilder b("main");
-  ir::ValueId x = b.Input("x", F32({8, 16}));
-  auto seed = static_cast<uint64_t>(columns);
-  ir::ValueId w = b.Constant(ir::Tensor::Random(F32({16, columns}), seed), "w");
-  ir::ValueId bias = b.Constant(ir::Tensor::Random(F32({columns}), seed + 1), "bias");
-  ir::ValueId product = b.Call("matmul", {x, w});
-  ir::ValueId sum = b.Call("add", {product, bias});
-  ir::IRModule module;
-  module.Add(b.Finish(b.Call("relu", {sum})));
+  ir::IRModule module = testing::MatmulReluModule(columns, static_cast<uint64_t>(columns));
   if (fault != kNone) module.attrs().Set(kFaultAttr, int64_t{fault});
   return module;
 }

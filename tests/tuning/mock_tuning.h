@@ -62,6 +62,22 @@ inline void RegisterPassesWithMockTune(passes::PassRegistry& registry) {
   RegisterMockTune(registry);
 }
 
+// relu(x @ w + b) with constant weights of `seed`; `columns` varies the kernels between modules.
+// For tests of the builder and the runner, which need real kernels.
+inline ir::IRModule MatmulReluModule(int64_t columns, uint64_t seed) {
+  auto f32 = [](ir::Shape shape) {
+    return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
+  };
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", f32({8, 16}));
+  ir::ValueId w = b.Constant(ir::Tensor::Random(f32({16, columns}), seed), "w");
+  ir::ValueId bias = b.Constant(ir::Tensor::Random(f32({columns}), seed + 1), "bias");
+  ir::ValueId sum = b.Call("add", {b.Call("matmul", {x, w}), bias});
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call("relu", {sum})));
+  return module;
+}
+
 // The module mock-knob tests tune (the knobs only tag its attributes): one relu.
 inline ir::IRModule MockModule() {
   return ir::ParseModule(R"(

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -20,6 +21,7 @@
 #include "ir/error.h"
 #include "ir/kernel/kernel_parser.h"
 #include "ir/parser.h"
+#include "tests/tuning/mock_tuning.h"
 #include "tuning/builder.h"
 #include "tuning/runner.h"
 
@@ -30,17 +32,8 @@ ir::TensorType F32(ir::Shape shape) {
   return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
 }
 
-// relu(x @ w + b) with constant weights; `columns` varies the kernels between modules.
 ir::IRModule MatmulRelu(int64_t columns = 12, uint64_t seed = 1) {
-  ir::GraphBuilder b("main");
-  ir::ValueId x = b.Input("x", F32({8, 16}));
-  ir::ValueId w = b.Constant(ir::Tensor::Random(F32({16, columns}), seed), "w");
-  ir::ValueId bias = b.Constant(ir::Tensor::Random(F32({columns}), seed + 1), "bias");
-  ir::ValueId product = b.Call("matmul", {x, w});
-  ir::ValueId sum = b.Call("add", {product, bias});
-  ir::IRModule module;
-  module.Add(b.Finish(b.Call("relu", {sum})));
-  return module;
+  return testing::MatmulReluModule(columns, seed);
 }
 
 // A module whose graph calls one hand-written kernel of signature f32[4] -> f32[4].
@@ -169,7 +162,9 @@ TEST(ProcessRunner, MeasurementServerRebuildsMeasuresAndChecks) {
   EXPECT_TRUE(NoChildProcesses());
 }
 
-TEST(ProcessRunner, MeasurementServerSurvivesCrashingAndHangingCandidates) {
+// A candidate that hangs, one that crashes (both on the same inputs) and one that computes and is
+// checked (it doubles its input).
+std::tuple<RunInput, RunInput, RunInput> HangCrashAndGoodInputs() {
   ir::IRModule hang_module = KernelModule(kHangingKernel);
   ir::IRModule crash_module = KernelModule(kCrashingKernel);
   ir::IRModule twice_module = KernelModule(kDoublingKernel);
@@ -179,7 +174,11 @@ TEST(ProcessRunner, MeasurementServerSurvivesCrashingAndHangingCandidates) {
   RunInput crash;
   crash.executable = BuildOrFail(crash_module);
   crash.inputs = hang.inputs;
-  RunInput twice = CheckedInput(twice_module, BuildOrFail(twice_module));
+  return {hang, crash, CheckedInput(twice_module, BuildOrFail(twice_module))};
+}
+
+TEST(ProcessRunner, MeasurementServerSurvivesCrashingAndHangingCandidates) {
+  auto [hang, crash, twice] = HangCrashAndGoodInputs();
   ASSERT_TRUE(hang.executable && crash.executable && twice.executable);
 
   MeasureOptions options = FastOptions();
@@ -229,16 +228,7 @@ TEST(ProcessRunner, CrashingCandidateIsRecordedAndTheBatchGoesOn) {
 }
 
 TEST(ProcessRunner, HangingCandidateTimesOutAndTheBatchGoesOn) {
-  ir::IRModule hang_module = KernelModule(kHangingKernel);
-  ir::IRModule crash_module = KernelModule(kCrashingKernel);
-  ir::IRModule twice_module = KernelModule(kDoublingKernel);
-  RunInput hang;
-  hang.executable = BuildOrFail(hang_module);
-  hang.inputs = backends::RandomInputs(hang_module.Get("main"), 3);
-  RunInput crash;
-  crash.executable = BuildOrFail(crash_module);
-  crash.inputs = hang.inputs;
-  RunInput twice = CheckedInput(twice_module, BuildOrFail(twice_module));
+  auto [hang, crash, twice] = HangCrashAndGoodInputs();
   ASSERT_TRUE(hang.executable && crash.executable && twice.executable);
 
   // Three workers: the first hangs, its successor crashes, the third finishes the batch.
