@@ -38,11 +38,11 @@
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
-#include "tuning/builder.h"
-#include "tuning/database.h"
-#include "tuning/runner.h"
-#include "tuning/svg_line_chart.h"
-#include "tuning/tuning_session.h"
+#include "tuning/measure/builder.h"
+#include "tuning/database/database.h"
+#include "tuning/measure/runner.h"
+#include "report/svg_line_chart.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::bench {
 namespace {
@@ -144,7 +144,7 @@ void WriteCurves(const Row& row, const Options& options) {
   std::ofstream csv(dir / (row.name + ".csv"));
   if (!csv) throw ir::Error(fmt::format("cannot write into '{}'", options.out_dir));
   csv << "cost_model,trials,best_us,elapsed_s,all_tasks_measured\n";
-  tuning::LineChart chart;
+  report::LineChart chart;
   chart.title = fmt::format("{}: best latency found against trials", row.name);
   chart.x_label = "trials (measurements)";
   chart.y_label = "latency (us)";
@@ -153,7 +153,7 @@ void WriteCurves(const Row& row, const Options& options) {
   chart.height = 400;
   for (const TuneRun* run : {&row.xgboost, &row.random}) {
     if (run->cost_model.empty()) continue;
-    tuning::ChartSeries s;
+    report::ChartSeries s;
     s.name = run->cost_model;
     s.color = run->cost_model == "xgboost" ? "#1f77b4" : "#d62728";
     s.step = true;
@@ -168,14 +168,14 @@ void WriteCurves(const Row& row, const Options& options) {
   }
   if (row.onednn.block_medians.size() > 0) {
     double o = row.onednn.best() * 1e6;
-    tuning::ChartSeries s;
+    report::ChartSeries s;
     s.name = fmt::format("oneDNN {:.1f} us", o);
     s.color = "#2ca02c";
     s.points = {{0.0, o}, {static_cast<double>(options.trials), o}};
     chart.series.push_back(std::move(s));
   }
   std::ofstream svg(dir / (row.name + ".svg"));
-  svg << tuning::RenderLineChart(chart);
+  svg << report::RenderLineChart(chart);
 }
 
 Row RunWorkload(const std::string& name, OnednnContext& context, const Options& options) {

@@ -18,7 +18,7 @@ namespace tandem::kernels {
 
 // Supplies a tuned schedule for a kernel: given the unscheduled kernel (its name is the one
 // Legalize gave it), returns the scheduled kernel, or nullopt to fall back to the default
-// schedule. Apply-history-best (tuning/apply_history_best.h) is one.
+// schedule. Apply-history-best (tuning/search/apply_history_best.h) is one.
 using ScheduleProvider =
     std::function<std::optional<ir::KernelFunction>(const ir::KernelFunction& unscheduled)>;
 

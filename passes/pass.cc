@@ -10,7 +10,7 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/pipeline_text.h"
-#include "tuning/tuning_session.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 

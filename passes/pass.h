@@ -29,7 +29,7 @@
 #include "ir/trace.h"
 
 namespace tandem::tuning {
-class TuningSession;  // tuning/tuning_session.h: include it where a session is used
+class TuningSession;  // tuning/session/tuning_session.h: include it where a session is used
 }  // namespace tandem::tuning
 
 namespace tandem::passes {

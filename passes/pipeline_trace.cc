@@ -10,8 +10,8 @@
 #include "ir/structural.h"
 #include "passes/pipeline_text.h"
 #include "passes/tuning_pass.h"
-#include "tuning/database.h"
-#include "tuning/tuning_session.h"
+#include "tuning/database/database.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 

@@ -52,9 +52,9 @@
 #include "ir/trace.h"
 #include "passes/pass.h"
 #include "passes/pass_registry.h"
-#include "tuning/knob.h"
-#include "tuning/measure.h"
-#include "tuning/tuning_session.h"
+#include "tuning/session/knob.h"
+#include "tuning/measure/measure.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 

@@ -12,9 +12,9 @@
 #include "passes/pipeline_text.h"
 #include "passes/pipeline_trace.h"
 #include "pipelines/pipeline_registry.h"
-#include "tuning/builder.h"
-#include "tuning/replay_database.h"
-#include "tuning/runner.h"
+#include "tuning/measure/builder.h"
+#include "tuning/database/replay_database.h"
+#include "tuning/measure/runner.h"
 
 namespace tandem::pipelines {
 

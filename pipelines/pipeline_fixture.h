@@ -18,7 +18,7 @@
 #include "ir/graph.h"
 #include "ir/target.h"
 #include "ir/trace.h"
-#include "tuning/tuning_run.h"
+#include "tuning/session/tuning_run.h"
 
 namespace tandem::pipelines {
 

@@ -37,8 +37,8 @@
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
-#include "tuning/tuning_run.h"
-#include "tuning/tuning_session.h"
+#include "tuning/session/tuning_run.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::tools {
 

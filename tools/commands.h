@@ -14,8 +14,8 @@
 #include "ir/target.h"
 #include "passes/instruments.h"
 #include "passes/pass.h"
-#include "tuning/database.h"
-#include "tuning/tuning_session.h"
+#include "tuning/database/database.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::tools {
 

@@ -14,7 +14,7 @@
 
 #include "ir/error.h"
 #include "tools/commands.h"
-#include "tuning/database.h"
+#include "tuning/database/database.h"
 
 namespace tandem::tools {
 

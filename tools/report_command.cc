@@ -10,7 +10,7 @@
 #include "ir/error.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
-#include "tuning/tuning_report.h"
+#include "report/tuning_report.h"
 
 namespace tandem::tools {
 
@@ -19,7 +19,7 @@ namespace {
 struct ReportCommandOptions {
   std::string database;
   std::string output = "report.html";
-  tuning::ReportOptions report;
+  report::ReportOptions report;
 };
 
 int RunReport(ReportCommandOptions& options) {
@@ -28,7 +28,7 @@ int RunReport(ReportCommandOptions& options) {
   for (const pipelines::PipelineDef& pipeline : pipelines::PipelineRegistry::Global().List()) {
     options.report.pipeline_names.emplace(pipeline.text, pipeline.name);
   }
-  std::string html = tuning::TuningReportHtml(*database, options.report);
+  std::string html = report::TuningReportHtml(*database, options.report);
   std::ofstream out(options.output, std::ios::binary);
   out << html;
   out.close();

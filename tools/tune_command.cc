@@ -21,9 +21,9 @@
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
-#include "tuning/apply_history_best.h"
-#include "tuning/tuning_run.h"
-#include "tuning/tuning_session.h"
+#include "tuning/search/apply_history_best.h"
+#include "tuning/session/tuning_run.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::tools {
 

@@ -8,8 +8,8 @@
 #include "kernels/legalize.h"
 #include "backends/llvm/codegen.h"
 #include "passes/pass_registry.h"
-#include "tuning/apply_history_best.h"
-#include "tuning/tuning_session.h"
+#include "tuning/search/apply_history_best.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 

@@ -48,7 +48,7 @@
 #include "passes/tuning/cover_program.h"
 #include "passes/tuning/hopeless_sides.h"
 #include "passes/tuning_pass.h"
-#include "tuning/tuning_session.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 

@@ -26,7 +26,7 @@
 #include "passes/heuristic/rewrite_helpers.h"
 #include "passes/pass_registry.h"
 #include "passes/tuning_pass.h"
-#include "tuning/tuning_session.h"
+#include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 

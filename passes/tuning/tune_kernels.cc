@@ -19,8 +19,8 @@
 #include "kernels/legalize.h"
 #include "passes/pass_registry.h"
 #include "passes/tuning_pass.h"
-#include "tuning/apply_history_best.h"
-#include "tuning/task_scheduler.h"
+#include "tuning/search/apply_history_best.h"
+#include "tuning/search/task_scheduler.h"
 
 namespace tandem::passes {
 

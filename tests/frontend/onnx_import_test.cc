@@ -1,6 +1,7 @@
 // Tests of the ONNX importer as a whole: real models against their recorded outputs, the
 // module's signature and attributes, input shapes, and errors for malformed or unsupported input
 // (which must never crash).
+#include "tests/common/temp_path.h"
 #include "frontend/onnx_importer.h"
 
 #include <gtest/gtest.h>
@@ -223,7 +224,7 @@ TEST(OnnxImport, ModelLevelErrors) {
 }
 
 TEST(OnnxImport, FileErrors) {
-  fs::path dir = fs::temp_directory_path() / "tandem_onnx_import_test_files";
+  fs::path dir = tandem::testing::UniqueTempPath("tandem_onnx_import_test_files");
   fs::remove_all(dir);
   fs::create_directories(dir);
   ExpectError([&] { ImportOnnxFile(dir.string()); }, {"is a directory"});

@@ -1,4 +1,5 @@
 // Tests of TensorProto conversion and the ONNX test-data file convention.
+#include "tests/common/temp_path.h"
 #include "frontend/onnx_tensor.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 // A fresh empty directory under the system temp directory.
 fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("tandem_onnx_tensor_test_" + name);
+  fs::path dir = tandem::testing::UniqueTempPath("tandem_onnx_tensor_test_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/common/temp_path.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/instruments.h"
@@ -227,7 +228,7 @@ class Fails : public Pass {
 
 TEST(PassContext, CrashReproducerHoldsInputAndPipeline) {
   PassContext context;
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "tandem_reproducer_test";
+  std::filesystem::path dir = tandem::testing::UniqueTempPath("tandem_reproducer_test");
   std::filesystem::remove_all(dir);
   context.reproducer_dir = dir.string();
   Sequential seq({ParsePipeline("InferType"), std::make_shared<Fails>()});
