@@ -18,6 +18,7 @@
 
 #include "backends/external/pattern.h"
 #include "ir/graph.h"
+#include "ir/target.h"
 
 namespace tandem::backends {
 
@@ -50,6 +51,11 @@ class ExternalBackend {
   // device is touched); part of every tuning record's key (tuning::TargetDescriptor), since
   // another version may run other code. "" for a backend with no library of its own.
   virtual std::string version() const { return ""; }
+  // Fixes the settings of the backend's library that follow the target and that the library
+  // holds once per process (oneDNN's instruction set), before its first use. Builds and tuning
+  // sessions call it for their target before Available or Compile. Throws ir::Error when the
+  // process already fixed them for a target this one cannot share. The default does nothing.
+  virtual void PrepareForTarget(const ir::Target& target) const {}
   // Whether the backend can run on this machine; when not, `why` says what is missing.
   virtual bool Available(std::string* why = nullptr) const = 0;
   virtual const std::vector<Pattern>& patterns() const = 0;

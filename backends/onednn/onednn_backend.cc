@@ -126,6 +126,8 @@ class OnednnBackend : public ExternalBackend {
     return fmt::format("{}.{}.{}", version->major, version->minor, version->patch);
   }
 
+  void PrepareForTarget(const ir::Target& target) const override { PinOnednnIsa(target); }
+
   bool Available(std::string* why) const override {
     try {
       EnsureOnednnIsaFixed();

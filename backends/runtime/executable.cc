@@ -1,5 +1,4 @@
 #include "backends/runtime/executable.h"
-#include "backends/onednn/onednn_isa.h"
 #include "backends/runtime/thread_pool.h"
 #include "backends/target/resolved_target.h"
 
@@ -70,9 +69,7 @@ ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& no
   if (found != cache.end()) return found->second.get();
   const ir::GraphFunction& subgraph = module.Get(node.callee);
   const ExternalBackend& backend = ExternalBackendRegistry::Global().Get(subgraph.ExternBackend());
-  if (backend.name() == "onednn") {
-    PinOnednnIsa(ir::Target{.cpu = codegen.cpu, .features = codegen.features});
-  }
+  backend.PrepareForTarget(ir::Target{.cpu = codegen.cpu, .features = codegen.features});
   std::string why;
   if (!backend.Available(&why)) {
     throw Error(fmt::format("Build: %{} is placed on {}, which is not available here: {}",

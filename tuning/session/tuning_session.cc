@@ -8,7 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "backends/onednn/onednn_isa.h"
+#include "backends/external/external_backend.h"
 #include "backends/reference/interpreter.h"
 #include "backends/target/resolved_target.h"
 #include "ir/error.h"
@@ -66,13 +66,17 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
     throw ir::Error("TuningSession needs a database, a builder and a runner");
   }
   if (options_.measure.num_threads == 0) options_.measure.num_threads = target_.num_threads;
-  // oneDNN's instruction set follows the target; where this process already fixed another one,
-  // the session goes on (runs that place nothing on oneDNN are unaffected) and says so. A
-  // build that runs oneDNN code for this target is then an error (backends::Build).
-  try {
-    backends::PinOnednnIsa(target_);
-  } catch (const ir::Error& e) {
-    Warn(e.message());
+  // External libraries fix what follows the target (oneDNN's instruction set) once per process;
+  // where this process already fixed it for another target, the session goes on (runs that
+  // place nothing on that backend are unaffected) and says so. A build that runs that backend's
+  // code for this target is then an error (backends::Build).
+  const backends::ExternalBackendRegistry& registry = backends::ExternalBackendRegistry::Global();
+  for (const std::string& name : registry.Names()) {
+    try {
+      registry.Get(name).PrepareForTarget(target_);
+    } catch (const ir::Error& e) {
+      Warn(e.message());
+    }
   }
 }
 
