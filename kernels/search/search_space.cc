@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/suggest.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
 
@@ -197,7 +198,7 @@ std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,
   for (const std::string& name : order) {
     std::vector<Schedule> next;
     for (const Schedule& schedule : current) {
-      if (!search::FindRealize(schedule.function(), name)) {
+      if (!FindRealize(schedule.function(), name)) {
         next.push_back(schedule);
         continue;
       }
