@@ -131,7 +131,7 @@ void DefaultScheduler::InlinePointwiseProducers() {
     // 2. Trial.
     try {
       primitive::ComputeInline(s_.function(), name);
-    } catch (const ir::Error&) {
+    } catch (const ScheduleError&) {
       continue;
     }
     // 3. Inlined.

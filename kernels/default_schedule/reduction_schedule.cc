@@ -48,7 +48,7 @@ bool DefaultScheduler::ScheduleRowReduction(const std::string& name) {
   return TrySteps(s_, [&] {
     BlockRV b = s_.GetBlock(name);
     std::vector<LoopRV> loops = s_.GetLoops(b);
-    if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+    if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
     // 3. The partials.
     std::vector<LoopRV> parts = s_.Split(loops.back(), {-1, lanes});
     size_t rank = 0;
@@ -103,7 +103,7 @@ void DefaultScheduler::ScheduleReduction(const std::string& name) {
   TrySteps(s_, [&] {
     BlockRV b = s_.GetBlock(name);
     std::vector<LoopRV> loops = s_.GetLoops(b);
-    if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+    if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
     std::vector<LoopRV> spatial(loops.begin(),
                                 loops.begin() + static_cast<std::ptrdiff_t>(num_spatial));
     std::vector<LoopRV> reduction(loops.begin() + static_cast<std::ptrdiff_t>(num_spatial),

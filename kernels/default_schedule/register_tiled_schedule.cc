@@ -110,7 +110,7 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
                                                              const AccessModel& model,
                                                              const RegisterTile& plan) {
   std::vector<LoopRV> loops = s_.GetLoops(b);
-  if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+  if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
   TileLoops out;
   std::vector<LoopRV> vector_loads_depend, vector_loads_free;
   out.vector_loop = loops[static_cast<size_t>(plan.vector_axis)];
@@ -226,7 +226,7 @@ void DefaultScheduler::InlineEpilogues(const std::string& reduction, const std::
       if (IsReduction(c) || c->init || !ReadsAnyOf(c, producer)) continue;
       try {
         primitive::ReverseComputeInline(s_.function(), consumer);
-      } catch (const ir::Error&) {
+      } catch (const ScheduleError&) {
         continue;
       }
       if (TrySteps(s_, [&] { s_.ReverseComputeInline(s_.GetBlock(consumer)); })) {

@@ -31,7 +31,7 @@ bool DefaultScheduler::ScheduleCaseSplit(const std::string& name) {
   bool done = TrySteps(s_, [&] {
     BlockRV b = s_.GetBlock(name);
     std::vector<LoopRV> loops = s_.GetLoops(b);
-    if (loops.size() != block->iter_vars.size()) throw ir::Error("unexpected loop nest");
+    if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
     std::vector<LoopRV> outer, selecting;
     for (int k = 0; k < innermost; ++k) {
       bool selects = std::find(axes.begin(), axes.end(), k) != axes.end();
@@ -86,7 +86,7 @@ void DefaultScheduler::ScheduleSpatial(const std::string& name) {
     int64_t extent = s_.LoopExtent(last);
     // The whole loop when it is short (power-of-two pieces), else the widest tile dividing it.
     int64_t lanes = extent <= 2 * kMaxVectorTile ? extent : LargestDivisor(extent, kMaxVectorTile);
-    if (lanes < options_.vector_lanes) throw ir::Error("short innermost loop");
+    if (lanes < options_.vector_lanes) throw ScheduleError("short innermost loop");
     std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
     if (lanes < extent) {
       auto parts = s_.Split(last, {-1, lanes});
@@ -97,7 +97,7 @@ void DefaultScheduler::ScheduleSpatial(const std::string& name) {
     bool parallel = SpatialExtent(BlockOf(s_, name)) >= options_.parallel_min_work && threads_ > 1;
     int64_t tasks = 1;
     for (const LoopRV& loop : outer) tasks *= s_.LoopExtent(loop);
-    if (parallel && tasks < threads_) throw ir::Error("too few outer iterations");
+    if (parallel && tasks < threads_) throw ScheduleError("too few outer iterations");
     if (outer.empty()) return;
     LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
     if (parallel) s_.Parallel(fused);
@@ -147,7 +147,7 @@ bool DefaultScheduler::ScheduleTranspose(const std::string& name) {
   return TrySteps(s_, [&] {
     BlockRV b = s_.GetBlock(name);
     std::vector<LoopRV> loops = s_.GetLoops(b);
-    if (loops.size() < 2) throw ir::Error("no outer loop");
+    if (loops.size() < 2) throw ScheduleError("no outer loop");
     std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
     LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
     if (SpatialExtent(BlockOf(s_, name)) >= options_.parallel_min_work && threads_ > 1 &&

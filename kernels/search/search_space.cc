@@ -115,7 +115,7 @@ Schedule WithoutUnusedHandles(const ir::KernelFunction& kernel, const Schedule& 
   if (kept.size() == schedule.trace().size()) return schedule;
   try {
     return Schedule::Replay(kernel, ir::Trace(std::move(kept)), seed);
-  } catch (const ir::Error&) {
+  } catch (const ScheduleError&) {
     return schedule;
   }
 }
@@ -211,7 +211,7 @@ std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,
           std::vector<Schedule> out;
           try {
             out = rule->Apply(state, block);
-          } catch (const ir::Error&) {
+          } catch (const ScheduleError&) {
             out.clear();
           }
           if (out.empty()) out.push_back(state);

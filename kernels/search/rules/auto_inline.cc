@@ -27,7 +27,7 @@ bool Legal(const std::function<void()>& trial) {
   try {
     trial();
     return true;
-  } catch (const ir::Error&) {
+  } catch (const ScheduleError&) {
     return false;
   }
 }

@@ -80,7 +80,7 @@ class MultiLevelTiling : public ScheduleRule {
         tiles[tile].push_back(parts[static_cast<size_t>(level)]);
       }
     }
-    if (tiles[1].empty()) throw ir::Error("no spatial loop to tile");
+    if (tiles[1].empty()) throw ScheduleError("no spatial loop to tile");
     std::vector<LoopRV> order;
     for (const auto& tile : tiles) order.insert(order.end(), tile.begin(), tile.end());
     s.Reorder(order);
@@ -133,7 +133,7 @@ class MultiLevelTiling : public ScheduleRule {
     for (const LoopRV& loop : levels) {
       try {
         primitive::ReverseComputeAt(fn, consumers[0], s.LoopVar(loop));
-      } catch (const ir::Error&) {
+      } catch (const ScheduleError&) {
         return std::nullopt;
       }
     }
