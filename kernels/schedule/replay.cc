@@ -188,8 +188,11 @@ Schedule Schedule::Replay(const ir::KernelFunction& function, const ir::Trace& t
     try {
       replayer.Apply(instructions[i]);
     } catch (const Error& e) {
-      throw Error(fmt::format("replay of instruction {} ({}) on kernel '{}': {}", i,
-                              instructions[i].kind, function.name, e.message()));
+      // A primitive's refusal stays one (a rule or a sampled decision that turns out illegal).
+      std::string message = fmt::format("replay of instruction {} ({}) on kernel '{}': {}", i,
+                                        instructions[i].kind, function.name, e.message());
+      if (dynamic_cast<const ScheduleError*>(&e)) throw ScheduleError(message);
+      throw Error(message);
     } catch (const std::bad_variant_access&) {
       throw Error(fmt::format("replay of instruction {} ({}) on kernel '{}': the decision has the "
                               "wrong kind",

@@ -388,9 +388,12 @@ bool TrySteps(Schedule& schedule, const std::function<void()>& step) {
   try {
     step();
     return true;
-  } catch (const ir::Error&) {
+  } catch (const ScheduleError&) {
     schedule = backup;
     return false;
+  } catch (...) {
+    schedule = backup;
+    throw;
   }
 }
 

@@ -25,6 +25,7 @@
 
 #include "ir/kernel/stmt.h"
 #include "ir/trace.h"
+#include "kernels/schedule/schedule_error.h"
 
 namespace tandem::kernels {
 
@@ -159,9 +160,10 @@ class Schedule {
 std::vector<int64_t> SamplePerfectTileFactors(RandomState& random, int64_t extent, int n,
                                               int64_t max_innermost_factor);
 
-// Runs `step` on `schedule`; when it throws an ir::Error, restores the schedule (program and
-// trace) as it was and returns false. For rules that skip a step which turns out illegal for a
-// particular kernel.
+// Runs `step` on `schedule`; when a primitive refuses it as illegal (ScheduleError), restores
+// the schedule (program and trace) as it was and returns false. For rules that skip a step which
+// turns out illegal for a particular kernel. Any other error is restored the same way and
+// rethrown: a stale handle or a bug is not "this step does not apply here".
 bool TrySteps(Schedule& schedule, const std::function<void()>& step);
 
 }  // namespace tandem::kernels

@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/suggest.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
 
@@ -114,7 +115,7 @@ Schedule WithoutUnusedHandles(const ir::KernelFunction& kernel, const Schedule& 
   if (kept.size() == schedule.trace().size()) return schedule;
   try {
     return Schedule::Replay(kernel, ir::Trace(std::move(kept)), seed);
-  } catch (const ir::Error&) {
+  } catch (const ScheduleError&) {
     return schedule;
   }
 }
@@ -197,7 +198,7 @@ std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,
   for (const std::string& name : order) {
     std::vector<Schedule> next;
     for (const Schedule& schedule : current) {
-      if (!search::FindRealize(schedule.function(), name)) {
+      if (!FindRealize(schedule.function(), name)) {
         next.push_back(schedule);
         continue;
       }
@@ -210,7 +211,7 @@ std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,
           std::vector<Schedule> out;
           try {
             out = rule->Apply(state, block);
-          } catch (const ir::Error&) {
+          } catch (const ScheduleError&) {
             out.clear();
           }
           if (out.empty()) out.push_back(state);

@@ -1,6 +1,7 @@
 // What the schedule rules, postprocessors and mutators of the kernel search space share: the
-// annotation keys through which rules hand decisions to postprocessors, block analysis, and a
-// helper that runs a schedule step and undoes it when it turns out illegal.
+// annotation keys through which rules hand decisions to postprocessors, trace helpers, and a
+// helper that runs a schedule step and undoes it when it turns out illegal. Block analysis is in
+// kernels/schedule/block_analysis.h.
 #pragma once
 
 #include <functional>
@@ -25,33 +26,6 @@ inline constexpr char kTileLevelKey[] = "tandem.tile_level";
 // Block annotation of an epilogue: the tile level of its producer it is computed under
 // (MultiLevelTiling -> RewriteEpilogueFusion).
 inline constexpr char kFuseLevelKey[] = "tandem.fuse_level";
-
-// The block `name` of `function` (its realize), or nullptr.
-const ir::BlockRealizeNode* FindRealize(const ir::KernelFunction& function,
-                                        const std::string& name);
-// True when the block a handle names still exists in the schedule's function.
-bool BlockExists(const Schedule& schedule, const BlockRV& block);
-
-bool IsReduction(const ir::Block& block);
-// Product of the extents of the spatial (or reduction) iterators.
-int64_t SpatialExtent(const ir::Block& block);
-int64_t ReductionExtent(const ir::Block& block);
-
-// True when `block` sits in its own loop nest directly under the root block: one loop per
-// iterator, in iterator order, each bound as that iterator's value, and no other statement
-// inside the nest (what compute definitions produce and tiling expects).
-bool IsPristineNest(const ir::KernelFunction& function, const std::string& block);
-
-// True when `block` writes a parameter (an output) of the kernel.
-bool WritesOutput(const ir::KernelFunction& function, const ir::Block& block);
-
-// Names of the other blocks that read what `block` writes, in pre-order.
-std::vector<std::string> ConsumersOf(const ir::KernelFunction& function, const ir::Block& block);
-
-// True when some buffer the block reads (other than what it writes) is indexed without one of
-// its spatial iterators of extent > 1, so that its elements are reused across that iterator:
-// what makes multi-level tiling pay off (matmul, convolution; not pooling or row reductions).
-bool HasDataReuse(const ir::Block& block);
 
 using kernels::TrySteps;  // kernels/schedule/schedule.h
 

@@ -24,8 +24,9 @@ using testing::Matmul;
 
 constexpr double kTolerance = 1e-5;
 
-// Runs `primitive`, expects an ir::Error whose message names the primitive `name` and contains
-// `fragment`, and checks that neither the function nor the trace changed.
+// Runs `primitive`, expects a ScheduleError (a refusal, see TrySteps) whose message names the
+// primitive `name` and contains `fragment`, and checks that neither the function nor the trace
+// changed.
 template <typename F>
 void ExpectIllegal(Schedule& s, F primitive, const std::string& name, const std::string& fragment) {
   ir::KernelFunction before = s.function();
@@ -34,7 +35,7 @@ void ExpectIllegal(Schedule& s, F primitive, const std::string& name, const std:
     primitive();
     ADD_FAILURE() << name << ": expected an error containing '" << fragment << "'\n"
                   << KernelText(s.function());
-  } catch (const ir::Error& e) {
+  } catch (const ScheduleError& e) {
     std::string message = e.what();
     EXPECT_NE(message.find(name), std::string::npos) << "does not name " << name << ": " << message;
     EXPECT_NE(message.find(fragment), std::string::npos) << message;

@@ -6,11 +6,11 @@
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/schedule/region.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Expr;
 using ir::Stmt;
 
@@ -139,13 +139,13 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
   StmtPath path = GetBlockPath(fn, block_name);
   const ir::Block& block = ir::As<ir::BlockRealizeNode>(path.target)->block;
   if (read_index < 0 || read_index >= static_cast<int>(block->reads.size())) {
-    throw Error(
+    throw ScheduleError(
         fmt::format("cache_read of block '{}': read index {} is out of range (the block "
                     "reads {} buffers)",
                     block_name, read_index, block->reads.size()));
   }
   if (scope != "global" && scope != "local") {
-    throw Error(
+    throw ScheduleError(
         fmt::format("cache_read: unknown storage scope '{}' (expected global or local)", scope));
   }
   const ir::Buffer& source = block->reads[static_cast<size_t>(read_index)].buffer;
@@ -153,8 +153,9 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
     if (written.buffer == source) {
       // The block updates what it reads (a reduction without init): a copy taken before it
       // would go stale after its first update.
-      throw Error(fmt::format("cache_read of block '{}': it also writes '{}' (use cache_write)",
-                              block_name, source->name));
+      throw ScheduleError(
+          fmt::format("cache_read of block '{}': it also writes '{}' (use cache_write)", block_name,
+                      source->name));
     }
   }
   ir::Buffer copy = ir::MakeBuffer(fmt::format("{}_{}", source->name, scope), source->dtype,
@@ -171,18 +172,18 @@ ir::KernelFunction CacheWrite(const ir::KernelFunction& fn, const std::string& b
   StmtPath path = GetBlockPath(fn, block_name);
   const ir::Block& block = ir::As<ir::BlockRealizeNode>(path.target)->block;
   if (write_index < 0 || write_index >= static_cast<int>(block->writes.size())) {
-    throw Error(
+    throw ScheduleError(
         fmt::format("cache_write of block '{}': write index {} is out of range (the block "
                     "writes {} buffers)",
                     block_name, write_index, block->writes.size()));
   }
   if (scope != "global" && scope != "local") {
-    throw Error(
+    throw ScheduleError(
         fmt::format("cache_write: unknown storage scope '{}' (expected global or local)", scope));
   }
   const ir::Buffer& target = block->writes[static_cast<size_t>(write_index)].buffer;
   if (BlocksWriting(fn, target).size() != 1) {
-    throw Error(
+    throw ScheduleError(
         fmt::format("cache_write of block '{}': '{}' has other writers", block_name, target->name));
   }
   ir::Buffer staged = ir::MakeBuffer(fmt::format("{}_{}", target->name, scope), target->dtype,

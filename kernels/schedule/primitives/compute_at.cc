@@ -9,6 +9,7 @@
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/schedule/region.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
@@ -106,7 +107,7 @@ void CheckBuffersBetween(const ir::KernelFunction& fn, const std::set<const ir::
     for (const Access& s : CollectStores(b->block->body)) {
       for (const Access& l : moved_loads) {
         if (s.buffer == l.buffer) {
-          throw Error(
+          throw ScheduleError(
               fmt::format("{} of block '{}': block '{}' in between writes '{}', which it "
                           "reads",
                           primitive, moved->name, b->block->name, s.buffer->name));
@@ -116,7 +117,7 @@ void CheckBuffersBetween(const ir::KernelFunction& fn, const std::set<const ir::
     for (const Access& l : CollectLoads(b->block->body)) {
       for (const Access& s : moved_stores) {
         if (s.buffer == l.buffer) {
-          throw Error(
+          throw ScheduleError(
               fmt::format("{} of block '{}': block '{}' in between reads '{}', which it "
                           "writes",
                           primitive, moved->name, b->block->name, s.buffer->name));
@@ -135,8 +136,8 @@ ir::KernelFunction MoveBlock(const ir::KernelFunction& fn, const std::string& bl
   const auto* realize = ir::As<ir::BlockRealizeNode>(block_path.target);
   const ir::Block& block = realize->block;
   auto fail = [&](const std::string& why) {
-    return Error(fmt::format("{} of block '{}' at loop '{}': {}", primitive, block_name,
-                             loop_var->name, why));
+    return ScheduleError(fmt::format("{} of block '{}' at loop '{}': {}", primitive, block_name,
+                                     loop_var->name, why));
   };
   const ir::StmtNode* nest = ExclusiveNest(block_path);
   if (Contains(Stmt(loop_path.target), block_path.target.get())) {
@@ -298,7 +299,7 @@ std::vector<ir::Var> ComputeAtLocations(const ir::KernelFunction& fn, const std:
       try {
         ComputeAt(fn, block, loop->loop_var);
         out.push_back(loop->loop_var);
-      } catch (const Error&) {
+      } catch (const ScheduleError&) {
       }
     }
     break;  // locations are loops of the first consumer

@@ -6,11 +6,11 @@
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Expr;
 using ir::Stmt;
 
@@ -29,8 +29,8 @@ const ir::StoreNode* PointwiseStore(const ir::Block& block) {
   return store;
 }
 
-Error Fail(const std::string& primitive, const std::string& block, const std::string& why) {
-  return Error(fmt::format("{} of block '{}': {}", primitive, block, why));
+ScheduleError Fail(const std::string& primitive, const std::string& block, const std::string& why) {
+  return ScheduleError(fmt::format("{} of block '{}': {}", primitive, block, why));
 }
 
 // Inlining evaluates a block's value wherever it is used, dropping the statements around the

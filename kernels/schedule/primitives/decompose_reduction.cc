@@ -6,11 +6,11 @@
 #include "ir/kernel/simplify.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Expr;
 using ir::Stmt;
 
@@ -53,8 +53,8 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
   const auto* realize = ir::As<ir::BlockRealizeNode>(path.target);
   const ir::Block& block = realize->block;
   auto fail = [&](const std::string& why) {
-    return Error(fmt::format("decompose_reduction of block '{}' at loop '{}': {}", block_name,
-                             loop_var->name, why));
+    return ScheduleError(fmt::format("decompose_reduction of block '{}' at loop '{}': {}",
+                                     block_name, loop_var->name, why));
   };
   if (!block->init) throw fail("the block has no init statement");
   std::vector<const ir::ForNode*> loops = EnclosingLoops(path);

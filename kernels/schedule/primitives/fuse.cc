@@ -5,17 +5,17 @@
 #include "ir/kernel/functor.h"
 #include "ir/kernel/simplify.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Expr;
 using ir::Stmt;
 
 ir::KernelFunction Fuse(const ir::KernelFunction& fn, const std::vector<ir::Var>& loops,
                         ir::Var* fused_out) {
-  if (loops.size() < 2) throw Error("fuse needs at least two loops");
+  if (loops.size() < 2) throw ScheduleError("fuse needs at least two loops");
   std::vector<const ir::ForNode*> nodes;
   StmtPath outer_path = GetLoopPath(fn, loops[0]);
   nodes.push_back(ir::As<ir::ForNode>(outer_path.target));
@@ -23,7 +23,7 @@ ir::KernelFunction Fuse(const ir::KernelFunction& fn, const std::vector<ir::Var>
     const ir::ForNode* parent = nodes.back();
     const auto* child = ir::As<ir::ForNode>(parent->body);
     if (child == nullptr || !child->loop_var.same_as(loops[i])) {
-      throw Error(
+      throw ScheduleError(
           fmt::format("fuse: loop '{}' is not the only statement in the body of loop '{}' "
                       "(loops to fuse must be perfectly nested, outermost first)",
                       loops[i]->name, parent->loop_var->name));
@@ -34,7 +34,7 @@ ir::KernelFunction Fuse(const ir::KernelFunction& fn, const std::vector<ir::Var>
   std::string name;
   for (const ir::ForNode* n : nodes) {
     if (n->extent != 0 && total > (int64_t{1} << 40) / n->extent) {
-      throw Error("fuse: the fused extent is too large");
+      throw ScheduleError("fuse: the fused extent is too large");
     }
     total *= n->extent;
     name += (name.empty() ? "" : "_") + n->loop_var->name;

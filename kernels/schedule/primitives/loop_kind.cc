@@ -6,11 +6,11 @@
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Stmt;
 
 namespace {
@@ -23,7 +23,7 @@ void CheckNotBoundToReduction(const Stmt& body, const ir::Var& loop_var, const c
     for (size_t k = 0; k < realize->iter_values.size(); ++k) {
       const ir::IterVar& iv = realize->block->iter_vars[k];
       if (iv.kind == ir::IterKind::kReduction && ir::UsesVar(realize->iter_values[k], loop_var)) {
-        throw Error(
+        throw ScheduleError(
             fmt::format("cannot {} loop '{}': it is bound to reduction iterator '{}' of "
                         "block '{}'",
                         what, loop_var->name, iv.var->name, realize->block->name));
@@ -62,7 +62,7 @@ void CheckWritesDependOnLoop(const Stmt& body, const ir::Var& loop_var) {
         }
       }
       if (!depends) {
-        throw Error(fmt::format(
+        throw ScheduleError(fmt::format(
             "cannot parallelize loop '{}': block '{}' writes '{}' at the same elements in "
             "every iteration",
             loop_var->name, realize->block->name, write.buffer->name));
@@ -86,8 +86,9 @@ ir::KernelFunction SetLoopKind(const ir::KernelFunction& fn, const ir::Var& loop
     ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
       const auto* inner = ir::As<ir::ForNode>(s);
       if (inner && inner->for_kind == ir::ForKind::kParallel) {
-        throw Error(fmt::format("cannot vectorize loop '{}': it contains parallel loop '{}'",
-                                loop_var->name, inner->loop_var->name));
+        throw ScheduleError(
+            fmt::format("cannot vectorize loop '{}': it contains parallel loop '{}'",
+                        loop_var->name, inner->loop_var->name));
       }
     });
   }
@@ -95,8 +96,8 @@ ir::KernelFunction SetLoopKind(const ir::KernelFunction& fn, const ir::Var& loop
     for (const Stmt& a : path.ancestors) {
       const auto* outer = ir::As<ir::ForNode>(a);
       if (outer && outer->for_kind == ir::ForKind::kVectorized) {
-        throw Error(fmt::format("cannot parallelize loop '{}' inside vectorized loop '{}'",
-                                loop_var->name, outer->loop_var->name));
+        throw ScheduleError(fmt::format("cannot parallelize loop '{}' inside vectorized loop '{}'",
+                                        loop_var->name, outer->loop_var->name));
       }
     }
   }

@@ -7,11 +7,11 @@
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Stmt;
 
 namespace {
@@ -49,7 +49,7 @@ void CheckMixedLoopsKeepOrder(const std::vector<const ir::ForNode*>& chain,
     }
     for (size_t i = 0; i < mixed_before.size(); ++i) {
       if (mixed_before[i] != mixed_after[i]) {
-        throw Error(fmt::format(
+        throw ScheduleError(fmt::format(
             "reorder: loops '{}' and '{}' both feed spatial and reduction "
             "iterators of block '{}'; swapping them would change which "
             "iteration initializes the reduction",
@@ -66,7 +66,7 @@ ir::KernelFunction Reorder(const ir::KernelFunction& fn, const std::vector<ir::V
   std::set<const ir::ExprNode*> wanted;
   for (const ir::Var& v : order) {
     if (!wanted.insert(v.get()).second) {
-      throw Error(fmt::format("reorder: loop '{}' is listed twice", v->name));
+      throw ScheduleError(fmt::format("reorder: loop '{}' is listed twice", v->name));
     }
   }
   // The outermost of the given loops is the one with the fewest enclosing loops.
@@ -89,7 +89,7 @@ ir::KernelFunction Reorder(const ir::KernelFunction& fn, const std::vector<ir::V
     if (seen == wanted.size()) break;
     const auto* next = ir::As<ir::ForNode>(current->body);
     if (next == nullptr) {
-      throw Error(
+      throw ScheduleError(
           fmt::format("reorder: the loops do not lie on one perfectly nested chain (loop "
                       "'{}' has a body that is not a single loop)",
                       current->loop_var->name));

@@ -5,11 +5,11 @@
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Expr;
 using ir::ExprKind;
 using ir::Stmt;
@@ -64,7 +64,7 @@ ir::KernelFunction RFactor(const ir::KernelFunction& fn, const ir::Var& loop_var
   StmtPath loop_path = GetLoopPath(fn, loop_var);
   const auto* loop = ir::As<ir::ForNode>(loop_path.target);
   auto fail = [&](const std::string& why) {
-    return Error(fmt::format("rfactor of loop '{}': {}", loop_var->name, why));
+    return ScheduleError(fmt::format("rfactor of loop '{}': {}", loop_var->name, why));
   };
   // The one block under the loop whose reduction iterators use the loop.
   const ir::BlockRealizeNode* realize = nullptr;

@@ -5,11 +5,11 @@
 #include "ir/kernel/functor.h"
 #include "ir/kernel/simplify.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
 
-using ir::Error;
 using ir::Expr;
 using ir::Stmt;
 
@@ -45,9 +45,9 @@ ir::KernelFunction Split(const ir::KernelFunction& fn, const ir::Var& loop_var,
                          const std::vector<int64_t>& factors, std::vector<ir::Var>* new_loops) {
   StmtPath path = GetLoopPath(fn, loop_var);
   const auto* loop = ir::As<ir::ForNode>(path.target);
-  auto fail = [&](const std::string& why) -> Error {
-    return Error(fmt::format("split of loop '{}' (extent {}) by [{}]: {}", loop_var->name,
-                             loop->extent, fmt::join(factors, ", "), why));
+  auto fail = [&](const std::string& why) -> ScheduleError {
+    return ScheduleError(fmt::format("split of loop '{}' (extent {}) by [{}]: {}", loop_var->name,
+                                     loop->extent, fmt::join(factors, ", "), why));
   };
   if (factors.size() < 2) throw fail("needs at least two factors");
   int inferred = -1;

@@ -7,6 +7,7 @@
 #include "ir/layout.h"
 #include "kernels/schedule/access.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels::primitive {
@@ -62,9 +63,9 @@ ir::KernelFunction TransformLayout(const ir::KernelFunction& fn, const std::stri
   const ir::Block& block = ir::As<ir::BlockRealizeNode>(path.target)->block;
   const auto& regions = is_write ? block->writes : block->reads;
   auto fail = [&](const std::string& why) {
-    return Error(fmt::format("transform_layout of {} buffer {} of block '{}' from '{}' to '{}': {}",
-                             is_write ? "written" : "read", buffer_index, block_name, src_layout,
-                             dst_layout, why));
+    return ScheduleError(fmt::format(
+        "transform_layout of {} buffer {} of block '{}' from '{}' to '{}': {}",
+        is_write ? "written" : "read", buffer_index, block_name, src_layout, dst_layout, why));
   };
   if (buffer_index < 0 || buffer_index >= static_cast<int>(regions.size())) {
     throw fail(

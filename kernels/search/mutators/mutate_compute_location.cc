@@ -60,7 +60,7 @@ class MutateComputeLocation : public Mutator {
       int64_t next = random.Uniform(choices - 1) - 1;
       if (next >= *current) ++next;
       return trace.WithDecision(index, next);
-    } catch (const ir::Error&) {
+    } catch (const ScheduleError&) {
       return std::nullopt;
     }
   }

@@ -4,6 +4,7 @@
 // that level. A placement that is not legal leaves the epilogue where it is.
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -37,7 +38,7 @@ class RewriteEpilogueFusion : public Postprocessor {
 
   bool Apply(Schedule& s) const override {
     for (const std::string& name : s.BlockNames()) {
-      const ir::BlockRealizeNode* realize = search::FindRealize(s.function(), name);
+      const ir::BlockRealizeNode* realize = FindRealize(s.function(), name);
       if (!realize || !realize->block->annotations.Has(search::kFuseLevelKey)) continue;
       int64_t level = realize->block->annotations.GetInt(search::kFuseLevelKey);
       auto target = LevelLoop(s.function(), realize->block, level);

@@ -42,7 +42,7 @@ bool CanSetKind(const ir::KernelFunction& fn, const ir::Var& loop, ir::ForKind k
   try {
     primitive::SetLoopKind(fn, loop, kind);
     return true;
-  } catch (const ir::Error&) {
+  } catch (const ScheduleError&) {
     return false;
   }
 }

@@ -2,6 +2,7 @@
 // before the block's outermost reduction loop (decompose_reduction), so that the reduction loops
 // run without testing for their first iteration and the init loops vectorize on their own.
 #include "ir/kernel/functor.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -20,7 +21,7 @@ class RewriteReductionBlock : public Postprocessor {
       if (!path) continue;
       const auto* realize = ir::As<ir::BlockRealizeNode>(path->target);
       const ir::Block& block = realize->block;
-      if (!block->init || !search::IsReduction(block)) continue;
+      if (!block->init || !IsReduction(block)) continue;
       std::vector<const ir::ForNode*> loops = EnclosingLoops(*path);
       size_t first = loops.size();
       for (size_t k = 0; k < loops.size() && first == loops.size(); ++k) {

@@ -45,7 +45,7 @@ class Verifier {
             loop->for_kind == ir::ForKind::kVectorized) {
           try {
             primitive::SetLoopKind(fn_, loop->loop_var, loop->for_kind);
-          } catch (const ir::Error&) {
+          } catch (const ScheduleError&) {
             return Fail();
           }
         }

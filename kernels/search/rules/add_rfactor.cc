@@ -4,6 +4,7 @@
 // inner part (partial sums computed lane-parallel) or on the outer part (partial sums computed
 // core-parallel). The unfactored space stays.
 #include "ir/error.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
 
@@ -18,16 +19,16 @@ class AddRFactor : public ScheduleRule {
   std::string name() const override { return "add_rfactor"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!search::BlockExists(schedule, block)) return {schedule};
+    if (!BlockExists(schedule, block)) return {schedule};
     const std::string& name = schedule.BlockName(block);
-    const ir::BlockRealizeNode* realize = search::FindRealize(schedule.function(), name);
+    const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
     if (name == "root" || !realize) return {schedule};
     const ir::Block b = realize->block;
     int64_t max_parallel = int64_t{std::max(1, target_.num_cores)} * 16;
-    if (!search::IsReduction(b) || !b->init || b->writes.empty() ||
-        !search::IsPristineNest(schedule.function(), name) || search::HasDataReuse(b) ||
-        search::SpatialExtent(b) >= max_parallel ||
-        search::ReductionExtent(b) < 2 * int64_t{std::max(1, target_.vector_lanes)}) {
+    if (!IsReduction(b) || !b->init || b->writes.empty() ||
+        !IsPristineNest(schedule.function(), name) || HasDataReuse(b) ||
+        SpatialExtent(b) >= max_parallel ||
+        ReductionExtent(b) < 2 * int64_t{std::max(1, target_.vector_lanes)}) {
       return {schedule};
     }
     int factor_axis = static_cast<int>(b->writes[0].buffer->shape.size());

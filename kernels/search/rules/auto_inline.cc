@@ -3,6 +3,7 @@
 
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -10,8 +11,6 @@
 namespace tandem::kernels {
 
 namespace {
-
-using search::FindRealize;
 
 // True when the block evaluates an intrinsic (exp, tanh, ...): inlining it into a reduction
 // would evaluate it once per reduction step instead of once per element.
@@ -28,7 +27,7 @@ bool Legal(const std::function<void()>& trial) {
   try {
     trial();
     return true;
-  } catch (const ir::Error&) {
+  } catch (const ScheduleError&) {
     return false;
   }
 }
@@ -38,18 +37,18 @@ class AutoInline : public ScheduleRule {
   std::string name() const override { return "auto_inline"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!search::BlockExists(schedule, block)) return {schedule};
+    if (!BlockExists(schedule, block)) return {schedule};
     const std::string& name = schedule.BlockName(block);
     const ir::KernelFunction& fn = schedule.function();
     const ir::BlockRealizeNode* realize = FindRealize(fn, name);
-    if (name == "root" || !realize || search::IsReduction(realize->block) || realize->block->init) {
+    if (name == "root" || !realize || IsReduction(realize->block) || realize->block->init) {
       return {schedule};
     }
     Schedule s = schedule;
     bool into_reduction = false;
-    for (const std::string& consumer : search::ConsumersOf(fn, realize->block)) {
+    for (const std::string& consumer : ConsumersOf(fn, realize->block)) {
       const ir::BlockRealizeNode* c = FindRealize(fn, consumer);
-      into_reduction = into_reduction || (c && search::IsReduction(c->block));
+      into_reduction = into_reduction || (c && IsReduction(c->block));
     }
     // Trials on the bare function first, so the trace holds only steps that apply.
     if (!(into_reduction && CallsIntrinsic(realize->block)) &&

@@ -9,6 +9,7 @@
 // that RewriteEpilogueFusion carries out, so that mutating it moves the epilogue).
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -17,8 +18,6 @@ namespace tandem::kernels {
 
 namespace {
 
-using search::FindRealize;
-
 class MultiLevelTiling : public ScheduleRule {
  public:
   explicit MultiLevelTiling(const SearchTarget& target) : target_(target) {}
@@ -26,13 +25,13 @@ class MultiLevelTiling : public ScheduleRule {
   std::string name() const override { return "multi_level_tiling"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!search::BlockExists(schedule, block)) return {schedule};
+    if (!BlockExists(schedule, block)) return {schedule};
     const std::string& name = schedule.BlockName(block);
     const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
     if (name == "root" || !realize) return {schedule};
     const ir::Block b = realize->block;
-    if (!search::IsReduction(b) || !b->init || b->annotations.Has(search::kTilingKey) ||
-        !search::IsPristineNest(schedule.function(), name) || !search::HasDataReuse(b)) {
+    if (!IsReduction(b) || !b->init || b->annotations.Has(search::kTilingKey) ||
+        !IsPristineNest(schedule.function(), name) || !HasDataReuse(b)) {
       return {schedule};
     }
     Schedule s = schedule;
@@ -81,7 +80,7 @@ class MultiLevelTiling : public ScheduleRule {
         tiles[tile].push_back(parts[static_cast<size_t>(level)]);
       }
     }
-    if (tiles[1].empty()) throw ir::Error("no spatial loop to tile");
+    if (tiles[1].empty()) throw ScheduleError("no spatial loop to tile");
     std::vector<LoopRV> order;
     for (const auto& tile : tiles) order.insert(order.end(), tile.begin(), tile.end());
     s.Reorder(order);
@@ -125,17 +124,16 @@ class MultiLevelTiling : public ScheduleRule {
   static std::optional<std::string> Epilogue(const Schedule& s, const ir::Block& b,
                                              const std::vector<LoopRV>& levels) {
     const ir::KernelFunction& fn = s.function();
-    std::vector<std::string> consumers = search::ConsumersOf(fn, b);
+    std::vector<std::string> consumers = ConsumersOf(fn, b);
     if (consumers.size() != 1) return std::nullopt;
     const ir::BlockRealizeNode* c = FindRealize(fn, consumers[0]);
-    if (!c || search::IsReduction(c->block) || c->block->init ||
-        !search::IsPristineNest(fn, consumers[0])) {
+    if (!c || IsReduction(c->block) || c->block->init || !IsPristineNest(fn, consumers[0])) {
       return std::nullopt;
     }
     for (const LoopRV& loop : levels) {
       try {
         primitive::ReverseComputeAt(fn, consumers[0], s.LoopVar(loop));
-      } catch (const ir::Error&) {
+      } catch (const ScheduleError&) {
         return std::nullopt;
       }
     }

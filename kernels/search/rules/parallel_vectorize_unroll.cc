@@ -2,6 +2,7 @@
 // in parallel, in vectors and unrolled; RewriteParallelVectorizeUnroll makes the loops.
 #include <algorithm>
 
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
 
@@ -16,7 +17,7 @@ class ParallelVectorizeUnroll : public ScheduleRule {
   std::string name() const override { return "parallel_vectorize_unroll"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!search::BlockExists(schedule, block) || schedule.BlockName(block) != "root") {
+    if (!BlockExists(schedule, block) || schedule.BlockName(block) != "root") {
       return {schedule};
     }
     // Largest parallel extents: serial, or a few jobs per core (most likely 16).

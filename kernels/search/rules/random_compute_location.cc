@@ -1,5 +1,6 @@
 // random_compute_location: computes a block under a sampled loop of its consumers (or leaves it
 // at the root), for blocks that neither inlining nor tiling took care of.
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -13,13 +14,13 @@ class RandomComputeLocation : public ScheduleRule {
   std::string name() const override { return "random_compute_location"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!search::BlockExists(schedule, block)) return {schedule};
+    if (!BlockExists(schedule, block)) return {schedule};
     const std::string& name = schedule.BlockName(block);
     const ir::KernelFunction& fn = schedule.function();
-    const ir::BlockRealizeNode* realize = search::FindRealize(fn, name);
+    const ir::BlockRealizeNode* realize = FindRealize(fn, name);
     if (name == "root" || !realize || realize->block->annotations.Has(search::kTilingKey) ||
-        !search::IsPristineNest(fn, name) || search::WritesOutput(fn, realize->block) ||
-        search::ConsumersOf(fn, realize->block).empty() ||
+        !IsPristineNest(fn, name) || WritesOutput(fn, realize->block) ||
+        ConsumersOf(fn, realize->block).empty() ||
         primitive::ComputeAtLocations(fn, name).empty()) {
       return {schedule};
     }

@@ -1,0 +1,248 @@
+// Rule 2 of the default schedules: register-tiled reductions (see PlanRegisterTile).
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "ir/error.h"
+#include "kernels/default_schedule/scheduler.h"
+#include "kernels/schedule/block_analysis.h"
+#include "kernels/schedule/primitives.h"
+#include "kernels/schedule/tree_util.h"
+
+namespace tandem::kernels::default_schedule {
+
+namespace {
+
+// Multiply-adds of a reduction block from which it runs on parallel threads whatever the size
+// of its output (a thread pool dispatch costs a few microseconds; this is about 0.5 ms serial).
+constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
+// Reduction loops of a block whose operands all move with the lanes (a depthwise convolution's
+// or a pooling window's taps) and whose tile covers overlapping windows are unrolled up to this
+// many iterations in all: the taps' input vectors are then loaded once for several outputs and
+// the weights stay in registers (faster for MobileNetV2's stride-1 3x3 depthwise
+// convolutions; at stride 2 unrolling measured slower).
+constexpr int64_t kMaxUnrolledTaps = 25;
+// Matrix operands with rows of at least this many elements (a multiple of 4 KiB) are packed
+// into panels (see PackVectorOperands).
+constexpr int64_t kPackMinRow = 1024;
+
+}  // namespace
+
+// The register-tiled schedule of a reduction block (see PlanRegisterTile): spatial loops
+// split into an outer part and the tile, order [outer spatial] [reduction] [tile], the
+// accumulators in a "local" cache_write block computed per outer iteration (the code
+// generator keeps them in registers), init decomposed, outer loops fused and parallel, and a
+// pointwise epilogue inlined into the write-back. False (schedule unchanged) when the block
+// does not fit that structure.
+//
+// Steps:
+//   1. the tile planned (PlanRegisterTile), for the block's threads when it is large enough;
+//   2. the spatial loops split by the tile and the loops grouped (SplitTileLoops), the
+//      reduction loops ordered by their loads' steps (OrderReductionLoops), and the nest
+//      reordered [outer] [reduction] [tile] [vector];
+//   3. long matrix operands packed into panels (PackVectorOperands);
+//   4. the accumulators cached in a "local" write-back block, a pointwise epilogue inlined
+//      into it, and the write-back computed per fused outer iteration;
+//   5. the tile loops unrolled, and the taps of an all-vector block with overlapping windows
+//      too when they are few;
+//   6. the vector loop vectorized, init decomposed, the init and write-back tiles unrolled and
+//      vectorized, the fused outer loop parallel.
+bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
+  const ir::Block block = BlockOf(s_, name);
+  // 1. The plan. A long reduction into few outputs (a classifier's 1x1280x1000 GEMV) is worth
+  // parallel threads too: its work is the reduction's, not the output's size.
+  int64_t reduction_work = ReductionExtent(block);
+  bool parallel = threads_ > 1 && (SpatialExtent(block) >= options_.parallel_min_work ||
+                                   SpatialExtent(block) * reduction_work >= kParallelMinMacs);
+  std::optional<RegisterTile> plan = PlanRegisterTile(
+      block, options_.vector_lanes, options_.vector_registers, parallel ? threads_ : 1);
+  if (!plan) return false;
+  bool ok = TrySteps(s_, [&] {
+    // 2. The loop nest.
+    BlockRV b = s_.GetBlock(name);
+    AccessModel model(block);
+    model.AlignLanes(plan->vector_axis, plan->vector_tile);
+    TileLoops loops = SplitTileLoops(b, block, model, *plan);
+    OrderReductionLoops(block, model, loops.reduction);
+    std::vector<LoopRV> order = loops.outer;
+    order.insert(order.end(), loops.reduction.begin(), loops.reduction.end());
+    order.insert(order.end(), loops.tile.begin(), loops.tile.end());
+    order.push_back(loops.vector_loop);
+    s_.Reorder(order);
+    // 3. Packed operands.
+    PackVectorOperands(b, block, model, *plan);
+    // 4. The accumulators and the epilogue.
+    BlockRV writeback = s_.CacheWrite(b, 0, "local");
+    InlineEpilogues(name, s_.BlockName(writeback));
+    LoopRV fused = loops.outer.size() > 1 ? s_.Fuse(loops.outer) : loops.outer[0];
+    s_.ReverseComputeAt(writeback, fused);
+    // 5. Unrolled tile (and taps).
+    for (const LoopRV& loop : loops.tile) s_.Unroll(loop);
+    bool all_vector = true;
+    for (const ir::Expr& load : model.loads()) {
+      std::optional<int64_t> stride = model.Stride(load, plan->vector_axis);
+      all_vector = all_vector && stride && *stride != 0;
+    }
+    if (all_vector && reduction_work <= kMaxUnrolledTaps && plan->second_axis >= 0 &&
+        WindowsOverlapAlong(model, block, plan->second_axis)) {
+      for (const LoopRV& loop : loops.reduction) s_.Unroll(loop);
+    }
+    // 6. Vectors, init, write-back and threads.
+    s_.Vectorize(loops.vector_loop);
+    BlockRV init = s_.DecomposeReduction(b, loops.reduction.front());
+    UnrollTileAndVectorize(init, loops.tile.size() + 1);
+    std::vector<LoopRV> write_loops = s_.GetLoops(writeback);
+    UnrollTileAndVectorize(writeback, write_loops.size() - 1);
+    if (parallel) s_.Parallel(fused);
+    done_.insert(name);
+    done_.insert(s_.BlockName(writeback));
+    done_.insert(s_.BlockName(init));
+  });
+  return ok;
+}
+
+// Splits the block's spatial loops by the tile of `plan` and groups the loops. Outer loops
+// along which the vector operands stay the same go innermost among the outer loops, so that
+// consecutive iterations (and each thread's chunk) reuse them from cache.
+DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
+                                                             const ir::Block& block,
+                                                             const AccessModel& model,
+                                                             const RegisterTile& plan) {
+  std::vector<LoopRV> loops = s_.GetLoops(b);
+  if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
+  TileLoops out;
+  std::vector<LoopRV> vector_loads_depend, vector_loads_free;
+  out.vector_loop = loops[static_cast<size_t>(plan.vector_axis)];
+  std::optional<LoopRV> broadcast_loop, second_loop;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    if (block->iter_vars[k].kind == ir::IterKind::kReduction) {
+      out.reduction.push_back(loops[k]);
+      continue;
+    }
+    int axis = static_cast<int>(k);
+    int64_t t = axis == plan.vector_axis      ? plan.vector_tile
+                : axis == plan.broadcast_axis ? plan.broadcast_tile
+                : axis == plan.second_axis    ? plan.second_tile
+                                              : 1;
+    LoopRV outer_loop = loops[k];
+    if (t > 1) {
+      std::vector<LoopRV> parts = s_.Split(loops[k], {-1, t});
+      outer_loop = parts[0];
+      if (axis == plan.vector_axis) out.vector_loop = parts[1];
+      if (axis == plan.broadcast_axis) broadcast_loop = parts[1];
+      if (axis == plan.second_axis) second_loop = parts[1];
+    }
+    bool vector_depends = false;
+    for (const ir::Expr& load : model.loads()) {
+      std::optional<int64_t> stride = model.Stride(load, plan.vector_axis);
+      if (stride && *stride != 0 && model.VariesInTile(load, axis, block->iter_vars[k].extent)) {
+        vector_depends = true;
+      }
+    }
+    (vector_depends ? vector_loads_depend : vector_loads_free).push_back(outer_loop);
+  }
+  out.outer = vector_loads_depend;
+  out.outer.insert(out.outer.end(), vector_loads_free.begin(), vector_loads_free.end());
+  if (broadcast_loop) out.tile.push_back(*broadcast_loop);
+  if (second_loop) out.tile.push_back(*second_loop);
+  return out;
+}
+
+// Orders the reduction loops (in iterator order on entry): the one whose loads move least (a
+// channel block walked contiguously) innermost, larger steps outside.
+void DefaultScheduler::OrderReductionLoops(const ir::Block& block, const AccessModel& model,
+                                           std::vector<LoopRV>& reduction) {
+  std::vector<std::pair<int64_t, LoopRV>> steps;
+  for (size_t k = 0, r = 0; k < block->iter_vars.size(); ++k) {
+    if (block->iter_vars[k].kind != ir::IterKind::kReduction) continue;
+    int64_t step = std::numeric_limits<int64_t>::max();
+    for (const ir::Expr& load : model.loads()) {
+      std::optional<int64_t> stride = model.Stride(load, static_cast<int>(k));
+      if (stride && *stride != 0) step = std::min(step, *stride < 0 ? -*stride : *stride);
+    }
+    steps.emplace_back(step, reduction[r++]);
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t r = 0; r < steps.size(); ++r) reduction[r] = steps[r].second;
+}
+
+// Packs a matrix operand read as X[..., k, j] (j the vector axis, k a reduction iterator) whose
+// rows are long and a multiple of 4 KiB apart into panels X'[..., j / tile, k, j % tile]: a
+// register tile then streams one contiguous panel instead of rows that all fall into the same
+// few cache sets. The copy runs once per call, vectorized and parallel.
+void DefaultScheduler::PackVectorOperands(const BlockRV& b, const ir::Block& block,
+                                          const AccessModel& model, const RegisterTile& plan) {
+  const ir::Var& lane_var = block->iter_vars[static_cast<size_t>(plan.vector_axis)].var;
+  for (const ir::Expr& load : model.load_exprs()) {
+    const ir::Buffer& buffer = load->buffer;
+    size_t rank = buffer->shape.size();
+    if (rank < 2 || rank > 6 || !IsParam(s_.function(), buffer)) continue;
+    int64_t row = buffer->shape.back();
+    int64_t bytes = row * ir::SizeOf(buffer->dtype);
+    if (row < kPackMinRow || bytes % 4096 != 0 || row % plan.vector_tile != 0) continue;
+    if (!load->operands.back().same_as(lane_var)) continue;
+    const ir::Expr& k = load->operands[rank - 2];
+    bool reduction = false;
+    for (const ir::IterVar& iv : block->iter_vars) {
+      reduction = reduction || (iv.kind == ir::IterKind::kReduction && k.same_as(iv.var));
+    }
+    if (!reduction) continue;
+    int read_index = -1;
+    for (size_t r = 0; r < block->reads.size(); ++r) {
+      if (block->reads[r].buffer == buffer) read_index = static_cast<int>(r);
+    }
+    if (read_index < 0) continue;
+    std::string source, target;
+    for (size_t d = 0; d < rank; ++d) source += static_cast<char>('A' + d);
+    target = source.substr(0, rank - 2) + source[rank - 1] + source[rank - 2] +
+             std::to_string(plan.vector_tile) + static_cast<char>('a' + rank - 1);
+    TrySteps(s_, [&] {
+      BlockRV copy = s_.CacheRead(b, read_index, "global");
+      s_.TransformLayout(copy, 0, true, source, target);
+      std::vector<LoopRV> loops = s_.GetLoops(copy);
+      std::vector<LoopRV> parts = s_.Split(loops.back(), {-1, plan.vector_tile});
+      s_.Vectorize(parts[1]);
+      std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
+      outer.push_back(parts[0]);
+      LoopRV fused = s_.Fuse(outer);
+      if (threads_ > 1) s_.Parallel(fused);
+      done_.insert(s_.BlockName(copy));
+    });
+  }
+}
+
+// Inlines pointwise consumers of the reduction's output into its write-back block, so that
+// an epilogue (bias, batch norm, activation) runs on the accumulators before they are stored.
+void DefaultScheduler::InlineEpilogues(const std::string& reduction, const std::string& writeback) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    const ir::Block& producer = BlockOf(s_, writeback);
+    for (const std::string& consumer : s_.BlockNames()) {
+      if (consumer == reduction || consumer == writeback || done_.count(consumer)) continue;
+      const ir::Block& c = BlockOf(s_, consumer);
+      if (IsReduction(c) || c->init || !ReadsAnyOf(c, producer)) continue;
+      try {
+        primitive::ReverseComputeInline(s_.function(), consumer);
+      } catch (const ScheduleError&) {
+        continue;
+      }
+      if (TrySteps(s_, [&] { s_.ReverseComputeInline(s_.GetBlock(consumer)); })) {
+        progress = true;
+        break;
+      }
+    }
+  }
+}
+
+// Unrolls the innermost `count` loops of a block but the last, which is vectorized.
+void DefaultScheduler::UnrollTileAndVectorize(const BlockRV& block, size_t count) {
+  std::vector<LoopRV> loops = s_.GetLoops(block);
+  if (loops.size() < count || count == 0) throw ir::Error("unexpected tile loops");
+  for (size_t k = loops.size() - count; k + 1 < loops.size(); ++k) s_.Unroll(loops[k]);
+  s_.Vectorize(loops.back());
+}
+
+}  // namespace tandem::kernels::default_schedule

@@ -1,0 +1,302 @@
+#include "kernels/default_schedule/register_tiling.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/default_schedule/access_model.h"
+#include "kernels/schedule/block_analysis.h"
+
+namespace tandem::kernels::default_schedule {
+
+namespace {
+
+// Cycles a GEMM step takes at least, whatever its accumulators: an accumulator's FMA chain
+// (4-cycle latency on Zen 3 and Skylake-X) plus slack for load and issue jitter. With two FMA
+// units a tile needs about 2 x this many accumulators to keep them busy (a padded
+// 12-accumulator 6x16 tile ran a BERT-sized GEMM faster than the 8-accumulator 4x16 tile).
+constexpr double kAccumulatorChainCycles = 6;
+// Largest stride (elements) of a vector load the code generator loads as a span and shuffles
+// (backends/llvm: kMaxStridedLoad); larger strides are gathers.
+constexpr int64_t kMaxLoadStride = 4;
+
+// Vector registers a register tile may hold as accumulators; the rest hold the operands (at
+// least 4: a few vector operands and a broadcast). 16 of AVX-512's 32, 12 of AVX2's 16.
+int64_t AccumulatorRegisters(int64_t vector_registers) {
+  return std::clamp<int64_t>(vector_registers - 4, 4, 16);
+}
+
+// Vector registers a vector tile of `lanes` takes: the code generator emits power-of-two
+// pieces (56 lanes: 32 + 16 + 8), each piece of up to `native` lanes one register.
+int64_t VectorRegisters(int64_t lanes, int64_t native) {
+  int64_t registers = 0;
+  for (int64_t bit = int64_t{1} << 6; bit > 0; bit >>= 1) {
+    if (lanes & bit) registers += std::max<int64_t>(1, bit / native);
+  }
+  return registers;
+}
+
+// What the loads of a block do along its vector axis.
+struct LoadMix {
+  std::vector<bool> is_vector;  // per load: moves with the lanes
+  double vector_cost = 0;       // load instructions of one vector of each vector operand
+  double broadcast_count = 0;   // loads that stay the same along the lanes
+  int64_t vector_operands = 0;
+};
+
+// A candidate vector tile.
+struct VectorTile {
+  int64_t lanes;
+  int64_t registers;
+  double efficiency;  // useful lanes / computed lanes
+};
+
+// A candidate tile of another spatial axis.
+struct Candidate {
+  int axis;
+  int64_t tile;
+  bool broadcast;     // the broadcast operands move along it, the vector operands do not
+  double efficiency;  // useful / computed iterations (below 1 when the tile does not divide)
+};
+
+// Operands packed in panels along the vector axis (packed_matmul's b[j / nb, k, j % nb]) are
+// contiguous only inside a panel: the vector tile is then at most the widest aligned tile (a
+// power of two, at least the native width) inside which every load has a constant step.
+// nullopt when some load has no such tile.
+std::optional<int64_t> LaneLimit(const AccessModel& model, int vector_axis, int64_t native) {
+  int64_t lane_limit = kMaxVectorTile;
+  for (const ir::Expr& load : model.loads()) {
+    if (model.Stride(load, vector_axis)) continue;
+    int64_t tile = lane_limit;
+    while (tile >= native && !model.LaneStride(load, vector_axis, tile)) tile /= 2;
+    if (tile < native) return std::nullopt;
+    lane_limit = tile;
+  }
+  return lane_limit;
+}
+
+// The loads split into vector operands (contiguous or small-stride along the vector axis) and
+// broadcasts (constant along it); nullopt when a load would be a gather.
+std::optional<LoadMix> ClassifyLoads(const AccessModel& model, int vector_axis) {
+  LoadMix mix;
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> stride = model.Stride(load, vector_axis);
+    if (!stride || *stride < 0 || *stride > kMaxLoadStride) return std::nullopt;
+    mix.is_vector.push_back(*stride != 0);
+    if (*stride == 0) {
+      mix.broadcast_count += 1;
+    } else {
+      mix.vector_cost += *stride == 1 ? 1.0 : 2.5;
+      ++mix.vector_operands;
+    }
+  }
+  return mix;
+}
+
+// Vector tiles: multiples of the native width (a tile that does not divide the axis leaves a
+// masked tail, costed by the lanes it wastes and a little for the masks), the whole axis in
+// power-of-two pieces when it is short, and a single vector of the next power of two for an
+// axis shorter than the native width.
+std::vector<VectorTile> VectorTiles(int64_t extent, int64_t native, int64_t lane_limit) {
+  std::vector<VectorTile> vector_tiles;
+  for (int64_t t = native; t <= lane_limit && t < 2 * extent; t *= 2) {
+    int64_t computed = (extent + t - 1) / t * t;
+    double efficiency = static_cast<double>(extent) / static_cast<double>(computed);
+    vector_tiles.push_back({t, t / native, computed == extent ? 1.0 : 0.9 * efficiency});
+  }
+  if (extent % native != 0 && extent <= 2 * kMaxVectorTile && lane_limit == kMaxVectorTile) {
+    vector_tiles.push_back({extent, VectorRegisters(extent, native), 1.0});
+  }
+  if (extent < native) {
+    int64_t pow2 = 1;
+    while (pow2 < extent) pow2 *= 2;
+    vector_tiles.push_back({pow2, 1, 0.9 * static_cast<double>(extent) / pow2});
+  }
+  return vector_tiles;
+}
+
+// Tiles of the other spatial axes along which either only the vector operands or only the
+// broadcasts move. Only a GEMM's rows may be padded (a tile that does not divide the axis),
+// wasting at most 1/8, and only along an axis the broadcasts move along.
+std::vector<Candidate> TileAxisCandidates(const ir::Block& block, const AccessModel& model,
+                                          const LoadMix& mix, int vector_axis,
+                                          int64_t max_accumulators, bool gemm) {
+  std::vector<Candidate> candidates;
+  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+    int axis = static_cast<int>(k);
+    if (block->iter_vars[k].kind != ir::IterKind::kSpatial || axis == vector_axis) continue;
+    int64_t n = block->iter_vars[k].extent;
+    for (int64_t t = 2; t <= std::min<int64_t>(n, max_accumulators); ++t) {
+      bool divides = n % t == 0;
+      if (!divides && (!gemm || n < 8 * t)) continue;
+      bool vector_moves = false, broadcast_moves = false;
+      for (size_t l = 0; l < model.loads().size(); ++l) {
+        bool moves = model.VariesInTile(model.loads()[l], axis, t);
+        (mix.is_vector[l] ? vector_moves : broadcast_moves) |= moves;
+      }
+      double efficiency = static_cast<double>(n) / static_cast<double>((n + t - 1) / t * t);
+      if (!divides && !broadcast_moves) continue;
+      if (vector_moves != broadcast_moves) {
+        candidates.push_back({axis, t, broadcast_moves, efficiency});
+      }
+    }
+  }
+  return candidates;
+}
+
+// Rates register tiles (a vector tile with up to two other axes' tiles) by useful lanes per
+// cycle of one reduction step and keeps the best.
+class TileRater {
+ public:
+  TileRater(const ir::Block& block, const AccessModel& model, const LoadMix& mix, bool gemm,
+            int64_t vector_registers, int64_t min_tiles, RegisterTile plan)
+      : block_(block),
+        model_(model),
+        mix_(mix),
+        gemm_(gemm),
+        vector_registers_(vector_registers),
+        max_accumulators_(AccumulatorRegisters(vector_registers)),
+        min_tiles_(min_tiles),
+        plan_(plan) {}
+
+  // Keeps the tile of `vt` with tiles `b` (along which the broadcasts move) and `v` (the
+  // second axis) when it fits the registers and rates best so far.
+  void Consider(const VectorTile& vt, const Candidate* b, const Candidate* v);
+
+  // The best tile considered, or nullopt when none fits.
+  std::optional<RegisterTile> Best() const {
+    if (best_ < 0) return std::nullopt;
+    return plan_;
+  }
+
+ private:
+  const ir::Block& block_;
+  const AccessModel& model_;
+  const LoadMix& mix_;
+  bool gemm_;
+  int64_t vector_registers_;
+  int64_t max_accumulators_;
+  int64_t min_tiles_;
+  RegisterTile plan_;
+  double best_ = -1;
+  int64_t best_accumulators_ = 0;
+  double best_loads_ = 0;
+};
+
+void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candidate* v) {
+  int64_t vector_tile = vt.lanes, registers = vt.registers;
+  int64_t tb = b ? b->tile : 1, tv = v ? v->tile : 1;
+  int64_t accumulators = registers * tb * tv;
+  if (accumulators > max_accumulators_) return;
+  bool padded = (b && b->efficiency < 1) || (v && v->efficiency < 1);
+  if (padded && vt.efficiency < 1) return;
+  if (gemm_) {
+    // Operands live during one step: the step's vector operands stay in registers while the
+    // broadcasts stream past them, or the broadcasts stay while the vectors stream. A GEMM
+    // tile that leaves no register spare spilled in the reduction loop (3x32 on AVX2).
+    int64_t vectors = mix_.vector_operands * registers * tv;
+    int64_t operands = mix_.broadcast_count > 0 ? std::min(vectors + 1, tb + 1) : 1;
+    if (accumulators + operands >= vector_registers_) return;
+  }
+  if (SpatialExtent(block_) / (vector_tile * tb * tv) < min_tiles_) return;
+  // A second axis the broadcasts move along (a convolution's w next to its h) multiplies the
+  // broadcasts; one the vector operands move along multiplies the vector loads.
+  bool second_broadcasts = v && v->broadcast;
+  double loads = mix_.broadcast_count * static_cast<double>(tb * (second_broadcasts ? tv : 1)) +
+                 mix_.vector_cost * static_cast<double>(registers * (second_broadcasts ? 1 : tv));
+  double cycles = std::max(
+      {static_cast<double>(accumulators) / 2, loads / 2, gemm_ ? kAccumulatorChainCycles : 0.0});
+  double efficiency = vt.efficiency * (b ? b->efficiency : 1.0) * (v ? v->efficiency : 1.0);
+  double lanes = static_cast<double>(vector_tile * tb * tv) * efficiency / cycles;
+  bool tie = lanes > best_ * 0.9999 && lanes < best_ * 1.0001;
+  // With no broadcast operand (a depthwise convolution) tiles along h and along w rate the
+  // same; where the windows overlap (stride 1) the innermost axis wins: its tile reads a few
+  // neighbouring vectors of a few rows instead of one vector from each of many rows. At
+  // stride 2 the tile along h measured faster.
+  bool innermost = mix_.broadcast_count == 0 && v && v->axis > plan_.second_axis &&
+                   WindowsOverlapAlong(model_, block_, v->axis);
+  bool better = lanes > best_ * 1.0001 ||
+                (tie && (accumulators > best_accumulators_ ||
+                         (accumulators == best_accumulators_ &&
+                          (loads < best_loads_ || (loads == best_loads_ && innermost)))));
+  if (!better) return;
+  best_ = lanes;
+  best_accumulators_ = accumulators;
+  best_loads_ = loads;
+  plan_.vector_tile = vector_tile;
+  plan_.broadcast_axis = b ? b->axis : -1;
+  plan_.broadcast_tile = tb;
+  plan_.second_axis = v ? v->axis : -1;
+  plan_.second_tile = tv;
+}
+
+}  // namespace
+
+// Steps:
+//   1. the vector axis: the innermost spatial iterator, along which the output is contiguous;
+//   2. the widest vector tile inside which every load has a constant step (LaneLimit);
+//   3. the loads split into vector operands and broadcasts (ClassifyLoads);
+//   4. the candidate vector tiles (VectorTiles) and tiles of the other axes
+//      (TileAxisCandidates);
+//   5. every combination rated (TileRater): a vector tile alone, with a broadcast-axis tile,
+//      with a broadcast-axis and a second-axis tile, or with a second-axis tile alone;
+//   6. for a convolution, last, tiles along two axes the broadcasts move along (h and w): a
+//      14x14 map has no row tile of 4-6 along one axis, and 2x16 keeps too few FMAs in flight;
+//      considered last, so that such a tile wins only when it is better or holds more
+//      accumulators.
+std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
+                                             int64_t vector_registers, int64_t min_tiles) {
+  // GEMM-like blocks (one reduction iterator: matmul, dense, batch_matmul) are planned with
+  // the FMA latency, register pressure and padded row tiles counted; convolutions keep the
+  // throughput-only model, which measured better for them (several of MobileNetV2's 1x1
+  // convolutions ran slower under the GEMM rules).
+  bool gemm = CountIterators(block, ir::IterKind::kReduction) == 1;
+  // 1. The vector axis.
+  AccessModel model(block);
+  if (!model.valid()) return std::nullopt;
+  RegisterTile plan;
+  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+    if (block->iter_vars[k].kind == ir::IterKind::kSpatial) plan.vector_axis = static_cast<int>(k);
+  }
+  if (plan.vector_axis < 0) return std::nullopt;
+  int64_t extent = block->iter_vars[static_cast<size_t>(plan.vector_axis)].extent;
+  if (extent < 4 || model.Stride(model.store(), plan.vector_axis) != 1) return std::nullopt;
+  // 2. The lane limit.
+  std::optional<int64_t> lane_limit = LaneLimit(model, plan.vector_axis, native);
+  if (!lane_limit) return std::nullopt;
+  if (*lane_limit < kMaxVectorTile) model.AlignLanes(plan.vector_axis, *lane_limit);
+  // 3. Vector operands and broadcasts.
+  std::optional<LoadMix> mix = ClassifyLoads(model, plan.vector_axis);
+  if (!mix) return std::nullopt;
+  // 4. Candidates.
+  std::vector<VectorTile> vector_tiles = VectorTiles(extent, native, *lane_limit);
+  std::vector<Candidate> candidates = TileAxisCandidates(
+      block, model, *mix, plan.vector_axis, AccumulatorRegisters(vector_registers), gemm);
+  // 5. Every combination rated.
+  TileRater rater(block, model, *mix, gemm, vector_registers, min_tiles, plan);
+  for (const VectorTile& vector_tile : vector_tiles) {
+    rater.Consider(vector_tile, nullptr, nullptr);
+    for (const Candidate& b : candidates) {
+      if (!b.broadcast) continue;
+      rater.Consider(vector_tile, &b, nullptr);
+      for (const Candidate& v : candidates) {
+        if (!v.broadcast && v.axis != b.axis) rater.Consider(vector_tile, &b, &v);
+      }
+    }
+    for (const Candidate& v : candidates) {
+      if (!v.broadcast) rater.Consider(vector_tile, nullptr, &v);
+    }
+  }
+  // 6. Two broadcast axes of a convolution.
+  if (!gemm) {
+    for (const VectorTile& vector_tile : vector_tiles) {
+      for (const Candidate& b : candidates) {
+        for (const Candidate& v : candidates) {
+          if (b.broadcast && v.broadcast && b.axis < v.axis) rater.Consider(vector_tile, &b, &v);
+        }
+      }
+    }
+  }
+  return rater.Best();
+}
+
+}  // namespace tandem::kernels::default_schedule

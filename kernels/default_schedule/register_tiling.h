@@ -1,0 +1,42 @@
+// The register-tile planner of the default schedules (kernels/default_schedule.h, rule 2):
+// which spatial axes of a reduction block to tile, and by how much, so that its accumulators
+// stay in vector registers across the reduction loops.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "ir/kernel/stmt.h"
+
+namespace tandem::kernels::default_schedule {
+
+// Widest vector tile (lanes) of a register tile, and of a vectorized spatial loop.
+inline constexpr int64_t kMaxVectorTile = 64;
+
+// The register tile of a reduction block, MetaSchedule-style: the innermost spatial iterator
+// is the vector axis (tile `vector_tile`, vectorized); `broadcast_axis` is a spatial iterator
+// along which the vector operands stay the same (reused from registers) while the scalar
+// (broadcast) operands change; `second_axis` one along which the broadcast operands stay the
+// same (or, for a convolution, a second axis the broadcasts move along). The tile is
+// vector_tile x broadcast_tile x second_tile accumulators held in registers across the
+// reduction loops. An axis of -1 is not tiled.
+struct RegisterTile {
+  int vector_axis = -1;
+  int64_t vector_tile = 1;
+  int broadcast_axis = -1;
+  int64_t broadcast_tile = 1;
+  int second_axis = -1;
+  int64_t second_tile = 1;
+};
+
+// Chooses the register tile of a reduction block by a simple model of one reduction step:
+// it issues one FMA per accumulator register and one load per operand register (a strided
+// vector load counts 2.5: two loads and a shuffle), two of each per cycle; the tile with the
+// most useful lanes per cycle wins (ties: more accumulators, then fewer loads). `native`: f32
+// lanes of a vector register; `min_tiles`: tiles the block must have at least (its threads).
+// nullopt when the innermost spatial iterator cannot be vectorized with loads (a load would
+// be a gather) or the output is not contiguous along it.
+std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
+                                             int64_t vector_registers, int64_t min_tiles);
+
+}  // namespace tandem::kernels::default_schedule

@@ -1,0 +1,75 @@
+// The scheduler behind ApplyDefaultSchedule (kernels/default_schedule.h): applies the default
+// rules to a kernel's blocks through a Schedule. Its rules live in files named after them:
+// register_tiled_schedule.cc (rule 2), reduction_schedule.cc (rules 3 and 4) and
+// spatial_schedule.cc (rules 5 and 6); default_schedule.cc runs them in order (rule 1 first).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/stmt.h"
+#include "kernels/default_schedule.h"
+#include "kernels/default_schedule/access_model.h"
+#include "kernels/default_schedule/register_tiling.h"
+#include "kernels/schedule/schedule.h"
+
+namespace tandem::kernels::default_schedule {
+
+// The block `name` of the schedule's function (which must exist).
+const ir::Block& BlockOf(const Schedule& s, const std::string& name);
+// The largest divisor of `extent` that is at most `limit`.
+int64_t LargestDivisor(int64_t extent, int64_t limit);
+
+// Applies the default rules to one kernel; each rule that turns out illegal for a block leaves
+// the schedule as it was (TrySteps) and the next rule is tried.
+class DefaultScheduler {
+ public:
+  DefaultScheduler(const ir::KernelFunction& kernel, const DefaultScheduleOptions& options);
+
+  // The kernel with every block scheduled.
+  Schedule Run();
+
+ private:
+  bool Exists(const std::string& name) const;
+
+  // Rule 1 (default_schedule.cc).
+  void InlinePointwiseProducers();
+
+  // Rule 2 (register_tiled_schedule.cc). The loops of a register-tiled block once split:
+  // outer spatial loops (those the vector operands depend on first), reduction loops, the tile
+  // loops of the broadcast and second axes, and the vector loop.
+  struct TileLoops {
+    std::vector<LoopRV> outer, reduction, tile;
+    LoopRV vector_loop;
+  };
+  bool ScheduleRegisterTiled(const std::string& name);
+  TileLoops SplitTileLoops(const BlockRV& b, const ir::Block& block, const AccessModel& model,
+                           const RegisterTile& plan);
+  void OrderReductionLoops(const ir::Block& block, const AccessModel& model,
+                           std::vector<LoopRV>& reduction);
+  void PackVectorOperands(const BlockRV& b, const ir::Block& block, const AccessModel& model,
+                          const RegisterTile& plan);
+  void InlineEpilogues(const std::string& reduction, const std::string& writeback);
+  void UnrollTileAndVectorize(const BlockRV& block, size_t count);
+
+  // Rules 3 and 4 (reduction_schedule.cc).
+  bool ScheduleRowReduction(const std::string& name);
+  void ScheduleReduction(const std::string& name);
+
+  // Rules 5 and 6 (spatial_schedule.cc).
+  bool ScheduleCaseSplit(const std::string& name);
+  void ScheduleSpatialInner(const std::string& name);
+  void ScheduleSpatial(const std::string& name);
+  void ScheduleSpatialFused(const std::string& name);
+  bool ScheduleTranspose(const std::string& name);
+
+  Schedule s_;
+  DefaultScheduleOptions options_;
+  int threads_ = 1;
+  std::set<std::string> done_;  // blocks already scheduled (or created by a rule)
+};
+
+}  // namespace tandem::kernels::default_schedule

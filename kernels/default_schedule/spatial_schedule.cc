@@ -1,0 +1,161 @@
+// Rules 5 and 6 of the default schedules: case splits and the other spatial blocks.
+#include <algorithm>
+#include <optional>
+
+#include "ir/error.h"
+#include "kernels/case_split.h"
+#include "kernels/default_schedule/scheduler.h"
+#include "kernels/schedule/block_analysis.h"
+
+namespace tandem::kernels::default_schedule {
+
+namespace {
+
+// Largest number of copies a case split's selecting loops are unrolled into.
+constexpr int64_t kMaxCaseSplitCopies = 64;
+
+}  // namespace
+
+// A case split (kernels/case_split.h): the selecting loops move inside, between the outer
+// loops (fused, parallel when large enough) and the vector loop (the innermost, split by
+// the native width), and are unrolled, so that each copy computes only its own arm and the
+// copies, side by side, share the loads and sums their arms have in common.
+bool DefaultScheduler::ScheduleCaseSplit(const std::string& name) {
+  const ir::Block block = BlockOf(s_, name);
+  std::vector<int> axes = CaseSplitAxes(block);
+  if (axes.empty()) return false;
+  int innermost = static_cast<int>(block->iter_vars.size()) - 1;
+  int64_t copies = 1;
+  for (int axis : axes) copies *= block->iter_vars[static_cast<size_t>(axis)].extent;
+  if (axes.back() == innermost || copies > kMaxCaseSplitCopies) return false;
+  bool done = TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
+    std::vector<LoopRV> outer, selecting;
+    for (int k = 0; k < innermost; ++k) {
+      bool selects = std::find(axes.begin(), axes.end(), k) != axes.end();
+      (selects ? selecting : outer).push_back(loops[static_cast<size_t>(k)]);
+    }
+    LoopRV last = loops.back();
+    int64_t lanes = LargestDivisor(s_.LoopExtent(last), options_.vector_lanes);
+    if (lanes >= 4) {
+      auto parts = s_.Split(last, {-1, lanes});
+      outer.push_back(parts[0]);
+      last = parts[1];
+    }
+    std::vector<LoopRV> order = outer;
+    order.insert(order.end(), selecting.begin(), selecting.end());
+    order.push_back(last);
+    s_.Reorder(order);
+    for (const LoopRV& loop : selecting) s_.Unroll(loop);
+    if (lanes >= 4) s_.Vectorize(last);
+    if (outer.empty()) return;
+    LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+    if (SpatialExtent(block) >= options_.parallel_min_work && threads_ > 1 &&
+        s_.LoopExtent(fused) >= threads_) {
+      s_.Parallel(fused);
+    }
+  });
+  if (done) done_.insert(name);
+  return done;
+}
+
+// Vectorizes the innermost loop of an epilogue placed under another block's loop.
+void DefaultScheduler::ScheduleSpatialInner(const std::string& name) {
+  TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    LoopRV last = loops.back();
+    int64_t lanes = LargestDivisor(s_.LoopExtent(last), options_.vector_lanes);
+    if (lanes < 4) return;
+    auto parts = s_.Split(last, {-1, lanes});
+    s_.Vectorize(parts[1]);
+  });
+}
+
+// A spatial block: its innermost loop vectorized (index arithmetic of the other loops stays
+// scalar) and the others fused and parallel; when the innermost loop is too short, all loops
+// fused, split by the vector width and vectorized.
+void DefaultScheduler::ScheduleSpatial(const std::string& name) {
+  bool done = TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    if (loops.empty()) return;
+    LoopRV last = loops.back();
+    int64_t extent = s_.LoopExtent(last);
+    // The whole loop when it is short (power-of-two pieces), else the widest tile dividing it.
+    int64_t lanes = extent <= 2 * kMaxVectorTile ? extent : LargestDivisor(extent, kMaxVectorTile);
+    if (lanes < options_.vector_lanes) throw ScheduleError("short innermost loop");
+    std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
+    if (lanes < extent) {
+      auto parts = s_.Split(last, {-1, lanes});
+      outer.push_back(parts[0]);
+      last = parts[1];
+    }
+    s_.Vectorize(last);
+    bool parallel = SpatialExtent(BlockOf(s_, name)) >= options_.parallel_min_work && threads_ > 1;
+    int64_t tasks = 1;
+    for (const LoopRV& loop : outer) tasks *= s_.LoopExtent(loop);
+    if (parallel && tasks < threads_) throw ScheduleError("too few outer iterations");
+    if (outer.empty()) return;
+    LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+    if (parallel) s_.Parallel(fused);
+  });
+  if (!done) ScheduleSpatialFused(name);
+  done_.insert(name);
+}
+
+// A spatial block with a short innermost loop. When every load moves with the store along
+// the innermost iterator (elementwise, broadcast), all loops fused, split by the vector width
+// and vectorized. A load that moves with another stride (a transpose such as an NCHW -> NHWC
+// layout_transform) would make each vector a gather with per-lane index arithmetic, many
+// times slower than scalar code: then the outer loops are fused and parallel and the short
+// innermost loop is unrolled.
+void DefaultScheduler::ScheduleSpatialFused(const std::string& name) {
+  const ir::Block block = BlockOf(s_, name);
+  AccessModel model(block);
+  if (model.valid() && !block->iter_vars.empty()) {
+    int innermost = static_cast<int>(block->iter_vars.size()) - 1;
+    std::optional<int64_t> store_stride = model.Stride(model.store(), innermost);
+    bool transposes = false;
+    for (const ir::Expr& load : model.loads()) {
+      std::optional<int64_t> stride = model.Stride(load, innermost);
+      transposes |= !stride || (*stride != 0 && stride != store_stride);
+    }
+    if (transposes && ScheduleTranspose(name)) return;
+  }
+  TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    if (loops.empty()) return;
+    LoopRV fused = loops.size() > 1 ? s_.Fuse(loops) : loops[0];
+    int64_t extent = s_.LoopExtent(fused);
+    int64_t lanes = LargestDivisor(extent, options_.vector_lanes);
+    LoopRV outer = fused;
+    if (lanes >= 4) {
+      auto parts = s_.Split(fused, {-1, lanes});
+      outer = parts[0];
+      s_.Vectorize(parts[1]);
+    }
+    if (extent >= options_.parallel_min_work && threads_ > 1) s_.Parallel(outer);
+  });
+}
+
+// Outer loops fused and parallel (when large enough), the short innermost loop unrolled.
+bool DefaultScheduler::ScheduleTranspose(const std::string& name) {
+  return TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    if (loops.size() < 2) throw ScheduleError("no outer loop");
+    std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
+    LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+    if (SpatialExtent(BlockOf(s_, name)) >= options_.parallel_min_work && threads_ > 1 &&
+        s_.LoopExtent(fused) >= threads_) {
+      s_.Parallel(fused);
+    }
+    s_.Unroll(loops.back());
+  });
+}
+
+}  // namespace tandem::kernels::default_schedule
