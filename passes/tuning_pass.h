@@ -81,6 +81,12 @@ class TuningPass : public Pass {
  public:
   ir::IRModule Run(const ir::IRModule& module, PassContext& context) const override;
   std::vector<PassPtr> nested() const override { return eval_; }
+  Candidate ExpandCandidate(Candidate candidate, PassContext& context) const override;
+  std::vector<Candidate> ScreenCandidate(const Candidate& candidate,
+                                         PassContext& context) const override;
+  bool ExpandsToMeasured() const override { return MeasuresItsResult(); }
+  ir::IRModule Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                      PassContext& context) const override;
   const std::vector<PassPtr>& eval_passes() const { return eval_; }
 
   // Tunes `candidate` and returns the best candidate extending its trace, evaluated (see the
