@@ -129,23 +129,11 @@ ir::IRModule TuningPass::Replay(const ir::IRModule& module, const ir::Instructio
   return ApplyDecision(module, instruction, context);
 }
 
-std::vector<ir::AttrSpec> SearchArguments() {
-  return {
-      {"strategy", ir::AttrKind::kString, std::string("exhaustive"),
-       "which choices to evaluate: exhaustive or random"},
-      {"sample", ir::AttrKind::kInt, int64_t{0}, "random strategy: how many choices (0: all)"},
-      {"max_candidates", ir::AttrKind::kInt, int64_t{0}, "evaluate at most this many (0: no cap)"},
-      {"keep", ir::AttrKind::kInt, int64_t{0},
-       "when the eval passes nest tuning passes: screen every choice cheaply first and tune only "
-       "the best `keep` (0: tune every choice)"},
-  };
-}
-
 tuning::SearchStrategy TuningPass::Strategy() const {
   tuning::SearchStrategy strategy;
-  strategy.kind = tuning::SearchStrategy::ParseKind(StringArgument("strategy", "exhaustive"));
-  strategy.sample = IntArgument("sample", 0);
-  strategy.max_candidates = IntArgument("max_candidates", 0);
+  strategy.kind = tuning::SearchStrategy::ParseKind(search_.strategy);
+  strategy.sample = search_.sample;
+  strategy.max_candidates = search_.max_candidates;
   return strategy;
 }
 
@@ -334,7 +322,7 @@ Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice
     }
     applied.push_back(std::move(next));
   }
-  int64_t keep = IntArgument("keep", 0);
+  int64_t keep = search_.keep;
   if (keep > 0 && total > keep && NestsTuning(eval_)) {
     return ScreenAndTune(candidate, std::move(applied), candidate.trace.size(), keep, context);
   }
