@@ -1,10 +1,16 @@
 // The one declaration of a pass (passes/pass_declaration.h): the registry entry, the typed
-// options parsed from pipeline text and the checks all come from it.
+// options parsed from pipeline text, the checks and the generated reference all come from it;
+// docs/passes.md is what the registry generates.
 #include "passes/pass_declaration.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "ir/error.h"
+#include "passes/pass_docs.h"
 #include "passes/pipeline_text.h"
 
 namespace tandem::passes {
@@ -131,6 +137,36 @@ TEST(PassDeclaration, RegistryReportsWrongKindsUnknownArgumentsAndFailedChecks) 
                       "scale, mode, sizes)"),
             std::string::npos);
   EXPECT_NE(message("Demo(count=-1)").find("Demo: count must not be negative"), std::string::npos);
+}
+
+TEST(PassDeclaration, MarkdownListsEachPassWithItsArgumentTable) {
+  PassRegistry registry;
+  RegisterFunctionPass(registry, DemoDeclaration(),
+                       [](const ir::IRModule& m, PassContext&, const DemoOptions&) { return m; });
+  std::string markdown = PassRegistryMarkdown(registry);
+  EXPECT_NE(markdown.find("## Demo\n\nA pass for the declaration tests.\n\nheuristic pass; "
+                          "requires InferType.\n"),
+            std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| `count` | int | `3` | how many |\n"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| `mode` | string | `\"fast\"` | fast \\| slow |\n"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| `sizes` | int list | `[1,2]` | a list |\n"), std::string::npos)
+      << markdown;
+  std::string text = PassRegistryText(registry);
+  EXPECT_NE(text.find("Demo  [heuristic pass; requires InferType]\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    count=3 (int): how many\n"), std::string::npos) << text;
+}
+
+TEST(PassDeclaration, DocsPassesMdIsWhatTheRegistryGenerates) {
+  std::filesystem::path path = std::filesystem::path(TANDEM_SOURCE_DIR) / "docs" / "passes.md";
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_TRUE(content.str() == PassRegistryMarkdown(PassRegistry::Global()))
+      << path.string()
+      << " differs from the pass declarations; regenerate it with\n"
+         "  build/tools/tandem pipelines --passes-markdown > docs/passes.md";
 }
 
 }  // namespace
