@@ -29,7 +29,8 @@ int64_t Pass::IntArgument(const std::string& key, int64_t fallback) const {
   const ir::AttrValue* v = FindArgument(arguments_, key);
   if (!v) return fallback;
   if (const auto* i = std::get_if<int64_t>(v)) return *i;
-  throw Error(fmt::format("{}: argument '{}' must be an integer, not {}", name(), key, ir::ToString(*v)));
+  throw Error(
+      fmt::format("{}: argument '{}' must be an integer, not {}", name(), key, ir::ToString(*v)));
 }
 
 double Pass::FloatArgument(const std::string& key, double fallback) const {
@@ -37,14 +38,16 @@ double Pass::FloatArgument(const std::string& key, double fallback) const {
   if (!v) return fallback;
   if (const auto* d = std::get_if<double>(v)) return *d;
   if (const auto* i = std::get_if<int64_t>(v)) return static_cast<double>(*i);
-  throw Error(fmt::format("{}: argument '{}' must be a number, not {}", name(), key, ir::ToString(*v)));
+  throw Error(
+      fmt::format("{}: argument '{}' must be a number, not {}", name(), key, ir::ToString(*v)));
 }
 
 std::string Pass::StringArgument(const std::string& key, const std::string& fallback) const {
   const ir::AttrValue* v = FindArgument(arguments_, key);
   if (!v) return fallback;
   if (const auto* s = std::get_if<std::string>(v)) return *s;
-  throw Error(fmt::format("{}: argument '{}' must be a string, not {}", name(), key, ir::ToString(*v)));
+  throw Error(
+      fmt::format("{}: argument '{}' must be a string, not {}", name(), key, ir::ToString(*v)));
 }
 
 void Pass::Validate(const std::vector<std::string>& preceding) const {
@@ -118,7 +121,7 @@ std::string WriteReproducer(const std::string& dir, const Pass& pass, const ir::
 ir::IRModule PassContext::RunPass(const Pass& pass, const ir::IRModule& module) {
   // Depth counts the non-group passes enclosing this one (0 for a pass of the outermost
   // pipeline, 1 for an eval pass of a top-level tuning pass, ...).
-  bool is_group = dynamic_cast<const Sequential*>(&pass) != nullptr;
+  bool is_group = pass.IsGroup();
   if (!is_group) ++depth_;
   struct DepthGuard {
     int& depth;
@@ -138,8 +141,9 @@ ir::IRModule PassContext::RunPass(const Pass& pass, const ir::IRModule& module) 
       try {
         ir::Verify(result);
       } catch (const Error& e) {
-        throw Error(fmt::format("pass '{}' broke an IR invariant: {}", pass.name(), e.message()),
-                    ir::ErrorLocation{.pass = pass.name(), .op = e.where().op, .node = e.where().node});
+        throw Error(
+            fmt::format("pass '{}' broke an IR invariant: {}", pass.name(), e.message()),
+            ir::ErrorLocation{.pass = pass.name(), .op = e.where().op, .node = e.where().node});
       }
     }
   } catch (const Error& e) {

@@ -36,6 +36,7 @@ namespace tandem::passes {
 
 class Pass;
 class PassContext;
+struct Candidate;  // passes/tuning_pass.h: a module being tuned, with its trace
 using PassPtr = std::shared_ptr<const Pass>;
 
 struct PassInfo {
@@ -63,6 +64,31 @@ class Pass {
   // `preceding` names the passes that run before this one. Throws ir::Error naming both
   // passes on a violation.
   virtual void Validate(const std::vector<std::string>& preceding) const;
+  // Whether this pass only groups its nested passes (Sequential): a group has no name of its own
+  // in the pipeline text (it prints as its members), and is neither instrumented nor counted as
+  // a pass that ran.
+  virtual bool IsGroup() const { return false; }
+
+  // How this pass takes part in tuning when it is an eval pass of a tuning pass, or a pass a
+  // trace replays (defined in passes/tuning_pass.cc, beside Candidate). The defaults are those
+  // of a heuristic pass; TuningPass and Sequential override them.
+  //
+  // Expands `candidate` (not failed) with this pass: a heuristic pass runs once and is recorded
+  // as a one-choice instruction (decision "apply"); a tuning pass tunes the candidate; a group
+  // expands it with each member in order.
+  virtual Candidate ExpandCandidate(Candidate candidate, PassContext& context) const;
+  // The screening form of this pass on `candidate` (not failed): a heuristic pass its one fixed
+  // step, a tuning pass its Screen candidates, a group the screening of each member in turn.
+  virtual std::vector<Candidate> ScreenCandidate(const Candidate& candidate,
+                                                 PassContext& context) const;
+  // Whether a candidate expanded with this pass carries its measurement (a tuning pass that
+  // picks the fastest of measured candidates; a group whose last member does).
+  virtual bool ExpandsToMeasured() const { return false; }
+  // Re-applies what this pass recorded in `instruction` to `module` (ReplayTrace): a heuristic
+  // pass runs again with PassContext::replaying pointing at the instruction; a tuning pass
+  // applies the recorded decision; a group of one pass replays that pass.
+  virtual ir::IRModule Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                              PassContext& context) const;
 
  protected:
   Pass() = default;
@@ -153,6 +179,13 @@ class Sequential : public Pass {
   ir::IRModule Run(const ir::IRModule& module, PassContext& context) const override;
   std::vector<PassPtr> nested() const override { return passes_; }
   void Validate(const std::vector<std::string>& preceding) const override;
+  bool IsGroup() const override { return true; }
+  Candidate ExpandCandidate(Candidate candidate, PassContext& context) const override;
+  std::vector<Candidate> ScreenCandidate(const Candidate& candidate,
+                                         PassContext& context) const override;
+  bool ExpandsToMeasured() const override;
+  ir::IRModule Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                      PassContext& context) const override;
   const std::vector<PassPtr>& passes() const { return passes_; }
 
  private:

@@ -1,8 +1,9 @@
 // The pass registry: every pass under its stable name, with its documented arguments.
 //
-// All built-in passes are registered in one place, passes/register_all_passes.cc. The pipeline
-// text parser creates passes through the registry, so an unknown name or a bad argument is a
-// clear error listing what the pass accepts.
+// All built-in passes are registered in one place, passes/register_all_passes.cc; each declares
+// itself once (passes/pass_declaration.h), and its PassDef is derived from that declaration. The
+// pipeline text parser creates passes through the registry, so an unknown name or a bad argument
+// is a clear error listing what the pass accepts.
 #pragma once
 
 #include <functional>
@@ -19,8 +20,9 @@ struct PassDef {
   std::string name;
   std::string doc;
   std::vector<ir::AttrSpec> arguments;  // accepted arguments (kinds, defaults, docs)
+  std::vector<std::string> required;    // passes that must run before it (for the docs)
   bool is_tuning = false;
-  bool takes_eval_passes = false;       // accepts eval=[...]
+  bool takes_eval_passes = false;  // accepts eval=[...]
   // Creates the pass from checked arguments (only those given, in the given order) and eval
   // passes.
   std::function<PassPtr(PassArguments arguments, std::vector<PassPtr> eval)> create;

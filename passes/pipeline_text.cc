@@ -20,7 +20,8 @@ class PipelineParser {
   PassPtr Parse() {
     std::vector<PassPtr> passes = ParseList();
     SkipSpace();
-    if (pos_ < text_.size()) Fail(fmt::format("expected ',' or the end but found '{}'", text_[pos_]));
+    if (pos_ < text_.size())
+      Fail(fmt::format("expected ',' or the end but found '{}'", text_[pos_]));
     return MakeSequential(std::move(passes));
   }
 
@@ -93,8 +94,9 @@ class PipelineParser {
     try {
       return registry_.Create(name, std::move(arguments), std::move(eval));
     } catch (const Error& e) {
-      throw Error(fmt::format("pipeline text: {}", e.message()),
-                  ir::ErrorLocation{.pass = name, .line = 1, .column = static_cast<int>(name_pos) + 1});
+      throw Error(
+          fmt::format("pipeline text: {}", e.message()),
+          ir::ErrorLocation{.pass = name, .line = 1, .column = static_cast<int>(name_pos) + 1});
     }
   }
 
@@ -155,7 +157,8 @@ class PipelineParser {
     } catch (const std::exception&) {
     }
     pos_ = start;
-    Fail(fmt::format("expected a value but found '{}'", number.empty() ? std::string(1, c) : number));
+    Fail(fmt::format("expected a value but found '{}'",
+                     number.empty() ? std::string(1, c) : number));
   }
 
   const std::string& text_;
@@ -164,13 +167,14 @@ class PipelineParser {
 };
 
 std::string PrintOne(const Pass& pass) {
-  if (const auto* seq = dynamic_cast<const Sequential*>(&pass)) {
+  if (pass.IsGroup()) {
     std::vector<std::string> items;
-    for (const PassPtr& p : seq->passes()) items.push_back(PrintOne(*p));
+    for (const PassPtr& p : pass.nested()) items.push_back(PrintOne(*p));
     return fmt::format("{}", fmt::join(items, ", "));
   }
   std::vector<std::string> parts;
-  for (const auto& [key, value] : pass.arguments()) parts.push_back(key + "=" + ir::ToString(value));
+  for (const auto& [key, value] : pass.arguments())
+    parts.push_back(key + "=" + ir::ToString(value));
   std::vector<PassPtr> nested = pass.nested();
   if (!nested.empty()) {
     std::vector<std::string> items;
@@ -182,12 +186,13 @@ std::string PrintOne(const Pass& pass) {
 }
 
 void PrintTree(const Pass& pass, int indent, std::string& out) {
-  if (const auto* seq = dynamic_cast<const Sequential*>(&pass)) {
-    for (const PassPtr& p : seq->passes()) PrintTree(*p, indent, out);
+  if (pass.IsGroup()) {
+    for (const PassPtr& p : pass.nested()) PrintTree(*p, indent, out);
     return;
   }
   std::vector<std::string> parts;
-  for (const auto& [key, value] : pass.arguments()) parts.push_back(key + "=" + ir::ToString(value));
+  for (const auto& [key, value] : pass.arguments())
+    parts.push_back(key + "=" + ir::ToString(value));
   out += std::string(static_cast<size_t>(indent) * 2, ' ') + pass.name();
   if (!parts.empty()) out += fmt::format("({})", fmt::join(parts, ", "));
   if (pass.info().is_tuning) out += "  [tuning]";
@@ -205,7 +210,9 @@ PassPtr ParsePipeline(const std::string& text, const PassRegistry& registry) {
   return PipelineParser(text, registry).Parse();
 }
 
-std::string PrintPipeline(const Pass& pass) { return PrintOne(pass); }
+std::string PrintPipeline(const Pass& pass) {
+  return PrintOne(pass);
+}
 
 std::string PrintPipelineTree(const Pass& pass) {
   std::string out;

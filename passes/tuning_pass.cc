@@ -17,55 +17,17 @@ constexpr const char* kPassAttr = "pass";
 constexpr const char* kConsideredAttr = "considered";
 constexpr const char* kHeuristicDecision = "apply";
 
-// Runs one eval pass on a candidate (recursing into sequences).
-Candidate ExpandWith(Candidate candidate, const PassPtr& eval, PassContext& context) {
+// Runs one eval pass on a candidate (a failed candidate stays as it is).
+Candidate ExpandWith(Candidate candidate, const Pass& eval, PassContext& context) {
   if (candidate.failed()) return candidate;
-  if (const auto* tuning = dynamic_cast<const TuningPass*>(eval.get())) {
-    return tuning->Tune(candidate, context);
-  }
-  if (const auto* sequence = dynamic_cast<const Sequential*>(eval.get())) {
-    for (const PassPtr& member : sequence->passes()) {
-      candidate = ExpandWith(std::move(candidate), member, context);
-    }
-    return candidate;
-  }
-  // A heuristic pass: one fixed step, recorded as a one-choice instruction.
-  ir::Instruction instruction;
-  instruction.kind = eval->name();
-  instruction.attrs.Set(kPassAttr, PrintPipeline(*eval));
-  instruction.decision = ir::AttrValue(std::string(kHeuristicDecision));
-  candidate.trace.Append(std::move(instruction));
-  candidate.result.reset();
-  try {
-    candidate.output = context.RunPass(*eval, candidate.output);
-  } catch (const ir::Error& e) {
-    candidate.result = tuning::MeasureResult::Failure(
-        fmt::format("eval pass {} failed: {}", eval->name(), e.what()));
-  }
-  return candidate;
+  return eval.ExpandCandidate(std::move(candidate), context);
 }
 
-// The screening form of one eval pass on a candidate (recursing into sequences): a tuning pass
-// gives its Screen candidates, a heuristic pass its one fixed step.
-std::vector<Candidate> ScreenWith(const Candidate& candidate, const PassPtr& eval,
+// The screening form of one eval pass on a candidate (a failed candidate stays as it is).
+std::vector<Candidate> ScreenWith(const Candidate& candidate, const Pass& eval,
                                   PassContext& context) {
   if (candidate.failed()) return {candidate};
-  if (const auto* tuning = dynamic_cast<const TuningPass*>(eval.get())) {
-    return tuning->Screen(candidate, context);
-  }
-  if (const auto* sequence = dynamic_cast<const Sequential*>(eval.get())) {
-    std::vector<Candidate> current{candidate};
-    for (const PassPtr& member : sequence->passes()) {
-      std::vector<Candidate> next;
-      for (const Candidate& c : current) {
-        for (Candidate& screened : ScreenWith(c, member, context))
-          next.push_back(std::move(screened));
-      }
-      current = std::move(next);
-    }
-    return current;
-  }
-  return {ExpandWith(candidate, eval, context)};
+  return eval.ScreenCandidate(candidate, context);
 }
 
 bool NestsTuning(const std::vector<PassPtr>& passes) {
@@ -78,15 +40,7 @@ bool NestsTuning(const std::vector<PassPtr>& passes) {
 // Whether expanding with `passes` leaves the candidate measured: the last pass is a tuning pass
 // that returns a measured candidate (through sequences).
 bool EndsMeasured(const std::vector<PassPtr>& passes) {
-  if (passes.empty()) return false;
-  const PassPtr& last = passes.back();
-  if (const auto* tuning = dynamic_cast<const TuningPass*>(last.get())) {
-    return tuning->MeasuresItsResult();
-  }
-  if (const auto* sequence = dynamic_cast<const Sequential*>(last.get())) {
-    return EndsMeasured(sequence->passes());
-  }
-  return false;
+  return !passes.empty() && passes.back()->ExpandsToMeasured();
 }
 
 }  // namespace
@@ -95,23 +49,91 @@ Candidate Candidate::Start(const ir::IRModule& module) {
   return Candidate{module, ir::Trace(), module, std::nullopt};
 }
 
-std::vector<ir::AttrSpec> SearchArguments() {
-  return {
-      {"strategy", ir::AttrKind::kString, std::string("exhaustive"),
-       "which choices to evaluate: exhaustive or random"},
-      {"sample", ir::AttrKind::kInt, int64_t{0}, "random strategy: how many choices (0: all)"},
-      {"max_candidates", ir::AttrKind::kInt, int64_t{0}, "evaluate at most this many (0: no cap)"},
-      {"keep", ir::AttrKind::kInt, int64_t{0},
-       "when the eval passes nest tuning passes: screen every choice cheaply first and tune only "
-       "the best `keep` (0: tune every choice)"},
-  };
+// The tuning hooks of Pass (passes/pass.h): a heuristic pass is one fixed step.
+Candidate Pass::ExpandCandidate(Candidate candidate, PassContext& context) const {
+  // A heuristic pass: one fixed step, recorded as a one-choice instruction.
+  ir::Instruction instruction;
+  instruction.kind = name();
+  instruction.attrs.Set(kPassAttr, PrintPipeline(*this));
+  instruction.decision = ir::AttrValue(std::string(kHeuristicDecision));
+  candidate.trace.Append(std::move(instruction));
+  candidate.result.reset();
+  try {
+    candidate.output = context.RunPass(*this, candidate.output);
+  } catch (const ir::Error& e) {
+    candidate.result =
+        tuning::MeasureResult::Failure(fmt::format("eval pass {} failed: {}", name(), e.what()));
+  }
+  return candidate;
+}
+
+std::vector<Candidate> Pass::ScreenCandidate(const Candidate& candidate,
+                                             PassContext& context) const {
+  return {ExpandCandidate(candidate, context)};
+}
+
+ir::IRModule Pass::Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                          PassContext& context) const {
+  // A heuristic pass; one that took something from the database applies what it took.
+  context.replaying = &instruction;
+  struct Reset {
+    PassContext& context;
+    ~Reset() { context.replaying = nullptr; }
+  } reset{context};
+  return context.RunPass(*this, module);
+}
+
+Candidate Sequential::ExpandCandidate(Candidate candidate, PassContext& context) const {
+  for (const PassPtr& member : passes_) {
+    candidate = ExpandWith(std::move(candidate), *member, context);
+  }
+  return candidate;
+}
+
+std::vector<Candidate> Sequential::ScreenCandidate(const Candidate& candidate,
+                                                   PassContext& context) const {
+  std::vector<Candidate> current{candidate};
+  for (const PassPtr& member : passes_) {
+    std::vector<Candidate> next;
+    for (const Candidate& c : current) {
+      for (Candidate& screened : ScreenWith(c, *member, context))
+        next.push_back(std::move(screened));
+    }
+    current = std::move(next);
+  }
+  return current;
+}
+
+bool Sequential::ExpandsToMeasured() const {
+  return EndsMeasured(passes_);
+}
+
+ir::IRModule Sequential::Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                                PassContext& context) const {
+  // A recorded pass text parses into a sequence of the one pass that recorded it.
+  if (passes_.size() == 1) return passes_[0]->Replay(module, instruction, context);
+  return Pass::Replay(module, instruction, context);
+}
+
+Candidate TuningPass::ExpandCandidate(Candidate candidate, PassContext& context) const {
+  return Tune(candidate, context);
+}
+
+std::vector<Candidate> TuningPass::ScreenCandidate(const Candidate& candidate,
+                                                   PassContext& context) const {
+  return Screen(candidate, context);
+}
+
+ir::IRModule TuningPass::Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                                PassContext& context) const {
+  return ApplyDecision(module, instruction, context);
 }
 
 tuning::SearchStrategy TuningPass::Strategy() const {
   tuning::SearchStrategy strategy;
-  strategy.kind = tuning::SearchStrategy::ParseKind(StringArgument("strategy", "exhaustive"));
-  strategy.sample = IntArgument("sample", 0);
-  strategy.max_candidates = IntArgument("max_candidates", 0);
+  strategy.kind = tuning::SearchStrategy::ParseKind(search_.strategy);
+  strategy.sample = search_.sample;
+  strategy.max_candidates = search_.max_candidates;
   return strategy;
 }
 
@@ -152,7 +174,7 @@ std::vector<Candidate> TuningPass::ScreenWithEvalPasses(const Candidate& candida
   for (const PassPtr& eval : eval_) {
     std::vector<Candidate> next;
     for (const Candidate& c : current) {
-      for (Candidate& screened : ScreenWith(c, eval, context)) next.push_back(std::move(screened));
+      for (Candidate& screened : ScreenWith(c, *eval, context)) next.push_back(std::move(screened));
     }
     current = std::move(next);
   }
@@ -169,7 +191,7 @@ Candidate TuningPass::ExpandWithEvalPasses(Candidate candidate, PassContext& con
   tuning::BudgetShareScope scope(
       session, share ? std::max<int64_t>(0, remaining - reserved) / split.candidates_left : 0,
       share);
-  for (const PassPtr& eval : eval_) candidate = ExpandWith(std::move(candidate), eval, context);
+  for (const PassPtr& eval : eval_) candidate = ExpandWith(std::move(candidate), *eval, context);
   return candidate;
 }
 
@@ -300,7 +322,7 @@ Candidate TuningPass::TuneChoices(const Candidate& candidate, std::vector<Choice
     }
     applied.push_back(std::move(next));
   }
-  int64_t keep = IntArgument("keep", 0);
+  int64_t keep = search_.keep;
   if (keep > 0 && total > keep && NestsTuning(eval_)) {
     return ScreenAndTune(candidate, std::move(applied), candidate.trace.size(), keep, context);
   }
@@ -428,20 +450,7 @@ ir::IRModule ReplayTrace(const ir::IRModule& input, const ir::Trace& trace, Pass
         throw ir::Error("the instruction does not name the pass that recorded it");
       }
       PassPtr parsed = ParsePipeline(instruction.attrs.GetString(kPassAttr, ""), registry);
-      const auto* sequence = dynamic_cast<const Sequential*>(parsed.get());
-      PassPtr pass =
-          sequence != nullptr && sequence->passes().size() == 1 ? sequence->passes()[0] : parsed;
-      if (const auto* tuning = dynamic_cast<const TuningPass*>(pass.get())) {
-        module = tuning->ApplyDecision(module, instruction, context);
-      } else {
-        // A heuristic pass; one that took something from the database applies what it took.
-        context.replaying = &instruction;
-        struct Reset {
-          PassContext& context;
-          ~Reset() { context.replaying = nullptr; }
-        } reset{context};
-        module = context.RunPass(*pass, module);
-      }
+      module = parsed->Replay(module, instruction, context);
     } catch (const ir::Error& e) {
       throw ir::Error(
           fmt::format("replaying instruction {} ({}): {}", i, instruction.kind, e.what()));

@@ -51,6 +51,7 @@
 
 #include "ir/trace.h"
 #include "passes/pass.h"
+#include "passes/pass_declaration.h"
 #include "passes/pass_registry.h"
 #include "tuning/session/knob.h"
 #include "tuning/measure/measure.h"
@@ -77,10 +78,42 @@ struct BudgetSplit {
   int64_t candidates_left = 0;
   int64_t reserved = 0;
 };
+
+// The search arguments of a one-knob tuning pass (SearchArguments). The options struct of such a
+// pass derives from it, so that its declaration can name these members.
+struct SearchOptions {
+  std::string strategy = "exhaustive";  // exhaustive or random
+  int64_t sample = 0;                   // random strategy: how many choices (0: all)
+  int64_t max_candidates = 0;           // evaluate at most this many (0: no cap)
+  int64_t keep = 0;                     // screen first and tune only the best `keep` (0: all)
+};
+
+// The declared search arguments (strategy, sample, max_candidates, keep) of a tuning pass whose
+// options derive from SearchOptions.
+template <typename Options>
+std::vector<PassOption<Options>> SearchArguments() {
+  static_assert(std::is_base_of_v<SearchOptions, Options>);
+  return {
+      {"strategy", &SearchOptions::strategy, "which choices to evaluate: exhaustive or random"},
+      {"sample", &SearchOptions::sample, "random strategy: how many choices (0: all)"},
+      {"max_candidates", &SearchOptions::max_candidates, "evaluate at most this many (0: no cap)"},
+      {"keep", &SearchOptions::keep,
+       "when the eval passes nest tuning passes: screen every choice cheaply first and tune only "
+       "the best `keep` (0: tune every choice)"},
+  };
+}
+
 class TuningPass : public Pass {
  public:
+  const PassInfo& info() const override { return info_; }
   ir::IRModule Run(const ir::IRModule& module, PassContext& context) const override;
   std::vector<PassPtr> nested() const override { return eval_; }
+  Candidate ExpandCandidate(Candidate candidate, PassContext& context) const override;
+  std::vector<Candidate> ScreenCandidate(const Candidate& candidate,
+                                         PassContext& context) const override;
+  bool ExpandsToMeasured() const override { return MeasuresItsResult(); }
+  ir::IRModule Replay(const ir::IRModule& module, const ir::Instruction& instruction,
+                      PassContext& context) const override;
   const std::vector<PassPtr>& eval_passes() const { return eval_; }
 
   // Tunes `candidate` and returns the best candidate extending its trace, evaluated (see the
@@ -107,9 +140,16 @@ class TuningPass : public Pass {
   std::string DecisionText() const;
 
  protected:
-  TuningPass(PassArguments arguments, std::vector<PassPtr> eval)
-      : Pass(std::move(arguments)), eval_(std::move(eval)) {}
-  // The search strategy from the arguments strategy="exhaustive"|"random", sample=k,
+  // `info` and `arguments` as declared and given (passes/pass_declaration.h); `search`: the
+  // pass's search options (strategy, sample, max_candidates, keep), the defaults for a pass
+  // without them.
+  TuningPass(PassInfo info, PassArguments arguments, std::vector<PassPtr> eval,
+             SearchOptions search = {})
+      : Pass(std::move(arguments)),
+        info_(std::move(info)),
+        eval_(std::move(eval)),
+        search_(std::move(search)) {}
+  // The search strategy from the search options strategy="exhaustive"|"random", sample=k,
   // max_candidates=n.
   tuning::SearchStrategy Strategy() const;
   // Expands a candidate with every eval pass in order (step 2 of the file comment). With
@@ -161,11 +201,10 @@ class TuningPass : public Pass {
   Candidate ScreenAndTune(const Candidate& candidate, std::vector<Candidate> applied,
                           size_t instruction_index, int64_t keep, PassContext& context) const;
 
+  PassInfo info_;
   std::vector<PassPtr> eval_;
+  SearchOptions search_;
 };
-
-// Argument specs every one-knob tuning pass accepts (strategy, sample, max_candidates, keep).
-std::vector<ir::AttrSpec> SearchArguments();
 
 // Re-applies the decisions of `trace` to `input` (the module tuning started from). Each
 // instruction names the pass that recorded it; passes are created from `registry`. Errors name

@@ -9,6 +9,7 @@
 #include "backends/runtime/executable.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "passes/pass_docs.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
@@ -35,13 +36,27 @@ Command AddPipelinesCommand(CLI::App& app) {
   auto name = std::make_shared<std::string>();
   auto file = std::make_shared<std::string>();
   auto target = std::make_shared<std::string>("llvm");
-  CLI::App* cmd =
-      app.add_subcommand("pipelines", "list the registered pipelines, or show one's structure");
+  auto list_passes = std::make_shared<bool>(false);
+  auto passes_markdown = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "pipelines", "list the registered pipelines, or show one's structure, or list the passes");
   cmd->add_option("name", *name, "pipeline to show");
   cmd->add_option("--pipeline-file", *file, "also register the pipelines of this file");
   cmd->add_option("--target", *target, "target whose variant to show")->capture_default_str();
-  return [cmd, name, file, target]() {
+  cmd->add_flag("--passes", *list_passes,
+                "list every registered pass with its summary, required passes and arguments");
+  cmd->add_flag("--passes-markdown", *passes_markdown,
+                "print the pass reference as Markdown (docs/passes.md)");
+  return [cmd, name, file, target, list_passes, passes_markdown]() {
     if (!*cmd) return -1;
+    if (*passes_markdown) {
+      std::cout << passes::PassRegistryMarkdown(passes::PassRegistry::Global());
+      return 0;
+    }
+    if (*list_passes) {
+      std::cout << passes::PassRegistryText(passes::PassRegistry::Global());
+      return 0;
+    }
     auto& registry = pipelines::PipelineRegistry::Global();
     if (!file->empty()) registry.LoadFile(*file);
     if (name->empty()) {

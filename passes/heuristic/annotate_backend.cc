@@ -12,7 +12,7 @@
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -59,29 +59,34 @@ ir::GraphFunction Annotate(const ir::GraphFunction& fn, const std::string& backe
 }  // namespace
 
 void RegisterAnnotateBackend(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "AnnotateBackend",
-      .doc = "Set the `backend` annotation on op calls (all, or those named in `ops`).",
-      .arguments = {{"backend", ir::AttrKind::kString, std::string("llvm"),
-                     "backend to record, e.g. \"llvm\", \"onednn\", \"cublas\""},
-                    {"ops", ir::AttrKind::kString, std::string(""),
-                     "comma-separated op names to annotate (empty: every op)"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        std::string backend = Trim(StringArgument(args, "backend", "llvm"));
-        std::set<std::string> ops;
-        try {
-          if (backend.empty()) throw ir::Error("AnnotateBackend: backend must not be empty");
-          ops = ParseOpList(StringArgument(args, "ops", ""));
-        } catch (const ir::Error& e) {
-          throw e.WithPass("AnnotateBackend");
-        }
-        return std::make_shared<FunctionPass>(
-            PassInfo{"AnnotateBackend", {}, false}, std::move(args),
-            [backend, ops](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(
-                  module, [&](const ir::GraphFunction& fn) { return Annotate(fn, backend, ops); });
-            });
-      }});
+  struct Options {
+    std::string backend = "llvm";
+    std::string ops;
+  };
+  // The backend to record and the ops to annotate; a bad value is an error naming the pass.
+  auto parse = [](const Options& options) {
+    try {
+      std::string backend = Trim(options.backend);
+      if (backend.empty()) throw ir::Error("AnnotateBackend: backend must not be empty");
+      return std::make_pair(backend, ParseOpList(options.ops));
+    } catch (const ir::Error& e) {
+      throw e.WithPass("AnnotateBackend");
+    }
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = "AnnotateBackend",
+       .summary = "Set the `backend` annotation on op calls (all, or those named in `ops`).",
+       .arguments = {{"backend", &Options::backend,
+                      "backend to record, e.g. \"llvm\", \"onednn\", \"cublas\""},
+                     {"ops", &Options::ops,
+                      "comma-separated op names to annotate (empty: every op)"}},
+       .check = [parse](const Options& options) { parse(options); }},
+      [parse](const ir::IRModule& module, PassContext&, const Options& options) {
+        auto [backend, ops] = parse(options);
+        return MapGraphFunctions(
+            module, [&](const ir::GraphFunction& fn) { return Annotate(fn, backend, ops); });
+      });
 }
 
 }  // namespace tandem::passes

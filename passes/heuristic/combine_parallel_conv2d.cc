@@ -11,7 +11,7 @@
 
 #include "passes/graph_utils.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -104,22 +104,23 @@ ir::GraphFunction Combine(const ir::GraphFunction& fn, int64_t min_branches) {
 }  // namespace
 
 void RegisterCombineParallelConv2D(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "CombineParallelConv2D",
-      .doc = "Combine conv2d calls reading the same data with equal attributes and kernel size "
-             "into one conv2d over concatenated constant weights, sliced per branch.",
-      .arguments = {{"min_branches", ir::AttrKind::kInt, int64_t{2},
-                     "fewest parallel convolutions worth combining"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        CheckMinBranches(args, "CombineParallelConv2D");
-        return std::make_shared<FunctionPass>(
-            PassInfo{"CombineParallelConv2D", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              int64_t min_branches = IntArgument(a, "min_branches", 2);
-              return MapGraphFunctions(
-                  module, [&](const ir::GraphFunction& fn) { return Combine(fn, min_branches); });
-            });
-      }});
+  RegisterFunctionPass<MinBranchesOptions>(
+      registry,
+      {.name = "CombineParallelConv2D",
+       .summary =
+           "Combine conv2d calls reading the same data with equal attributes and kernel size "
+           "into one conv2d over concatenated constant weights, sliced per branch.",
+       .required = {"InferType"},
+       .arguments = {{"min_branches", &MinBranchesOptions::min_branches,
+                      "fewest parallel convolutions worth combining"}},
+       .check =
+           [](const MinBranchesOptions& options) {
+             CheckMinBranches(options, "CombineParallelConv2D");
+           }},
+      [](const ir::IRModule& module, PassContext&, const MinBranchesOptions& options) {
+        return MapGraphFunctions(
+            module, [&](const ir::GraphFunction& fn) { return Combine(fn, options.min_branches); });
+      });
 }
 
 }  // namespace tandem::passes

@@ -17,7 +17,7 @@
 
 #include "passes/graph_utils.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -153,22 +153,23 @@ ir::GraphFunction Combine(const ir::GraphFunction& fn, int64_t min_branches) {
 }  // namespace
 
 void RegisterCombineParallelMatmul(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "CombineParallelMatmul",
-      .doc = "Combine dense (and matmul with a constant 2-D right operand) calls reading the same "
-             "data into one dense over concatenated weights (and biases), sliced per branch.",
-      .arguments = {{"min_branches", ir::AttrKind::kInt, int64_t{2},
-                     "fewest parallel linear layers worth combining"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        CheckMinBranches(args, "CombineParallelMatmul");
-        return std::make_shared<FunctionPass>(
-            PassInfo{"CombineParallelMatmul", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              int64_t min_branches = IntArgument(a, "min_branches", 2);
-              return MapGraphFunctions(
-                  module, [&](const ir::GraphFunction& fn) { return Combine(fn, min_branches); });
-            });
-      }});
+  RegisterFunctionPass<MinBranchesOptions>(
+      registry,
+      {.name = "CombineParallelMatmul",
+       .summary =
+           "Combine dense (and matmul with a constant 2-D right operand) calls reading the same "
+           "data into one dense over concatenated weights (and biases), sliced per branch.",
+       .required = {"InferType"},
+       .arguments = {{"min_branches", &MinBranchesOptions::min_branches,
+                      "fewest parallel linear layers worth combining"}},
+       .check =
+           [](const MinBranchesOptions& options) {
+             CheckMinBranches(options, "CombineParallelMatmul");
+           }},
+      [](const ir::IRModule& module, PassContext&, const MinBranchesOptions& options) {
+        return MapGraphFunctions(
+            module, [&](const ir::GraphFunction& fn) { return Combine(fn, options.min_branches); });
+      });
 }
 
 }  // namespace tandem::passes

@@ -25,7 +25,7 @@
 #include "ir/layout.h"
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -283,24 +283,21 @@ class LayoutConverter {
 }  // namespace
 
 void RegisterConvertLayout(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "ConvertLayout",
-      .doc = "Move convolutions and the layout-agnostic ops around them into NHWC or NCHW<x>c.",
-      .arguments = {{"layout", ir::AttrKind::kString, std::string("NCHW16c"),
-                     "target data layout: NCHW, NHWC or NCHW<x>c"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"ConvertLayout", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              std::string layout = "NCHW16c";
-              for (const auto& [k, v] : a) {
-                if (k == "layout") layout = std::get<std::string>(v);
-              }
-              return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) {
-                return LayoutConverter(fn, layout).Run();
-              });
-            });
-      }});
+  struct Options {
+    std::string layout = "NCHW16c";
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = "ConvertLayout",
+       .summary =
+           "Move convolutions and the layout-agnostic ops around them into NHWC or NCHW<x>c.",
+       .required = {"InferType"},
+       .arguments = {{"layout", &Options::layout, "target data layout: NCHW, NHWC or NCHW<x>c"}}},
+      [](const ir::IRModule& module, PassContext&, const Options& options) {
+        return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) {
+          return LayoutConverter(fn, options.layout).Run();
+        });
+      });
 }
 
 }  // namespace tandem::passes

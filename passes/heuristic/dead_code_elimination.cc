@@ -3,7 +3,7 @@
 #include <set>
 
 #include "passes/graph_utils.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -31,16 +31,13 @@ ir::IRModule EliminateDeadCode(const ir::IRModule& module) {
 }  // namespace
 
 void RegisterDeadCodeElimination(PassRegistry& registry) {
-  registry.Register(
-      PassDef{.name = "DeadCodeElimination",
-              .doc = "Remove nodes the result does not depend on, and uncalled kernel functions.",
-              .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-                return std::make_shared<FunctionPass>(
-                    PassInfo{"DeadCodeElimination", {}, false}, std::move(args),
-                    [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-                      return EliminateDeadCode(module);
-                    });
-              }});
+  RegisterFunctionPass<NoOptions>(
+      registry,
+      {.name = "DeadCodeElimination",
+       .summary = "Remove nodes the result does not depend on, and uncalled kernel functions."},
+      [](const ir::IRModule& module, PassContext&, const NoOptions&) {
+        return EliminateDeadCode(module);
+      });
 }
 
 }  // namespace tandem::passes

@@ -9,7 +9,7 @@
 // are the same, in the same order of k).
 #include "passes/graph_utils.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 

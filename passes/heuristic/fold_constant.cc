@@ -5,7 +5,7 @@
 // (constant_fold_memo.h).
 #include "passes/graph_utils.h"
 #include "passes/heuristic/constant_fold_memo.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -68,23 +68,19 @@ ir::GraphFunction Fold(const ir::GraphFunction& fn, int64_t max_bytes) {
 }  // namespace
 
 void RegisterFoldConstant(PassRegistry& registry) {
-  registry.Register(
-      PassDef{.name = "FoldConstant",
-              .doc = "Evaluate op calls whose operands are all constants.",
-              .arguments = {{"max_bytes", ir::AttrKind::kInt, int64_t{-1},
-                             "largest folded result in bytes (-1: no limit)"}},
-              .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-                return std::make_shared<FunctionPass>(
-                    PassInfo{"FoldConstant", {}, false}, std::move(args),
-                    [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-                      int64_t max_bytes = -1;
-                      for (const auto& [k, v] : a) {
-                        if (k == "max_bytes") max_bytes = std::get<int64_t>(v);
-                      }
-                      return MapGraphFunctions(
-                          module, [&](const ir::GraphFunction& fn) { return Fold(fn, max_bytes); });
-                    });
-              }});
+  struct Options {
+    int64_t max_bytes = -1;
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = "FoldConstant",
+       .summary = "Evaluate op calls whose operands are all constants.",
+       .arguments = {{"max_bytes", &Options::max_bytes,
+                      "largest folded result in bytes (-1: no limit)"}}},
+      [](const ir::IRModule& module, PassContext&, const Options& options) {
+        return MapGraphFunctions(
+            module, [&](const ir::GraphFunction& fn) { return Fold(fn, options.max_bytes); });
+      });
 }
 
 }  // namespace tandem::passes

@@ -12,15 +12,15 @@
 // Members are annotated with `group = <id>`; Legalize lowers each group into one kernel.
 // Opaque ops (softmax, layer_norm), tuple-producing ops (split) and values the function
 // returns in the middle of a group are never fused.
+#include <fmt/format.h>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dominator_tree.hpp>
-#include <fmt/format.h>
 
 #include <numeric>
 
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -76,7 +76,8 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_
   }
   UnionFind groups(n);
   std::vector<int64_t> size(n, 1), anchors(n, 0);
-  for (size_t i = 0; i < n; ++i) anchors[i] = PatternOf(fn.nodes[i]) == ir::PatternKind::kOutElementwiseFusable;
+  for (size_t i = 0; i < n; ++i)
+    anchors[i] = PatternOf(fn.nodes[i]) == ir::PatternKind::kOutElementwiseFusable;
 
   auto fusable_node = [&](size_t i) {
     const ir::Node& node = fn.nodes[i];
@@ -105,7 +106,8 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_
       for (size_t c : consumers[x]) {
         if (c == target || seen[c]) continue;
         seen[c] = true;
-        if (!fusable_node(c) || PatternOf(fn.nodes[c]) > limit || static_cast<ir::ValueId>(c) == fn.output) {
+        if (!fusable_node(c) || PatternOf(fn.nodes[c]) > limit ||
+            static_cast<ir::ValueId>(c) == fn.output) {
           ok = false;
           break;
         }
@@ -115,9 +117,9 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_
     }
     if (!ok) continue;
     ir::PatternKind target_kind = PatternOf(fn.nodes[target]);
-    bool target_ok = target_kind <= limit ||
-                     (into_reductions && limit == ir::PatternKind::kInjective &&
-                      target_kind == ir::PatternKind::kReduction);
+    bool target_ok =
+        target_kind <= limit || (into_reductions && limit == ir::PatternKind::kInjective &&
+                                 target_kind == ir::PatternKind::kReduction);
     if (!target_ok) continue;
     // Size and anchor limits over the union of the groups involved.
     std::vector<size_t> members = between;
@@ -162,27 +164,23 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_
 }  // namespace
 
 void RegisterFuseOps(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "FuseOps",
-      .doc = "Group op calls into fused kernels by pattern kind and post-dominance.",
-      .arguments = {{"max_size", ir::AttrKind::kInt, int64_t{64}, "largest number of calls in a group"},
-                    {"into_reductions", ir::AttrKind::kInt, int64_t{1},
-                     "1: an injective chain fuses into the reduction that post-dominates it"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"FuseOps", {"InferType"}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              int64_t max_size = 64;
-              bool into_reductions = true;
-              for (const auto& [k, v] : a) {
-                if (k == "max_size") max_size = std::get<int64_t>(v);
-                if (k == "into_reductions") into_reductions = std::get<int64_t>(v) != 0;
-              }
-              return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) {
-                return Fuse(fn, max_size, into_reductions);
-              });
-            });
-      }});
+  struct Options {
+    int64_t max_size = 64;
+    bool into_reductions = true;
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = "FuseOps",
+       .summary = "Group op calls into fused kernels by pattern kind and post-dominance.",
+       .required = {"InferType"},
+       .arguments = {{"max_size", &Options::max_size, "largest number of calls in a group"},
+                     {"into_reductions", &Options::into_reductions,
+                      "1: an injective chain fuses into the reduction that post-dominates it"}}},
+      [](const ir::IRModule& module, PassContext&, const Options& options) {
+        return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) {
+          return Fuse(fn, options.max_size, options.into_reductions);
+        });
+      });
 }
 
 }  // namespace tandem::passes

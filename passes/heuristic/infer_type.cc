@@ -6,7 +6,7 @@
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -80,17 +80,14 @@ ir::GraphFunction InferTypes(const ir::GraphFunction& fn, const ir::IRModule& mo
 }  // namespace
 
 void RegisterInferType(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "InferType",
-      .doc = "Recompute every node's type from its operands; report type errors at the node.",
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"InferType", {}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext&, const PassArguments&) {
-              return MapGraphFunctions(
-                  module, [&](const ir::GraphFunction& fn) { return InferTypes(fn, module); });
-            });
-      }});
+  RegisterFunctionPass<NoOptions>(
+      registry,
+      {.name = "InferType",
+       .summary = "Recompute every node's type from its operands; report type errors at the node."},
+      [](const ir::IRModule& module, PassContext&, const NoOptions&) {
+        return MapGraphFunctions(
+            module, [&](const ir::GraphFunction& fn) { return InferTypes(fn, module); });
+      });
 }
 
 }  // namespace tandem::passes

@@ -7,55 +7,51 @@
 // as a plain "apply" (no session, or a trace of an older Tandem) consults the database as before.
 #include "kernels/legalize.h"
 #include "backends/llvm/codegen.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 #include "tuning/search/apply_history_best.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {
 
 void RegisterLegalize(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "Legalize",
-      .doc = "Lower op calls to kernel functions with default schedules (call_kernel).",
-      .arguments = {{"default_schedule", ir::AttrKind::kInt, int64_t{1},
-                     "1: apply the default schedule to each new kernel; 0: leave it unscheduled"}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{"Legalize", {}, false}, std::move(args),
-            [](const ir::IRModule& module, PassContext& context, const PassArguments& a) {
-              kernels::LegalizeOptions options;
-              for (const auto& [k, v] : a) {
-                if (k == "default_schedule")
-                  options.apply_default_schedule = std::get<int64_t>(v) != 0;
-              }
-              options.schedule = backends::DefaultScheduleOptionsFor(context.target);
-              const ir::Instruction* replaying = context.replaying;
-              if (replaying && replaying->kind == "Legalize" &&
-                  tuning::CarriesSchedules(*replaying)) {
-                // Replay: exactly the schedules taken when the trace was recorded.
-                options.schedule_provider = tuning::TraceMapProvider(
-                    tuning::ScheduleDecision(*replaying),
-                    tuning::SearchSpaceFor(context.target,
-                                           tuning::TargetDescriptor(context.target)));
-                return kernels::Legalize(module, options);
-              }
-              if (!context.tuning) return kernels::Legalize(module, options);
-              // Apply-history-best: kernels with records in the run's database get their best
-              // measured schedule, recorded as this pass's database choice.
-              tuning::TuningSession& session = *context.tuning;
-              auto stats = std::make_shared<tuning::HistoryBestStats>();
-              options.schedule_provider = tuning::HistoryBestProvider(
-                  session.shared_database(), session.target_descriptor(),
-                  tuning::SearchSpaceFor(session.target(), session.target_descriptor()), stats);
-              ir::IRModule legalized = kernels::Legalize(module, options);
-              session.history_best_stats()->AddCounts(*stats);  // reported by run and tune
-              ir::Instruction choice;
-              choice.kind = "Legalize";
-              tuning::SetScheduleDecision(choice, stats->taken);
-              context.database_choice = std::move(choice);
-              return legalized;
-            });
-      }});
+  struct Options {
+    bool default_schedule = true;
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = "Legalize",
+       .summary = "Lower op calls to kernel functions with default schedules (call_kernel).",
+       .arguments = {{"default_schedule", &Options::default_schedule,
+                      "1: apply the default schedule to each new kernel; 0: leave it "
+                      "unscheduled"}}},
+      [](const ir::IRModule& module, PassContext& context, const Options& pass_options) {
+        kernels::LegalizeOptions options;
+        options.apply_default_schedule = pass_options.default_schedule;
+        options.schedule = backends::DefaultScheduleOptionsFor(context.target);
+        const ir::Instruction* replaying = context.replaying;
+        if (replaying && replaying->kind == "Legalize" && tuning::CarriesSchedules(*replaying)) {
+          // Replay: exactly the schedules taken when the trace was recorded.
+          options.schedule_provider = tuning::TraceMapProvider(
+              tuning::ScheduleDecision(*replaying),
+              tuning::SearchSpaceFor(context.target, tuning::TargetDescriptor(context.target)));
+          return kernels::Legalize(module, options);
+        }
+        if (!context.tuning) return kernels::Legalize(module, options);
+        // Apply-history-best: kernels with records in the run's database get their best
+        // measured schedule, recorded as this pass's database choice.
+        tuning::TuningSession& session = *context.tuning;
+        auto stats = std::make_shared<tuning::HistoryBestStats>();
+        options.schedule_provider = tuning::HistoryBestProvider(
+            session.shared_database(), session.target_descriptor(),
+            tuning::SearchSpaceFor(session.target(), session.target_descriptor()), stats);
+        ir::IRModule legalized = kernels::Legalize(module, options);
+        session.history_best_stats()->AddCounts(*stats);  // reported by run and tune
+        ir::Instruction choice;
+        choice.kind = "Legalize";
+        tuning::SetScheduleDecision(choice, stats->taken);
+        context.database_choice = std::move(choice);
+        return legalized;
+      });
 }
 
 }  // namespace tandem::passes

@@ -15,7 +15,7 @@
 #include "ir/layout.h"
 #include "passes/graph_utils.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 

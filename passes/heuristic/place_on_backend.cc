@@ -8,37 +8,40 @@
 #include "ir/error.h"
 #include "passes/backend_placement.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
 void RegisterPlaceOnBackend(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "PlaceOnBackend",
-      .doc = "Place every subgraph an external backend compiles on it (longest match first).",
-      .arguments = {{"backend", ir::AttrKind::kString, std::string("onednn"),
-                     "the external backend, e.g. \"onednn\" or \"cublas\""}},
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        std::string backend = StringArgument(args, "backend", "onednn");
-        try {
-          SelectBackends(backend);  // unknown names fail when the pipeline is made
-        } catch (const ir::Error& e) {
-          throw e.WithPass("PlaceOnBackend");
+  struct Options {
+    std::string backend = "onednn";
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = "PlaceOnBackend",
+       .summary = "Place every subgraph an external backend compiles on it (longest match first).",
+       .required = {"InferType"},
+       .arguments = {{"backend", &Options::backend,
+                      "the external backend, e.g. \"onednn\" or \"cublas\""}},
+       .check =
+           [](const Options& options) {
+             try {
+               SelectBackends(options.backend);  // unknown names fail when the pipeline is made
+             } catch (const ir::Error& e) {
+               throw e.WithPass("PlaceOnBackend");
+             }
+           }},
+      [](const ir::IRModule& module, PassContext&, const Options& options) {
+        PlacementMatcher matcher(SelectBackends(options.backend));
+        ir::IRModule out = module;
+        for (const auto& [name, function] : module.graph_functions()) {
+          if (!function->ExternBackend().empty()) continue;
+          std::vector<Placement> placements =
+              GreedyPlacements(*function, matcher.Matches(*function));
+          out = ApplyPlacements(out, name, placements);
         }
-        return std::make_shared<FunctionPass>(
-            PassInfo{"PlaceOnBackend", {"InferType"}, false}, std::move(args),
-            [backend](const ir::IRModule& module, PassContext& context, const PassArguments&) {
-              PlacementMatcher matcher(SelectBackends(backend));
-              ir::IRModule out = module;
-              for (const auto& [name, function] : module.graph_functions()) {
-                if (!function->ExternBackend().empty()) continue;
-                std::vector<Placement> placements =
-                    GreedyPlacements(*function, matcher.Matches(*function));
-                out = ApplyPlacements(out, name, placements);
-              }
-              return out;
-            });
-      }});
+        return out;
+      });
 }
 
 }  // namespace tandem::passes

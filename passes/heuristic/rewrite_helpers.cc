@@ -62,24 +62,25 @@ ir::ValueId ReplaceWeight(const ir::GraphFunction& fn, const ir::Node& node, ir:
 void RegisterPanelPackingPass(
     PassRegistry& registry, const std::string& name, const std::string& doc,
     std::function<ir::GraphFunction(const ir::GraphFunction&, int64_t block)> rewrite) {
-  registry.Register(PassDef{
-      .name = name,
-      .doc = doc,
-      .arguments = {{"block", ir::AttrKind::kInt, int64_t{0},
-                     "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}},
-      .create = [name, rewrite](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<FunctionPass>(
-            PassInfo{name, {"InferType"}, false}, std::move(args),
-            [name, rewrite](const ir::IRModule& module, PassContext&, const PassArguments& a) {
-              int64_t block = IntArgument(a, "block", 0);
-              if (block < 0 || block == 1) {
-                throw ir::Error(fmt::format(
-                    "{}: block must be 0 (a cache line) or at least 2 but is {}", name, block));
-              }
-              return MapGraphFunctions(
-                  module, [&](const ir::GraphFunction& fn) { return rewrite(fn, block); });
-            });
-      }});
+  struct Options {
+    int64_t block = 0;
+  };
+  RegisterFunctionPass<Options>(
+      registry,
+      {.name = name,
+       .summary = doc,
+       .required = {"InferType"},
+       .arguments = {{"block", &Options::block,
+                      "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}}},
+      [name, rewrite](const ir::IRModule& module, PassContext&, const Options& options) {
+        int64_t block = options.block;
+        if (block < 0 || block == 1) {
+          throw ir::Error(fmt::format("{}: block must be 0 (a cache line) or at least 2 but is {}",
+                                      name, block));
+        }
+        return MapGraphFunctions(module,
+                                 [&](const ir::GraphFunction& fn) { return rewrite(fn, block); });
+      });
 }
 
 int64_t PanelWidth(ir::DataType dtype, int64_t block) {
@@ -90,16 +91,11 @@ int64_t PanelWidth(ir::DataType dtype, int64_t block) {
 void RegisterGraphRewritePass(PassRegistry& registry, const std::string& name,
                               const std::string& doc,
                               std::function<ir::GraphFunction(const ir::GraphFunction&)> rewrite) {
-  registry.Register(
-      PassDef{.name = name,
-              .doc = doc,
-              .create = [name, rewrite](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-                return std::make_shared<FunctionPass>(
-                    PassInfo{name, {"InferType"}, false}, std::move(args),
-                    [rewrite](const ir::IRModule& module, PassContext&, const PassArguments&) {
-                      return MapGraphFunctions(module, rewrite);
-                    });
-              }});
+  RegisterFunctionPass<NoOptions>(
+      registry, {.name = name, .summary = doc, .required = {"InferType"}},
+      [rewrite](const ir::IRModule& module, PassContext&, const NoOptions&) {
+        return MapGraphFunctions(module, rewrite);
+      });
 }
 
 ir::GraphFunction RewriteToFixpoint(const ir::GraphFunction& function,
@@ -163,23 +159,8 @@ ir::Tensor EvaluateConstant(const std::string& op, const std::vector<ir::Tensor>
   return FoldWithMemo(op, operands, attrs, result).at(0).WithLayout("");
 }
 
-int64_t IntArgument(const PassArguments& arguments, const std::string& key, int64_t fallback) {
-  for (const auto& [name, value] : arguments) {
-    if (name == key) return std::get<int64_t>(value);
-  }
-  return fallback;
-}
-
-std::string StringArgument(const PassArguments& arguments, const std::string& key,
-                           const std::string& fallback) {
-  for (const auto& [name, value] : arguments) {
-    if (name == key) return std::get<std::string>(value);
-  }
-  return fallback;
-}
-
-void CheckMinBranches(const PassArguments& arguments, const std::string& pass) {
-  int64_t min_branches = IntArgument(arguments, "min_branches", 2);
+void CheckMinBranches(const MinBranchesOptions& options, const std::string& pass) {
+  int64_t min_branches = options.min_branches;
   if (min_branches < 2) {
     throw ir::Error(fmt::format("min_branches must be at least 2 but is {}", min_branches),
                     ir::ErrorLocation{.pass = pass});

@@ -1,6 +1,6 @@
 // Helpers shared by the heuristic rewriting passes (SimplifyExpr, CombineParallel*): appending
 // type-checked nodes during RewriteNodes, reading constants, consumer lists, compile-time tensor
-// ops and reading pass arguments.
+// ops, and the registration of the passes that share one declaration form.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "ir/graph.h"
 #include "passes/pass.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
@@ -75,12 +75,12 @@ std::vector<std::vector<ir::ValueId>> Consumers(const ir::GraphFunction& functio
 ir::Tensor EvaluateConstant(const std::string& op, const std::vector<ir::Tensor>& operands,
                             ir::Attrs attrs);
 
-// The value of an argument given to a FunctionPass, or `fallback` when it was not given.
-int64_t IntArgument(const PassArguments& arguments, const std::string& key, int64_t fallback);
-std::string StringArgument(const PassArguments& arguments, const std::string& key,
-                           const std::string& fallback);
+// The options of CombineParallelConv2D and CombineParallelMatmul.
+struct MinBranchesOptions {
+  int64_t min_branches = 2;  // fewest parallel branches worth combining
+};
 
-// Throws ir::Error (naming `pass`) unless the argument `min_branches` (default 2) is at least 2.
-void CheckMinBranches(const PassArguments& arguments, const std::string& pass);
+// Throws ir::Error (naming `pass`) unless `min_branches` is at least 2.
+void CheckMinBranches(const MinBranchesOptions& options, const std::string& pass);
 
 }  // namespace tandem::passes

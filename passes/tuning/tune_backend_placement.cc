@@ -44,7 +44,7 @@
 #include "ir/structural.h"
 #include "passes/backend_placement.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 #include "passes/tuning/cover_program.h"
 #include "passes/tuning/hopeless_sides.h"
 #include "passes/tuning_pass.h"
@@ -58,16 +58,21 @@ namespace {
 // measured at the later ones (HopelessSides).
 constexpr double kHopelessFactor = 1.5;
 
+struct TuneBackendPlacementOptions {
+  std::string backends;
+  bool measure_pieces = true;
+  int64_t keep = 0;
+};
+
 class TuneBackendPlacement : public TuningPass {
  public:
   using KeepMeasuring = std::function<bool(int64_t spent, const std::vector<bool>& skipped)>;
 
-  TuneBackendPlacement(PassArguments arguments, std::vector<PassPtr> eval)
-      : TuningPass(std::move(arguments), std::move(eval)) {}
-  const PassInfo& info() const override {
-    static const PassInfo info{"TuneBackendPlacement", {"InferType"}, true};
-    return info;
-  }
+  TuneBackendPlacement(PassInfo info, PassArguments arguments, std::vector<PassPtr> eval,
+                       TuneBackendPlacementOptions options)
+      : TuningPass(std::move(info), std::move(arguments), std::move(eval),
+                   SearchOptions{.keep = options.keep}),
+        options_(std::move(options)) {}
 
   Candidate Tune(const Candidate& candidate, PassContext& context) const override {
     return TuneChoices(candidate, Choices(candidate, context, /*dynamic_program=*/true), context);
@@ -108,7 +113,7 @@ class TuneBackendPlacement : public TuningPass {
                               bool dynamic_program) const {
     const std::string& function_name = context.Tuning().options().function;
     const ir::GraphFunction& function = candidate.output.Get(function_name);
-    PlacementMatcher matcher(SelectBackends(StringArgument("backends", "")));
+    PlacementMatcher matcher(SelectBackends(options_.backends));
     std::vector<backends::PatternMatch> matches = matcher.Matches(function);
 
     std::vector<std::pair<std::string, std::vector<Placement>>> options = {{"none", {}}};
@@ -116,7 +121,7 @@ class TuneBackendPlacement : public TuningPass {
       options.push_back(
           {"all-" + backend, GreedyPlacements(function, OfBackend(matches, backend))});
     }
-    if (dynamic_program && !matches.empty() && IntArgument("measure_pieces", 1) != 0) {
+    if (dynamic_program && !matches.empty() && options_.measure_pieces) {
       for (auto& option : DynamicProgram(function, matches, context)) {
         options.push_back(std::move(option));
       }
@@ -419,31 +424,33 @@ class TuneBackendPlacement : public TuningPass {
     });
     return pieces;
   }
+
+  TuneBackendPlacementOptions options_;
 };
 
 }  // namespace
 
 void RegisterTuneBackendPlacement(PassRegistry& registry) {
-  std::vector<ir::AttrSpec> arguments = {
-      {"backends", ir::AttrKind::kString, std::string(""),
-       "comma-separated external backends to consider (empty: every available one)"},
-      {"measure_pieces", ir::AttrKind::kInt, int64_t{1},
-       "1: measure pattern pieces alone and run the dynamic program; 0: compare only "
-       "all-own and all-backend"},
-      {"keep", ir::AttrKind::kInt, int64_t{0},
-       "when the eval passes nest tuning passes: screen the whole-module placements with "
-       "default kernels first and tune only the best `keep` (0: tune every placement)"}};
-  registry.Register(PassDef{
-      .name = "TuneBackendPlacement",
-      .doc = "Choose by measurement which subgraphs run on external backends (oneDNN, cuBLAS) "
-             "and which on our own kernels (Collage-style dynamic program).",
-      .arguments = std::move(arguments),
-      .is_tuning = true,
-      .takes_eval_passes = true,
-      .create = [](PassArguments args, std::vector<PassPtr> eval) -> PassPtr {
-        SelectBackends(StringArgument(args, "backends", ""));  // unknown names fail here
-        return std::make_shared<TuneBackendPlacement>(std::move(args), std::move(eval));
-      }});
+  using Options = TuneBackendPlacementOptions;
+  RegisterTuningPass<TuneBackendPlacement>(
+      registry,
+      PassDeclaration<Options>{
+          .name = "TuneBackendPlacement",
+          .summary = "Choose by measurement which subgraphs run on external backends (oneDNN, "
+                     "cuBLAS) and which on our own kernels (Collage-style dynamic program).",
+          .required = {"InferType"},
+          .arguments = {{"backends", &Options::backends,
+                         "comma-separated external backends to consider (empty: every available "
+                         "one)"},
+                        {"measure_pieces", &Options::measure_pieces,
+                         "1: measure pattern pieces alone and run the dynamic program; 0: compare "
+                         "only all-own and all-backend"},
+                        {"keep", &Options::keep,
+                         "when the eval passes nest tuning passes: screen the whole-module "
+                         "placements with default kernels first and tune only the best `keep` (0: "
+                         "tune every placement)"}},
+          // Unknown backend names fail when the pipeline is made.
+          .check = [](const Options& options) { SelectBackends(options.backends); }});
 }
 
 }  // namespace tandem::passes

@@ -25,19 +25,19 @@ tuning::Choice SetAttribute(std::string name, std::string key, int64_t value,
 }  // namespace
 
 void RegisterTuneCodegenFlags(PassRegistry& registry) {
-  RegisterKnobPass(
-      registry, "TuneCodegenFlags",
-      "Choose vector width (256/512 bit) and reassociation for code generation by measurement.",
-      {}, {},
-      [](const ir::IRModule&, PassContext& context, const PassArguments&) {
+  RegisterKnobPass<SearchOptions>(
+      registry,
+      {.name = "TuneCodegenFlags",
+       .summary = "Choose vector width (256/512 bit) and reassociation for code generation by "
+                  "measurement."},
+      [](const ir::IRModule&, PassContext& context, const SearchOptions&) {
         bool avx512 = context.Tuning().target_descriptor().find("avx512f") != std::string::npos;
-        return tuning::Knob(
-            "TuneCodegenFlags",
-            {KeepChoice("default"),
-             SetAttribute("vector256", backends::kPreferVectorWidthAttr, 256),
-             SetAttribute("vector512", backends::kPreferVectorWidthAttr, 512,
-                          [avx512](const ir::IRModule&) { return avx512; }),
-             SetAttribute("reassociate", backends::kAllowReassociationAttr, 1)});
+        return tuning::Knob("TuneCodegenFlags",
+                            {KeepChoice("default"),
+                             SetAttribute("vector256", backends::kPreferVectorWidthAttr, 256),
+                             SetAttribute("vector512", backends::kPreferVectorWidthAttr, 512,
+                                          [avx512](const ir::IRModule&) { return avx512; }),
+                             SetAttribute("reassociate", backends::kAllowReassociationAttr, 1)});
       });
 }
 

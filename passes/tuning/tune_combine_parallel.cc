@@ -7,18 +7,19 @@
 namespace tandem::passes {
 
 void RegisterTuneCombineParallel(PassRegistry& registry) {
-  RegisterKnobPass(
-      registry, "TuneCombineParallel",
-      "Combine parallel conv2d/matmul branches (on) or leave them (off), by measurement.",
-      {"InferType"}, {},
-      [](const ir::IRModule& module, PassContext& context, const PassArguments&) {
+  RegisterKnobPass<SearchOptions>(
+      registry,
+      {.name = "TuneCombineParallel",
+       .summary =
+           "Combine parallel conv2d/matmul branches (on) or leave them (off), by measurement.",
+       .required = {"InferType"}},
+      [](const ir::IRModule& module, PassContext& context, const SearchOptions&) {
         auto combine = [&context](const ir::IRModule& m) {
           ir::IRModule out = RunRegisteredPass(context, "CombineParallelConv2D", {}, m);
           return RunRegisteredPass(context, "CombineParallelMatmul", {}, out);
         };
         bool changes = ir::StructuralHash(combine(module)) != ir::StructuralHash(module);
-        tuning::Choice on{"on", combine,
-                          [changes](const ir::IRModule&) { return changes; }};
+        tuning::Choice on{"on", combine, [changes](const ir::IRModule&) { return changes; }};
         return tuning::Knob("TuneCombineParallel", {KeepChoice("off"), on});
       });
 }

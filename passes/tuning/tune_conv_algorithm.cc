@@ -24,7 +24,7 @@
 #include "passes/backend_placement.h"
 #include "passes/conv_algorithm.h"
 #include "passes/heuristic/rewrite_helpers.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 #include "passes/tuning_pass.h"
 #include "tuning/session/tuning_session.h"
 
@@ -57,14 +57,17 @@ std::vector<std::string> ParseAlgorithms(const std::string& text) {
   return algorithms;
 }
 
+struct TuneConvAlgorithmOptions : SearchOptions {
+  std::string algorithms = kDefaultAlgorithms;
+  bool per_conv = false;
+};
+
 class TuneConvAlgorithm : public TuningPass {
  public:
-  TuneConvAlgorithm(PassArguments arguments, std::vector<PassPtr> eval)
-      : TuningPass(std::move(arguments), std::move(eval)) {}
-  const PassInfo& info() const override {
-    static const PassInfo info{"TuneConvAlgorithm", {"InferType"}, true};
-    return info;
-  }
+  TuneConvAlgorithm(PassInfo info, PassArguments arguments, std::vector<PassPtr> eval,
+                    TuneConvAlgorithmOptions options)
+      : TuningPass(std::move(info), std::move(arguments), std::move(eval), options),
+        options_(std::move(options)) {}
 
   // The uniform choices: each algorithm applied to every eligible convolution.
   tuning::Knob MakeKnob(const ir::IRModule&, PassContext& context) const override {
@@ -93,7 +96,7 @@ class TuneConvAlgorithm : public TuningPass {
     std::vector<std::string> texts =
         Strategy().Select(knob.ApplicableChoices(candidate.output), context.Tuning().random());
     std::vector<std::string> labels = texts;
-    if (IntArgument("per_conv", 0) != 0 && knob.ApplicableChoices(candidate.output).size() > 1) {
+    if (options_.per_conv && knob.ApplicableChoices(candidate.output).size() > 1) {
       std::string mixed = PerConvolution(candidate.output.Get(function_name), context);
       if (std::find(texts.begin(), texts.end(), mixed) == texts.end()) {
         texts.push_back(mixed);
@@ -156,9 +159,7 @@ class TuneConvAlgorithm : public TuningPass {
     return instruction;
   }
 
-  std::vector<std::string> Algorithms() const {
-    return ParseAlgorithms(StringArgument("algorithms", kDefaultAlgorithms));
-  }
+  std::vector<std::string> Algorithms() const { return ParseAlgorithms(options_.algorithms); }
 
   // Measures every eligible convolution alone with each algorithm (expanded with the eval
   // passes) and returns the choice text of the fastest algorithm per convolution.
@@ -226,29 +227,32 @@ class TuneConvAlgorithm : public TuningPass {
     }
     return ConvAlgorithmText(tiles);
   }
+
+  TuneConvAlgorithmOptions options_;
 };
 
 }  // namespace
 
 void RegisterTuneConvAlgorithm(PassRegistry& registry) {
-  std::vector<ir::AttrSpec> arguments = SearchArguments();
-  arguments.push_back({"algorithms", ir::AttrKind::kString, std::string(kDefaultAlgorithms),
+  using Options = TuneConvAlgorithmOptions;
+  std::vector<PassOption<Options>> arguments = SearchArguments<Options>();
+  arguments.push_back({"algorithms", &Options::algorithms,
                        "comma-separated algorithms applied to every eligible convolution: "
                        "direct, winograd_2x2, winograd_4x4"});
-  arguments.push_back({"per_conv", ir::AttrKind::kInt, int64_t{0},
+  arguments.push_back({"per_conv", &Options::per_conv,
                        "1: also measure each convolution alone with every algorithm and try "
                        "the fastest per convolution as one more candidate"});
-  registry.Register(PassDef{
-      .name = "TuneConvAlgorithm",
-      .doc = "Choose by measurement between direct and Winograd F(2x2,3x3) / F(4x4,3x3) "
-             "convolution for the 3x3 stride-1 conv2d calls (uniformly or per convolution).",
-      .arguments = std::move(arguments),
-      .is_tuning = true,
-      .takes_eval_passes = true,
-      .create = [](PassArguments args, std::vector<PassPtr> eval) -> PassPtr {
-        ParseAlgorithms(StringArgument(args, "algorithms", kDefaultAlgorithms));
-        return std::make_shared<TuneConvAlgorithm>(std::move(args), std::move(eval));
-      }});
+  RegisterTuningPass<TuneConvAlgorithm>(
+      registry,
+      PassDeclaration<Options>{
+          .name = "TuneConvAlgorithm",
+          .summary = "Choose by measurement between direct and Winograd F(2x2,3x3) / F(4x4,3x3) "
+                     "convolution for the 3x3 stride-1 conv2d calls (uniformly or per "
+                     "convolution).",
+          .required = {"InferType"},
+          .arguments = std::move(arguments),
+          // Unknown algorithms fail when the pipeline is made.
+          .check = [](const Options& options) { ParseAlgorithms(options.algorithms); }});
 }
 
 }  // namespace tandem::passes

@@ -11,10 +11,12 @@
 namespace tandem::passes {
 
 void RegisterTuneFusion(PassRegistry& registry) {
-  RegisterKnobPass(
-      registry, "TuneFusion",
-      "Choose the fusion grouping (FuseOps variants or none) by measurement.", {"InferType"}, {},
-      [](const ir::IRModule& module, PassContext& context, const PassArguments&) {
+  RegisterKnobPass<SearchOptions>(
+      registry,
+      {.name = "TuneFusion",
+       .summary = "Choose the fusion grouping (FuseOps variants or none) by measurement.",
+       .required = {"InferType"}},
+      [](const ir::IRModule& module, PassContext& context, const SearchOptions&) {
         struct Variant {
           std::string name;
           PassArguments arguments;
@@ -32,8 +34,8 @@ void RegisterTuneFusion(PassRegistry& registry) {
             return RunRegisteredPass(context, "FuseOps", arguments, m);
           };
           bool distinct = seen.insert(ir::StructuralHash(apply(module))).second;
-          choices.push_back(tuning::Choice{
-              variant.name, apply, [distinct](const ir::IRModule&) { return distinct; }});
+          choices.push_back(tuning::Choice{variant.name, apply,
+                                           [distinct](const ir::IRModule&) { return distinct; }});
         }
         return tuning::Knob("TuneFusion", std::move(choices));
       });

@@ -17,7 +17,7 @@
 #include "backends/llvm/codegen.h"
 #include "ir/error.h"
 #include "kernels/legalize.h"
-#include "passes/pass_registry.h"
+#include "passes/pass_declaration.h"
 #include "passes/tuning_pass.h"
 #include "tuning/search/apply_history_best.h"
 #include "tuning/search/task_scheduler.h"
@@ -26,13 +26,21 @@ namespace tandem::passes {
 
 namespace {
 
+struct TuneKernelsOptions {
+  int64_t trials = 0;
+  int64_t batch = 16;
+  std::string strategy = "evolutionary";
+  std::string scheduler = "gradient";
+  std::string cost_model = "xgboost";
+  bool skip_tuned = false;
+};
+
 class TuneKernels : public TuningPass {
  public:
-  explicit TuneKernels(PassArguments arguments) : TuningPass(std::move(arguments), {}) {}
-  const PassInfo& info() const override {
-    static const PassInfo info{"TuneKernels", {"InferType"}, true};
-    return info;
-  }
+  TuneKernels(PassInfo info, PassArguments arguments, std::vector<PassPtr> eval,
+              TuneKernelsOptions options)
+      : TuningPass(std::move(info), std::move(arguments), std::move(eval)),
+        options_(std::move(options)) {}
 
   bool MeasuresItsResult() const override { return false; }
 
@@ -42,29 +50,30 @@ class TuneKernels : public TuningPass {
         tuning::SearchSpaceFor(session.target(), session.target_descriptor());
     std::vector<tuning::TuningTask> tasks = tuning::ExtractTasks(candidate.output);
     tuning::SearchOptions search;
-    search.evolutionary = ParseChoice("strategy", {"evolutionary", "replay"}) == "evolutionary";
+    search.evolutionary =
+        ParseChoice("strategy", options_.strategy, {"evolutionary", "replay"}) == "evolutionary";
     search.offer_default_schedule = true;
     search.default_schedule = ScheduleOptions(context);
     tuning::SchedulerOptions scheduler;
-    scheduler.gradient = ParseChoice("scheduler", {"gradient", "round_robin"}) == "gradient";
-    scheduler.max_trials = IntArgument("trials", 0);
+    scheduler.gradient =
+        ParseChoice("scheduler", options_.scheduler, {"gradient", "round_robin"}) == "gradient";
+    scheduler.max_trials = options_.trials;
     if (scheduler.max_trials == 0) {
       // The run's remaining trial budget (tandem tune --trials), or 64 without one.
       int64_t remaining = session.RemainingBudget();
       scheduler.max_trials = remaining == std::numeric_limits<int64_t>::max() ? 64 : remaining;
     }
-    scheduler.batch_size = static_cast<int>(IntArgument("batch", 16));
+    scheduler.batch_size = static_cast<int>(options_.batch);
     if (scheduler.max_trials < 0 || scheduler.batch_size < 1) {
       throw ir::Error(fmt::format("TuneKernels: trials must be >= 0 and batch >= 1"));
     }
-    tuning::CostModel& model =
-        session.KernelCostModel(ParseChoice("cost_model", {"xgboost", "random"}));
+    tuning::CostModel& model = session.KernelCostModel(
+        ParseChoice("cost_model", options_.cost_model, {"xgboost", "random"}));
     // With skip_tuned, kernels the database already has a measured schedule for are not searched
     // again (a tuning pass above evaluates many candidates that share most kernels).
     std::vector<tuning::TuningTask> to_search;
     for (const tuning::TuningTask& task : tasks) {
-      bool tuned =
-          IntArgument("skip_tuned", 0) != 0 && session.HasMeasuredSchedule(task.workload_hash);
+      bool tuned = options_.skip_tuned && session.HasMeasuredSchedule(task.workload_hash);
       if (!tuned) to_search.push_back(task);
     }
     if (scheduler.max_trials > 0 && !to_search.empty()) {
@@ -107,8 +116,8 @@ class TuneKernels : public TuningPass {
   }
 
  private:
-  std::string ParseChoice(const std::string& key, const std::vector<std::string>& allowed) const {
-    std::string value = StringArgument(key, allowed.front());
+  static std::string ParseChoice(const std::string& key, const std::string& value,
+                                 const std::vector<std::string>& allowed) {
     for (const std::string& a : allowed) {
       if (a == value) return value;
     }
@@ -163,32 +172,32 @@ class TuneKernels : public TuningPass {
     options.schedule_provider = tuning::TraceMapProvider(std::move(traces), space);
     return kernels::Legalize(module, options);
   }
+
+  TuneKernelsOptions options_;
 };
 
 }  // namespace
 
 void RegisterTuneKernels(PassRegistry& registry) {
-  registry.Register(PassDef{
-      .name = "TuneKernels",
-      .doc = "Search schedules for every kernel (evolutionary search, cost model, task "
-             "scheduler), then lower with the best ones found.",
-      .arguments = {{"trials", ir::AttrKind::kInt, int64_t{0},
-                     "measurements over all kernels (0: the run's remaining budget, or 64)"},
-                    {"batch", ir::AttrKind::kInt, int64_t{16}, "programs measured per round"},
-                    {"strategy", ir::AttrKind::kString, std::string("evolutionary"),
-                     "evolutionary or replay (random sampling)"},
-                    {"scheduler", ir::AttrKind::kString, std::string("gradient"),
-                     "gradient or round_robin"},
-                    {"cost_model", ir::AttrKind::kString, std::string("xgboost"),
-                     "xgboost or random"},
-                    {"skip_tuned", ir::AttrKind::kInt, int64_t{0},
-                     "1: do not search kernels that already have a measured schedule in the "
-                     "database"}},
-      .is_tuning = true,
-      .takes_eval_passes = false,
-      .create = [](PassArguments args, std::vector<PassPtr>) -> PassPtr {
-        return std::make_shared<TuneKernels>(std::move(args));
-      }});
+  using Options = TuneKernelsOptions;
+  RegisterTuningPass<TuneKernels>(
+      registry,
+      PassDeclaration<Options>{
+          .name = "TuneKernels",
+          .summary = "Search schedules for every kernel (evolutionary search, cost model, task "
+                     "scheduler), then lower with the best ones found.",
+          .required = {"InferType"},
+          .arguments = {{"trials", &Options::trials,
+                         "measurements over all kernels (0: the run's remaining budget, or 64)"},
+                        {"batch", &Options::batch, "programs measured per round"},
+                        {"strategy", &Options::strategy,
+                         "evolutionary or replay (random sampling)"},
+                        {"scheduler", &Options::scheduler, "gradient or round_robin"},
+                        {"cost_model", &Options::cost_model, "xgboost or random"},
+                        {"skip_tuned", &Options::skip_tuned,
+                         "1: do not search kernels that already have a measured schedule in the "
+                         "database"}}},
+      /*takes_eval_passes=*/false);
 }
 
 }  // namespace tandem::passes

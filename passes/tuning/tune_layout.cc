@@ -19,21 +19,25 @@ bool HasConvolution(const ir::IRModule& module) {
   return false;
 }
 
+struct TuneLayoutOptions : SearchOptions {
+  int64_t block = 16;
+};
+
 }  // namespace
 
 void RegisterTuneLayout(PassRegistry& registry) {
-  RegisterKnobPass(
-      registry, "TuneLayout",
-      "Choose the convolutions' data layout (none, NCHW, NHWC, NCHW<x>c) by measurement.",
-      {"InferType"},
-      {{"block", ir::AttrKind::kInt, int64_t{16},
-        "channel block x of the blocked layouts NCHW<x>c and NCHW<x/2>c"}},
-      [](const ir::IRModule&, PassContext& context, const PassArguments& arguments) {
-        int64_t block = 16;
-        for (const auto& [k, v] : arguments) {
-          if (k == "block") block = std::get<int64_t>(v);
-        }
-        if (block < 2) throw ir::Error(fmt::format("TuneLayout: block {} must be at least 2", block));
+  RegisterKnobPass<TuneLayoutOptions>(
+      registry,
+      {.name = "TuneLayout",
+       .summary =
+           "Choose the convolutions' data layout (none, NCHW, NHWC, NCHW<x>c) by measurement.",
+       .required = {"InferType"},
+       .arguments = {{"block", &TuneLayoutOptions::block,
+                      "channel block x of the blocked layouts NCHW<x>c and NCHW<x/2>c"}}},
+      [](const ir::IRModule&, PassContext& context, const TuneLayoutOptions& options) {
+        int64_t block = options.block;
+        if (block < 2)
+          throw ir::Error(fmt::format("TuneLayout: block {} must be at least 2", block));
         std::vector<tuning::Choice> choices{KeepChoice("none")};
         std::vector<std::string> layouts{"NCHW", "NHWC", fmt::format("NCHW{}c", block),
                                          fmt::format("NCHW{}c", block / 2)};

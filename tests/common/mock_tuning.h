@@ -32,18 +32,20 @@ inline constexpr const char* kMockPrefix = "mock.";
 
 // MockTune(choices=N, label="x"): choices c0..c{N-1}; choice i sets module attribute
 // mock.<label> = i.
+struct MockTuneOptions : passes::SearchOptions {
+  int64_t choices = 2;
+  std::string label = "t";
+};
 inline void RegisterMockTune(passes::PassRegistry& registry) {
-  passes::RegisterKnobPass(
-      registry, "MockTune", "test knob", {},
-      {{"choices", ir::AttrKind::kInt, int64_t{2}, "number of choices"},
-       {"label", ir::AttrKind::kString, std::string("t"), "attribute suffix"}},
-      [](const ir::IRModule&, passes::PassContext&, const passes::PassArguments& arguments) {
-        int64_t count = 2;
-        std::string label = "t";
-        for (const auto& [k, v] : arguments) {
-          if (k == "choices") count = std::get<int64_t>(v);
-          if (k == "label") label = std::get<std::string>(v);
-        }
+  passes::RegisterKnobPass<MockTuneOptions>(
+      registry,
+      {.name = "MockTune",
+       .summary = "test knob",
+       .arguments = {{"choices", &MockTuneOptions::choices, "number of choices"},
+                     {"label", &MockTuneOptions::label, "attribute suffix"}}},
+      [](const ir::IRModule&, passes::PassContext&, const MockTuneOptions& options) {
+        int64_t count = options.choices;
+        std::string label = options.label;
         std::vector<tuning::Choice> choices;
         for (int64_t i = 0; i < count; ++i) {
           choices.push_back({fmt::format("c{}", i), [label, i](const ir::IRModule& m) {

@@ -364,9 +364,9 @@ ir::IRModule KernelModule(const std::string& text) {
 TEST(TuningPassFailures, CrashingHangingAndWrongCandidatesAreRecordedAndTuningFinishes) {
   passes::PassRegistry registry;
   passes::RegisterAllPasses(registry);
-  passes::RegisterKnobPass(
-      registry, "Saboteur", "test knob", {}, {},
-      [](const ir::IRModule&, passes::PassContext&, const passes::PassArguments&) {
+  passes::RegisterKnobPass<passes::SearchOptions>(
+      registry, {.name = "Saboteur", .summary = "test knob"},
+      [](const ir::IRModule&, passes::PassContext&, const passes::SearchOptions&) {
         auto replace = [](const char* text) {
           return [text](const ir::IRModule&) { return KernelModule(text); };
         };
