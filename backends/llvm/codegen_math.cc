@@ -1,7 +1,7 @@
 // Intrinsic calls of the kernel code generator, and Tandem's own vectorizable approximations.
 //
 // f32 approximations; the bounds are relative errors for results that are normal f32 numbers,
-// checked by tests/backends/intrinsics_test.cc against double-precision libm (measured maxima
+// checked by tests/backends/llvm/intrinsics_test.cc against double-precision libm (measured maxima
 // in parentheses):
 //   exp      2^n * e^r with n = round(x / ln 2), |r| <= ln2 / 2 (Cody-Waite split of ln 2),
 //            e^r by its degree-7 Taylor polynomial: < 3e-7 (7e-8).

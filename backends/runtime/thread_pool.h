@@ -26,12 +26,11 @@
 // Inside an OpenMPTeamScope, the loops of the calling thread run on OpenMP's team instead (the
 // same chunks and guarantees): the runtime oneDNN runs on, so that a module mixing our kernels
 // with oneDNN calls hands one team of threads from kernel to kernel. With two pools, OpenMP's
-// team went on spinning through our next kernel after every oneDNN call, and ours through
-// oneDNN's: on 2 cores, MobileNetV2 with 8 oneDNN calls and the rest ours ran 12.4 ms against
-// 7.3 all-own and 5.6 all-oneDNN. Our own pool stays the default because it keeps going when a
-// worker is descheduled (the caller runs the chunks nobody claimed), where OpenMP's barrier
-// waits for it: under another process's load, a module of our kernels alone ran 100x slower on
-// OpenMP's team.
+// team goes on spinning through our next kernel after every oneDNN call, and ours through
+// oneDNN's, so a mixed module can be slower than either all-own or all-oneDNN. Our own pool
+// stays the default because it keeps going when a worker is descheduled (the caller runs the
+// chunks nobody claimed), where OpenMP's barrier waits for it: under another process's load a
+// module of our kernels alone runs many times slower on OpenMP's team.
 #pragma once
 
 #include <atomic>

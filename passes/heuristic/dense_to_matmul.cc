@@ -3,7 +3,7 @@
 //
 // Why: a dense reads its weight with stride K along the output axis N, the axis our kernels
 // vectorize, so its register tile cannot load the weight as vectors and the default schedule
-// falls back to a per-lane reduction (about 4x slower on the BERT layers); matmul reads the
+// falls back to a per-lane reduction (several times slower); matmul reads the
 // transposed weight contiguously along N. External backends take both forms (oneDNN packs the
 // weight at build either way). The result has the same type and values (the products and sums
 // are the same, in the same order of k).

@@ -12,7 +12,7 @@
 
 #include "frontend/onnx_importer.h"
 #include "ir/error.h"
-#include "onnx_test_util.h"
+#include "tests/frontend/onnx_test_util.h"
 
 namespace tandem::frontend {
 namespace {

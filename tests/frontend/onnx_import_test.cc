@@ -13,7 +13,7 @@
 #include "backends/reference/interpreter.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
-#include "onnx_test_util.h"
+#include "tests/frontend/onnx_test_util.h"
 
 namespace tandem::frontend {
 namespace {

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "ir/error.h"
-#include "onnx_test_util.h"
+#include "tests/frontend/onnx_test_util.h"
 
 namespace tandem::frontend {
 namespace {

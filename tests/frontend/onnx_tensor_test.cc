@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "ir/error.h"
-#include "onnx_test_util.h"
+#include "tests/frontend/onnx_test_util.h"
 
 namespace tandem::frontend {
 namespace {

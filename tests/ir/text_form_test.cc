@@ -272,7 +272,7 @@ TEST(TextForm, CallKernelNodesAndKernelFunctionsRoundTrip) {
                            "  return %y\n}"),
                Error);
 
-  // Kernel functions print in full (tests/ir/kernel_text_form_test.cc tests their text form),
+  // Kernel functions print in full (tests/ir/kernel/kernel_text_form_test.cc tests their text form),
   // here one without a body.
   KernelFunction kernel;
   kernel.name = "fused relu_0";

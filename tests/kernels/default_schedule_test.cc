@@ -7,7 +7,7 @@
 #include "ir/kernel/functor.h"
 #include "kernels/default_schedule.h"
 #include "kernels/legalize.h"
-#include "schedule_test_util.h"
+#include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels {
 namespace {

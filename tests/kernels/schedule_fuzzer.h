@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "fuzz_checks.h"
-#include "fuzz_program.h"
+#include "tests/kernels/fuzz_checks.h"
+#include "tests/kernels/fuzz_program.h"
 #include "kernels/schedule/schedule.h"
 
 namespace tandem::kernels::testing {

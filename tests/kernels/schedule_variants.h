@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ir/kernel/functor.h"
-#include "schedule_test_util.h"
+#include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels::testing {
 

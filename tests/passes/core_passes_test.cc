@@ -2,7 +2,7 @@
 // expected IR text out, and semantic preservation on the test models.
 #include <gtest/gtest.h>
 
-#include "pass_test_util.h"
+#include "tests/passes/pass_test_util.h"
 
 namespace tandem::passes {
 namespace {

@@ -148,8 +148,8 @@ class TuningSession {
     int confirm_rounds = 3;
     // Each timed repeat of a confirmation loops the module for at least this long (the measure
     // options' min_repeat_seconds when that is longer): a confirmation decides, and on a shared
-    // host the shortest windows are the noisiest (BERT's 4 ms module, one run per repeat, read
-    // 7% apart from an equally fast one within a round of a confirmation).
+    // host the shortest windows are the noisiest (a module of a few milliseconds, one run per
+    // repeat, can read several percent apart from an equally fast one within one round).
     double confirm_min_repeat_seconds = 0.02;
     // Finalists are the distinct candidates within this fraction of the best one's latency
     // (first measurements of one module taken minutes apart differ by 20-30% on a shared
@@ -160,8 +160,8 @@ class TuningSession {
     // A confirmed change must be faster than what it replaces by at least this fraction; below
     // it the difference is within what the interleaved measurement resolves on a shared machine
     // and the module is left as it was (the first choice of a tuning pass, which passes list
-    // first, or a kernel's default schedules). 5%: on the 2-core hosts of 2026-11, a tuned BERT
-    // module confirmed 3% faster than the defaults read 2.4% slower in the benchmark after.
+    // first, or a kernel's default schedules). Gains of a few percent confirmed on a 2-core
+    // shared host do not reliably survive a later benchmark, hence 5%.
     double minimum_gain = 0.05;
   };
 

@@ -14,8 +14,8 @@
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/kernel_structural.h"
 #include "kernels/schedule/schedule.h"
-#include "schedule_fuzzer.h"
-#include "schedule_test_util.h"
+#include "tests/kernels/schedule_fuzzer.h"
+#include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels {
 namespace {

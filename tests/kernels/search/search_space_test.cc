@@ -19,7 +19,7 @@
 #include "kernels/default_schedule.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/search_space.h"
-#include "schedule_test_util.h"
+#include "tests/kernels/schedule_test_util.h"
 #include "tests/common/op_cases.h"
 
 namespace tandem::kernels {

@@ -6,10 +6,10 @@
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_structural.h"
-#include "kernel_text.h"
+#include "tests/kernels/kernel_text.h"
 #include "kernels/schedule/schedule.h"
-#include "schedule_test_util.h"
-#include "schedule_variants.h"
+#include "tests/kernels/schedule_test_util.h"
+#include "tests/kernels/schedule_variants.h"
 
 namespace tandem::kernels {
 namespace {

@@ -7,7 +7,7 @@
 #include "ir/error.h"
 #include "ir/kernel/kernel_structural.h"
 #include "kernels/schedule/schedule.h"
-#include "schedule_test_util.h"
+#include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels {
 namespace {

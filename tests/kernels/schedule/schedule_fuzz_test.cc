@@ -13,11 +13,11 @@
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_structural.h"
-#include "kernel_text.h"
+#include "tests/kernels/kernel_text.h"
 #include "kernels/schedule/schedule.h"
-#include "schedule_fuzzer.h"
-#include "schedule_test_util.h"
-#include "schedule_variants.h"
+#include "tests/kernels/schedule_fuzzer.h"
+#include "tests/kernels/schedule_test_util.h"
+#include "tests/kernels/schedule_variants.h"
 
 namespace tandem::kernels {
 namespace {
