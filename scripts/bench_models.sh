@@ -62,11 +62,12 @@ for dir in "${MODELS[@]}"; do
   # (external contenders of tandem bench: bench/engine_latency.py --serve), so that the changing
   # load of these shared machines meets all alike.
   EXTERNAL=()
+  SERVE="$ROOT/bench/engine_latency.py --serve --threads 2"
   if [[ -n "$ORT_PYTHON" ]]; then
-    EXTERNAL+=(--external "onnxruntime=$ORT_PYTHON $ROOT/bench/engine_latency.py --engine onnxruntime --serve --threads 2 $dir")
+    EXTERNAL+=(--external "onnxruntime=$ORT_PYTHON $SERVE --engine onnxruntime $dir")
   fi
   if [[ -n "$OPENVINO_PYTHON" ]]; then
-    EXTERNAL+=(--external "openvino=$OPENVINO_PYTHON $ROOT/bench/engine_latency.py --engine openvino --serve --threads 2 $dir")
+    EXTERNAL+=(--external "openvino=$OPENVINO_PYTHON $SERVE --engine openvino $dir")
   fi
   "$TANDEM" bench "$dir/model.onnx" --isolate --trials "$TRIALS" --db "$DB" \
     --configs default_heuristic,default_tuning,sequential,joint,all_onednn \
