@@ -1,5 +1,5 @@
-// An engine outside this process (ONNX Runtime through bench/ort_latency.py --serve) timed in
-// the same turns as Tandem's configurations.
+// An engine outside this process (ONNX Runtime or OpenVINO through bench/engine_latency.py
+// --serve) timed in the same turns as Tandem's configurations.
 //
 // Why: the load of these shared machines changes within minutes, so an engine timed before or
 // after Tandem's run meets another machine; taking turns block by block gives both the same

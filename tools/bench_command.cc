@@ -7,8 +7,8 @@
 //   TuneKernels(skip_tuned=1)]): placement
 //                    by measurement against our kernels tuned (by all-own-tuned when it runs
 //                    first: the configurations share one database)
-// --external NAME=COMMAND adds an engine in another process (ONNX Runtime through
-// bench/ort_latency.py --serve) timed in the same turns (bench/external_contender.h).
+// --external NAME=COMMAND adds an engine in another process (ONNX Runtime or OpenVINO through
+// bench/engine_latency.py --serve) timed in the same turns (bench/external_contender.h).
 // Any registered pipeline name is a configuration too (default_heuristic, default_tuning,
 // sequential, joint, ...): a pipeline with tuning passes runs under a trial budget of --trials
 // measurements, and its run is committed to the database as a tuning::TuningRun, so a second
@@ -372,8 +372,9 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("--csv", *csv, "also write the rows as CSV to this file (- for stdout)");
   cmd->add_option("--external", *external_specs,
                   "NAME=COMMAND: an engine in another process timed in the same turns (the "
-                  "line protocol of bench/external_contender.h; e.g. onnxruntime=\"python3 "
-                  "bench/ort_latency.py --serve MODEL_DIR\"); repeatable, models only");
+                  "line protocol of bench/external_contender.h; e.g. openvino=\"python3 "
+                  "bench/engine_latency.py --engine openvino --serve MODEL_DIR\"); repeatable, "
+                  "models only");
   cmd->add_option("--settle", *settle,
                   "with --external: seconds to pause after every block of runs, so that the idle "
                   "threads of one engine stop spinning before the next one's block")
