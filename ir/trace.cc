@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/json_depth.h"
 
 namespace tandem::ir {
 
@@ -211,6 +212,7 @@ std::string Trace::ToJson() const {
 }
 
 Trace Trace::FromJson(const std::string& text) {
+  CheckJsonDepth(text);
   json root;
   try {
     root = json::parse(text);

@@ -5,8 +5,10 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "ir/error.h"
+#include "ir/json_depth.h"
 #include "ir/structural.h"
 #include "passes/pipeline_text.h"
 #include "passes/tuning_pass.h"
@@ -92,7 +94,10 @@ void WriteTraceFile(const TraceFile& file, const std::string& path) {
 TraceFile ReadTraceFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ir::Error("cannot read the trace file", {.file = path});
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+  std::stringstream text;
+  text << in.rdbuf();
+  ir::CheckJsonDepth(text.str(), path);
+  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
   if (json.is_discarded() || !json.is_object()) {
     throw ir::Error("not a trace file: the file is not a JSON object", {.file = path});
   }

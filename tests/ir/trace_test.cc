@@ -84,5 +84,24 @@ TEST(Trace, MalformedNestedTraceNamesWhere) {
   }
 }
 
+// Converting or printing a parsed JSON value recurses per level: deep nesting is rejected
+// before parsing, naming the limit and where it is passed.
+TEST(Trace, DeeplyNestedJsonIsAClearError) {
+  const std::string head = R"({"instructions":[{"kind":"k","attrs":{"a":)";
+  std::string deep = head + std::string(100000, '[') + std::string(100000, ']') + "}}]}";
+  try {
+    Trace::FromJson(deep);
+    FAIL() << "deeply nested JSON was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("JSON nested deeper than 256 levels"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.where().line, 1);
+    EXPECT_EQ(e.where().column, static_cast<int>(head.size()) + 253);  // 4 levels open before
+  }
+  // Brackets inside strings do not count.
+  std::string quoted = R"({"instructions":[{"kind":")" + std::string(1000, '[') + R"("}]})";
+  EXPECT_EQ(Trace::FromJson(quoted).instructions().size(), 1u);
+}
+
 }  // namespace
 }  // namespace tandem::ir

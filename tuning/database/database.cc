@@ -19,6 +19,7 @@
 #include "backends/llvm/codegen.h"
 #include "backends/target/resolved_target.h"
 #include "ir/error.h"
+#include "ir/json_depth.h"
 #include "tuning/database/database_internal.h"
 
 namespace tandem::tuning {
@@ -144,6 +145,12 @@ size_t Database::ImportJsonLines(std::istream& in) {
     where.column = 1;
     try {
       json object;
+      try {
+        ir::CheckJsonDepth(line);
+      } catch (const Error& e) {
+        where.column = e.where().column;
+        throw Error(e.message());
+      }
       try {
         object = json::parse(line);
       } catch (const json::parse_error& e) {

@@ -267,6 +267,17 @@ TEST_P(DatabaseTest, MalformedLineIsAnErrorNamingIt) {
                        R"("candidate_hash":"c","trace_json":"{}","run_seconds":[1],"error":"",)"
                        R"("measured_at":"","measured_by":"{}"})"),
             1);  // its workload is not in the database
+  // Nesting deeper than the JSON limit is rejected before parsing, at the bracket that passes it.
+  std::istringstream deep("\n" + std::string(100000, '[') + "\n");
+  try {
+    db_->ImportJsonLines(deep);
+    FAIL() << "deeply nested JSON was accepted";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_EQ(e.where().column, 257);
+    EXPECT_NE(std::string(e.what()).find("JSON nested deeper than 256 levels"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_P(DatabaseTest, ConcurrentCommitsFromThreads) {
