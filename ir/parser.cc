@@ -81,7 +81,9 @@ class Parser : public text::TokenReader {
 
   // ---- types ----
   Type ParseType(int depth = 0) {
-    if (depth > kMaxTypeDepth) Fail(Peek(), "tuple types are nested too deeply");
+    if (depth > kMaxTypeDepth) {
+      Fail(Peek(), fmt::format("tuple types nested deeper than {} levels", kMaxTypeDepth));
+    }
     if (TryPunct("(")) {
       std::vector<Type> fields;
       if (!PeekPunct(")")) {

@@ -12,6 +12,9 @@ using ir::Error;
 
 namespace {
 
+// The deepest eval=[...] nesting accepted (real pipelines nest two or three tuning passes).
+constexpr int kMaxPipelineDepth = 64;
+
 class PipelineParser {
  public:
   PipelineParser(const std::string& text, const PassRegistry& registry)
@@ -62,10 +65,16 @@ class PipelineParser {
   }
 
   std::vector<PassPtr> ParseList() {
+    // eval=[...] nests a pipeline in a pass: bounded, so that hostile text cannot exhaust the
+    // stack.
+    if (++depth_ > kMaxPipelineDepth) {
+      Fail(fmt::format("eval=[...] nested deeper than {} levels", kMaxPipelineDepth));
+    }
     std::vector<PassPtr> passes;
     do {
       passes.push_back(ParsePass());
     } while (Accept(','));
+    --depth_;
     return passes;
   }
 
@@ -100,7 +109,8 @@ class PipelineParser {
     }
   }
 
-  ir::AttrValue ParseValue() {
+  // A value; `in_list` for an element of a list, which may not be a list (lists do not nest).
+  ir::AttrValue ParseValue(bool in_list = false) {
     SkipSpace();
     if (pos_ >= text_.size()) Fail("expected a value but found the end");
     char c = text_[pos_];
@@ -116,11 +126,12 @@ class PipelineParser {
       return s;
     }
     if (c == '[') {
+      if (in_list) Fail("a list may hold integers only");
       ++pos_;
       std::vector<int64_t> ints;
       if (!Accept(']')) {
         do {
-          ir::AttrValue v = ParseValue();
+          ir::AttrValue v = ParseValue(/*in_list=*/true);
           if (!std::holds_alternative<int64_t>(v)) Fail("a list may hold integers only");
           ints.push_back(std::get<int64_t>(v));
         } while (Accept(','));
@@ -164,6 +175,7 @@ class PipelineParser {
   const std::string& text_;
   const PassRegistry& registry_;
   size_t pos_ = 0;
+  int depth_ = 0;  // pipelines open: 1 at the top, one more per eval=[...]
 };
 
 std::string PrintOne(const Pass& pass) {

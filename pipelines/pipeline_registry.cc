@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -73,6 +74,7 @@ void PipelineRegistry::LoadText(const std::string& text, const std::string& sour
   int line_number = 0;
   std::optional<PipelineDef> current;
   int section_line = 0;
+  int passes_line = 0, passes_column = 0;  // where the section's pipeline text starts
   auto flush = [&] {
     if (!current) return;
     if (current->text.empty()) {
@@ -80,9 +82,20 @@ void PipelineRegistry::LoadText(const std::string& text, const std::string& sour
                   ir::ErrorLocation{.file = source, .line = section_line, .column = 1});
     }
     try {
+      passes::ParsePipeline(current->text);
+    } catch (const Error& e) {
+      // The pipeline text's own column, placed in the file.
+      throw Error(fmt::format("pipeline '{}': {}", current->name, e.message()),
+                  ir::ErrorLocation{.pass = e.where().pass,
+                                    .file = source,
+                                    .line = passes_line,
+                                    .column = passes_column + std::max(e.where().column, 1) - 1});
+    }
+    try {
       Register(*current);
     } catch (const Error& e) {
-      throw Error(e.message(), ir::ErrorLocation{.file = source, .line = section_line, .column = 1});
+      throw Error(e.message(),
+                  ir::ErrorLocation{.file = source, .line = section_line, .column = 1});
     }
     current.reset();
   };
@@ -115,6 +128,8 @@ void PipelineRegistry::LoadText(const std::string& text, const std::string& sour
       current->description = value;
     } else if (key == "passes") {
       current->text = value;
+      passes_line = line_number;
+      passes_column = static_cast<int>(line.find(value, line.find('=') + 1)) + 1;
     } else {
       throw Error(fmt::format("unknown key '{}' (expected description or passes)", key), where);
     }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -19,8 +20,13 @@ namespace {
 using text::Token;
 using text::TokenKind;
 
-// Deeper nesting of expressions or statements is rejected, which bounds the recursion.
+// Deeper nesting of parentheses, calls and statements is rejected, which bounds the parser's
+// recursion.
 constexpr int kMaxDepth = 200;
+// Expression trees deeper than this are rejected. A chain `a + b + c ...` parses in a loop, but
+// it is a tree one level deeper per term, and the printer, simplifier, structural hash and code
+// generator walk trees recursively: the bound keeps all of them within the stack.
+constexpr int kMaxExpressionDepth = 2048;
 // Buffers with more elements are rejected, so that byte counts never overflow int64.
 constexpr int64_t kMaxElements = int64_t{1} << 59;
 
@@ -198,7 +204,10 @@ class KernelParser {
 
   struct DepthGuard {
     DepthGuard(KernelParser& parser) : parser(parser) {  // NOLINT(google-explicit-constructor)
-      if (++parser.depth_ > kMaxDepth) parser.in_.Fail(parser.in_.Peek(), "nested too deeply");
+      if (++parser.depth_ > kMaxDepth) {
+        parser.in_.Fail(parser.in_.Peek(),
+                        fmt::format("expression nested deeper than {} levels", kMaxDepth));
+      }
     }
     ~DepthGuard() { --parser.depth_; }
     KernelParser& parser;
@@ -206,12 +215,39 @@ class KernelParser {
 
   Expr Expression() {
     DepthGuard guard(*this);
-    return Or();
+    Expr result = Or();
+    if (depth_ == 1) tree_depths_.clear();  // a whole expression: its nodes are checked
+    return result;
   }
 
-  Expr Binary(ExprKind kind, const Token& at, Expr a, Expr b) const {
+  // The depth of a tree the parser built (a leaf is 1), from the depths recorded by Track.
+  int TreeDepth(const Expr& e) {
+    if (e->operands.empty()) return 1;
+    if (auto it = tree_depths_.find(e.get()); it != tree_depths_.end()) return it->second.second;
+    // A node made around tracked operands (a cast that ir::Binary inserts): a level or two.
+    int depth = 0;
+    for (const Expr& operand : e->operands) depth = std::max(depth, TreeDepth(operand));
+    return depth + 1;
+  }
+
+  // Records the depth of `e`, a node just built; rejects a tree deeper than the limit before it
+  // grows further. The map holds the node, so its address is not reused while it is recorded.
+  Expr Track(const Token& at, Expr e) {
+    if (e->operands.empty()) return e;
+    int depth = 0;
+    for (const Expr& operand : e->operands) depth = std::max(depth, TreeDepth(operand));
+    if (++depth > kMaxExpressionDepth) {
+      in_.Fail(at, fmt::format("expression deeper than {} levels (a chain of operators is one "
+                               "level per operator: split it into several statements)",
+                               kMaxExpressionDepth));
+    }
+    tree_depths_.emplace(e.get(), std::make_pair(e, depth));
+    return e;
+  }
+
+  Expr Binary(ExprKind kind, const Token& at, Expr a, Expr b) {
     try {
-      return ir::Binary(kind, std::move(a), std::move(b));
+      return Track(at, ir::Binary(kind, std::move(a), std::move(b)));
     } catch (const Error& e) {
       in_.Fail(at, e.message());
     }
@@ -289,14 +325,15 @@ class KernelParser {
 
   Expr Unary() {
     if (pending_.defined()) return std::exchange(pending_, Expr());
-    if (!in_.PeekPunct("!")) return Primary();
+    const Token& at = in_.Peek();
+    if (!in_.PeekPunct("!")) return Track(at, Primary());
     in_.Next();
     DepthGuard guard(*this);
     ExprNode node;
     node.kind = ExprKind::kNot;
     node.dtype = DataType::kBool;
     node.operands = {Unary()};
-    return MakeNode(std::move(node));
+    return Track(at, MakeNode(std::move(node)));
   }
 
   // `:dtype` after a literal, else `fallback`.
@@ -474,7 +511,9 @@ class KernelParser {
   }
 
   Stmt Item(int depth) {
-    if (depth > kMaxDepth) in_.Fail(in_.Peek(), "statements are nested too deeply");
+    if (depth > kMaxDepth) {
+      in_.Fail(in_.Peek(), fmt::format("statements nested deeper than {} levels", kMaxDepth));
+    }
     const Token& head = in_.Peek();
     if (head.kind == TokenKind::kValueName) return Store();
     if (head.kind == TokenKind::kWord) {
@@ -666,6 +705,8 @@ class KernelParser {
   text::TokenReader& in_;
   int depth_ = 0;
   Expr pending_;  // a literal already read by Additive, which Unary hands out next
+  // The tree depth of each node built in the current expression, with the node itself.
+  std::unordered_map<const ExprNode*, std::pair<Expr, int>> tree_depths_;
   std::vector<std::pair<std::string, Var>> scope_;     // bound variables, innermost last
   std::unordered_map<std::string, Var> defined_;       // the Var last defined under each name
   std::unordered_map<std::string, Var> free_objects_;  // free variables, by name

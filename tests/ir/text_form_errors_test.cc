@@ -83,7 +83,9 @@ TEST(ParseErrors, Syntax) {
   ExpectParseError("module attributes {a=99999999999999999999} {}", 1, 22, "out of range");
   ExpectParseError("module attributes {a=1e999} {}", 1, 22, "out of range");
   std::string deep = "graph @f() -> " + std::string(100, '(');
-  ExpectParseError(deep, 1, 80, "nested too deeply");
+  ExpectParseError(deep, 1, 80, "tuple types nested deeper than 64 levels");
+  ExpectParseError("graph @f(%x: " + std::string(100000, '('), 1, 79,
+                   "tuple types nested deeper than 64 levels");
   ExpectParseError("graph @f(%x: f32[4294967296,4294967296]) -> f32[] {}", 1, 29,
                    "too many elements");
 }

@@ -251,6 +251,54 @@ TEST(PassContext, CrashReproducerHoldsInputAndPipeline) {
   std::filesystem::remove_all(dir);
 }
 
+// Hostile nesting is an error naming the limit and the column, never a stack overflow.
+TEST(PipelineText, DeepNestingIsAClearError) {
+  int runs = 0;
+  PassRegistry r = TestRegistry(&runs);
+  auto expect_error = [&](const std::string& text, int column, const std::string& message) {
+    try {
+      ParsePipeline(text, r);
+      ADD_FAILURE() << "expected an error";
+    } catch (const ir::Error& e) {
+      EXPECT_EQ(e.where().line, 1);
+      EXPECT_EQ(e.where().column, column) << e.what();
+      EXPECT_NE(e.message().find(message), std::string::npos) << e.what();
+    }
+  };
+  const std::string open = "A(level=";
+  expect_error(open + std::string(100000, '[') + "1" + std::string(100000, ']') + ")",
+               static_cast<int>(open.size()) + 2, "a list may hold integers only");
+  std::string evals;
+  for (int i = 0; i < 100000; ++i) evals += "MockTuning(eval=[";
+  expect_error(evals + "A", 64 * 17 + 1, "eval=[...] nested deeper than 64 levels");
+  std::string fine = "A";
+  for (int i = 0; i < 63; ++i) fine = "MockTuning(eval=[" + fine + "])";
+  EXPECT_EQ(PrintPipeline(*ParsePipeline(fine, r)), fine);
+}
+
+TEST(PipelineRegistry, DeepNestingInAFileNamesTheFileLineAndColumn) {
+  std::string evals;
+  for (int i = 0; i < 100000; ++i) evals += "TuneLayout(eval=[";
+  pipelines::PipelineRegistry r;
+  try {
+    r.LoadText("[deep]\ndescription = hostile\npasses = " + evals + "InferType\n", "deep.pipelines");
+    FAIL() << "expected an error";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.where().file, "deep.pipelines");
+    EXPECT_EQ(e.where().line, 3);
+    EXPECT_EQ(e.where().column, 10 + 64 * 17) << e.what();
+    EXPECT_NE(e.message().find("eval=[...] nested deeper than 64 levels"), std::string::npos)
+        << e.what();
+  }
+  try {
+    r.LoadText("[deep]\npasses = TuneKernels(trials=" + std::string(100000, '[') + "\n", "d.pipelines");
+    FAIL() << "expected an error";
+  } catch (const ir::Error& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_NE(e.message().find("a list may hold integers only"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PipelineRegistry, BuiltinsParseAndUsersRegisterTheirOwn) {
   auto& global = pipelines::PipelineRegistry::Global();
   for (const auto& def : global.List()) {
@@ -276,7 +324,8 @@ passes = InferType
     r.LoadText("[bad]\npasses = NoSuchPass\n", "bad.pipelines");
     FAIL();
   } catch (const ir::Error& e) {
-    EXPECT_EQ(e.where().line, 1);
+    EXPECT_EQ(e.where().line, 2);  // the passes line, at the pass's column
+    EXPECT_EQ(e.where().column, 10);
     EXPECT_NE(std::string(e.what()).find("unknown pass 'NoSuchPass'"), std::string::npos) << e.what();
   }
 }

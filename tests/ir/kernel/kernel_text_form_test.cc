@@ -492,6 +492,45 @@ TEST(KernelTextForm, DeepNestingIsAnErrorNotACrash) {
   EXPECT_NO_THROW(ParseKernel(fine));
 }
 
+// `%a[0] + %a[0] + ...` with `terms` terms: a tree one level deeper per term.
+std::string ChainKernel(int terms) {
+  std::string text = "kernel @k(%a: f32[1]) -> (%b: f32[1]) {\n  %b[0] = %a[0]";
+  for (int i = 1; i < terms; ++i) text += i % 2 ? " + %a[0]" : " - 1.0";
+  return text + "\n}\n";
+}
+
+TEST(KernelTextForm, DeepNestingNamesTheLimitAndWhere) {
+  const std::string head = "kernel @k() -> (%b: f32[1]) {\n  %b[0] = ";
+  ExpectKernelError(head + std::string(100000, '(') + "1.0", 2, 211,
+                    "expression nested deeper than 200 levels");
+  std::string loops;
+  for (int i = 0; i < 100000; ++i) loops += "seq { ";
+  ExpectKernelError("kernel @k() -> () {\n" + loops, 2, 1207,
+                    "statements nested deeper than 200 levels");
+}
+
+// A long chain parses in a loop; a tree deeper than the documented limit is an error at the term
+// that passes it, and a chain within it parses, prints and reads back.
+TEST(KernelTextForm, LongChainsParseToTheLimitAndFailClearlyPastIt) {
+  try {
+    ParseKernel(ChainKernel(50000), "k.tir");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_TRUE(Contains(e.message(), "expression deeper than 2048 levels")) << e.what();
+  }
+  // 2047 terms: 2046 operators over a load of depth 2.
+  KernelFunction kernel = ParseKernel(ChainKernel(2047));
+  std::string printed;
+  EXPECT_TRUE(RoundTrips(kernel, &printed));
+  EXPECT_NE(printed.find("%a[0] - 1.0 + %a[0]"), std::string::npos);
+  EXPECT_THROW(ParseKernel(ChainKernel(2048)), Error);
+  // As part of a module, which is what `tandem show` prints.
+  IRModule module = ParseModule("module {\n" + ChainKernel(2047) + "}\n");
+  EXPECT_EQ(PrintModule(module), PrintModule(ParseModule(PrintModule(module))));
+  EXPECT_THROW(ParseModule("module {\n" + ChainKernel(50000) + "}\n"), Error);
+}
+
 // Every prefix of a printed kernel, and random mutations of it, parse or throw Error.
 TEST(KernelTextForm, PrefixesAndMutationsParseOrThrowError) {
   std::string text = PrintKernel(EveryStatementKind());
