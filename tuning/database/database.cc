@@ -20,6 +20,7 @@
 #include "backends/target/resolved_target.h"
 #include "ir/error.h"
 #include "tuning/database/database_internal.h"
+#include "tuning/database/record_trace.h"
 
 namespace tandem::tuning {
 
@@ -155,6 +156,12 @@ size_t Database::ImportJsonLines(std::istream& in) {
         size_t start = column == std::string::npos ? column : reason.find(": ", column);
         if (start != std::string::npos) reason = reason.substr(start + 2);
         throw Error(fmt::format("not valid JSON: {}", reason));
+      } catch (const json::exception& e) {  // a number that overflows double, ...
+        std::string reason = e.what();
+        if (size_t start = reason.find("] "); start != std::string::npos) {
+          reason = reason.substr(start + 2);
+        }
+        throw Error(fmt::format("not valid JSON: {}", reason));
       }
       Check(object.is_object(), "not a JSON object");
       std::string type = StringField(object, "type");
@@ -165,6 +172,8 @@ size_t Database::ImportJsonLines(std::istream& in) {
         ++added;
       } else if (type == "record") {
         TuningRecord record = RecordFromJson(object);
+        // A record whose trace does not decode would be skipped by every reader: refused here.
+        if (!record.trace_json.empty()) DecodeRecordTrace(record);
         auto key = std::make_pair(record.workload_hash, record.target);
         auto it = present.find(key);
         if (it == present.end()) {
