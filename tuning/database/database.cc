@@ -172,8 +172,16 @@ size_t Database::ImportJsonLines(std::istream& in) {
         ++added;
       } else if (type == "record") {
         TuningRecord record = RecordFromJson(object);
-        // A record whose trace does not decode would be skipped by every reader: refused here.
-        if (!record.trace_json.empty()) DecodeRecordTrace(record);
+        // A trace that is not JSON (a number overflowing double) would be skipped by every
+        // reader: refused here. (Its instructions are checked where it is replayed.)
+        if (!record.trace_json.empty()) {
+          try {
+            (void)json::parse(record.trace_json);
+          } catch (const json::exception& e) {
+            throw Error(fmt::format("{}: its trace is not valid JSON: {}", DescribeRecord(record),
+                                    e.what()));
+          }
+        }
         auto key = std::make_pair(record.workload_hash, record.target);
         auto it = present.find(key);
         if (it == present.end()) {

@@ -87,7 +87,7 @@ class Database {
 
   // JSON lines: one object per line, {"type":"workload",...} or {"type":"record",...}; Import
   // skips records already present and returns how many lines it added. A malformed line (not
-  // JSON, a number out of range, a missing field, a record whose trace does not decode) is an
+  // JSON, a number out of range, a missing field, a record whose trace is not JSON) is an
   // Error naming its line number (nothing after it is imported).
   void ExportJsonLines(std::ostream& out) const;
   size_t ImportJsonLines(std::istream& in);
