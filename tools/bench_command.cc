@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <fstream>
 #include <iostream>
 
@@ -37,6 +38,7 @@
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tuning/session/tuning_run.h"
 #include "tuning/session/tuning_session.h"
 
@@ -361,14 +363,19 @@ Command AddBenchCommand(CLI::App& app) {
   cmd->add_option("--trials", *trials,
                   "TuneKernels trials of the tuned configurations; the trial budget of each "
                   "tuning pipeline")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerIn(0));
   cmd->add_flag("--isolate", *isolate,
                 "tuned configurations do not reuse each other's measurements (each keeps its "
                 "records apart in the database), for comparing pipelines under equal budgets");
   cmd->add_option("--repeat", *repeat, "timed runs per configuration per round")
-      ->capture_default_str();
-  cmd->add_option("--rounds", *rounds, "rounds of taking turns")->capture_default_str();
-  cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)");
+      ->capture_default_str()
+      ->check(IntegerIn(1, INT_MAX));
+  cmd->add_option("--rounds", *rounds, "rounds of taking turns")
+      ->capture_default_str()
+      ->check(IntegerIn(1, INT_MAX));
+  cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)")
+      ->check(IntegerIn(0, backends::ThreadPool::kMaxThreads));
   cmd->add_option("--csv", *csv, "also write the rows as CSV to this file (- for stdout)");
   cmd->add_option("--external", *external_specs,
                   "NAME=COMMAND: an engine in another process timed in the same turns (the "

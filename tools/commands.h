@@ -58,7 +58,12 @@ ir::Target PipelineTarget(const PipelineOptions& options);
 // no longer replay (tuning::NotReplayedNote); nothing when none did.
 void WarnOfSchedulesNotReplayed(tuning::TuningSession& session);
 
-// Opens a tuning database file that must already exist (reading commands never create one).
+// Warns through the session of each stored tuning run that LatestTuningRun skipped because it
+// does not decode (naming the database file and the record).
+void WarnOfSkippedRuns(tuning::TuningSession& session, const std::vector<std::string>& skipped);
+
+// Opens a tuning database file that must already exist, read-only: reading commands never
+// create one or change it.
 std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path);
 
 Command AddShowCommand(CLI::App& app);

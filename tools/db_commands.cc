@@ -14,6 +14,7 @@
 
 #include "ir/error.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tuning/database/database.h"
 
 namespace tandem::tools {
@@ -28,7 +29,7 @@ std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path) 
   if (fs::is_directory(path, error)) {
     throw Error("is a directory, not a tuning database file", {.file = path});
   }
-  return tuning::OpenSqliteDatabase(path);
+  return tuning::OpenSqliteDatabase(path, {.read_only = true});
 }
 
 namespace {
@@ -224,7 +225,8 @@ Command AddDbCommand(CLI::App& app) {
   add_db(show);
   show->add_option("hash", options->hash, "workload hash (or a unique prefix of one)")->required();
   show->add_option("--top", options->top, "how many of the best records to show")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerIn(0));
   show->add_option(
       "--target", options->target,
       "only this target: a stored descriptor, a target text such as \"llvm -threads=4\" "

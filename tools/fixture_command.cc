@@ -2,11 +2,13 @@
 // command line (pipelines/pipeline_fixture.h; docs/pipeline_regression_tests.md).
 #include <fmt/format.h>
 
+#include <climits>
 #include <filesystem>
 #include <iostream>
 
 #include "pipelines/pipeline_fixture.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 
 namespace tandem::tools {
 
@@ -71,11 +73,14 @@ Command AddFixtureCommand(CLI::App& app) {
       ->add_option("--pipeline", options->fixture.pipeline,
                    "registered pipeline name or pipeline text")
       ->required();
-  record->add_option("--trials", options->fixture.trials, "trial budget")->capture_default_str();
+  record->add_option("--trials", options->fixture.trials, "trial budget")
+      ->capture_default_str()
+      ->check(IntegerIn(1));
   record->add_option("--seed", options->fixture.seed, "pipeline seed")->capture_default_str();
   record->add_option("--target", options->fixture.target, "target")->capture_default_str();
   record->add_option("--repeats", options->fixture.repeats, "timed repeats per measurement")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerIn(1, INT_MAX));
   CLI::App* check = cmd->add_subcommand(
       "check",
       "run the fixture's pipeline on MODEL answering every evaluation from the fixture; exit 1 "

@@ -154,9 +154,12 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
   if (context.tuning) {
     // The database has a tuning run of this pipeline on this model: rebuild its result.
     std::string text = passes::PrintPipeline(*pipeline);
-    if (std::optional<tuning::TuningRun> run = tuning::LatestTuningRun(
-            context.tuning->database(), ir::HashToHex(ir::StructuralHash(module)), text,
-            context.tuning->target_descriptor())) {
+    std::vector<std::string> skipped;
+    std::optional<tuning::TuningRun> run = tuning::LatestTuningRun(
+        context.tuning->database(), ir::HashToHex(ir::StructuralHash(module)), text,
+        context.tuning->target_descriptor(), &skipped);
+    WarnOfSkippedRuns(*context.tuning, skipped);
+    if (run) {
       std::cerr << fmt::format(
           "replaying the {} decisions of the tuning run of {} from the database\n",
           run->trace.size(), run->measured_at);
@@ -169,6 +172,16 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
   if (timing) std::cerr << timing->Report();
   if (context.tuning) WarnOfSchedulesNotReplayed(*context.tuning);
   return out;
+}
+
+void WarnOfSkippedRuns(tuning::TuningSession& session, const std::vector<std::string>& skipped) {
+  for (const std::string& reason : skipped) {
+    std::string where = session.options().database_name.empty()
+                            ? std::string()
+                            : session.options().database_name + ": ";
+    session.Warn(
+        fmt::format("{}skipped a stored tuning run that does not decode: {}", where, reason));
+  }
 }
 
 void WarnOfSchedulesNotReplayed(tuning::TuningSession& session) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 
 namespace tandem::tools {
 
@@ -37,7 +39,8 @@ void AddIoOptions(CLI::App* cmd, IoOptions& io) {
   cmd->add_option("--outputs", io.outputs_dir, "directory to write output_0.pb, ... to");
   cmd->add_option("--seed", io.seed, "seed for random inputs");
   cmd->add_option("--tolerance", io.tolerance, "largest accepted relative error (L2) for checks")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumber(0, /*inclusive=*/false));
   cmd->add_option("--function", io.function, "graph function to run")->capture_default_str();
 }
 
@@ -148,8 +151,10 @@ Command AddRunCommand(CLI::App& app) {
   AddPipelineOptions(cmd, *pipeline);
   AddIoOptions(cmd, *io);
   cmd->add_option("--repeat", *repeat, "timed runs (the median is reported)")
-      ->capture_default_str();
-  cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)");
+      ->capture_default_str()
+      ->check(IntegerIn(1, INT_MAX));
+  cmd->add_option("--threads", *threads, "threads for parallel loops (0: all cores)")
+      ->check(IntegerIn(0, backends::ThreadPool::kMaxThreads));
   cmd->add_flag("--no-reference", *no_reference,
                 "skip the comparison with the reference interpreter");
   return [=]() {

@@ -7,12 +7,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
@@ -21,6 +23,7 @@
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
+#include "tools/option_checks.h"
 #include "tuning/search/apply_history_best.h"
 #include "tuning/session/tuning_run.h"
 #include "tuning/session/tuning_session.h"
@@ -206,10 +209,12 @@ int RunTune(TuneOptions& options) {
 
   // A run of this pipeline on this model under the same budget is in the database: replay its
   // decisions instead of tuning again (--retune tunes anyway; measurements are still reused).
+  std::vector<std::string> skipped;
   std::optional<tuning::TuningRun> previous =
       options.retune ? std::nullopt
                      : tuning::LatestTuningRun(*database, model_hash, pipeline_text,
-                                               session.target_descriptor());
+                                               session.target_descriptor(), &skipped);
+  WarnOfSkippedRuns(session, skipped);
   if (previous && previous->trial_budget == options.trials &&
       previous->time_budget_seconds == options.time_budget && previous->seed == context.seed &&
       !previous->after_seconds.empty()) {
@@ -272,34 +277,43 @@ Command AddTuneCommand(CLI::App& app) {
   AddModelOptions(cmd, options->model);
   AddPipelineOptions(cmd, options->pipeline);
   cmd->add_option("--trials", options->trials, "most real measurements in this run (0: no limit)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerIn(0));
   cmd->add_option("--time-budget", options->time_budget,
                   "seconds the run may spend measuring (0: no limit)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumber(0, /*inclusive=*/true));
   cmd->add_flag("--retune", options->retune,
                 "tune even when the database has a run of this pipeline on this model with the "
                 "same budget (by default its decisions are replayed)");
   cmd->add_option("--repeats", options->repeats, "timed repeats per candidate")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerIn(1, INT_MAX));
   cmd->add_option("--warmup", options->warmup, "untimed runs before the repeats")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(IntegerIn(0, INT_MAX));
   cmd->add_option("--min-warmup-ms", options->min_warmup_ms,
                   "and untimed runs until this much time passed (a fresh worker runs slower)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumber(0, /*inclusive=*/true));
   cmd->add_option("--min-repeat-ms", options->min_repeat_ms,
                   "each repeat loops the program for at least this long")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumber(0, /*inclusive=*/true));
   cmd->add_option("--timeout", options->timeout, "seconds before a candidate is killed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumber(0, /*inclusive=*/false));
   cmd->add_flag("--flush-cache", options->flush_cache, "flush the caches before every repeat");
   cmd->add_option("--confirm-rounds", options->confirm_rounds,
                   "each decision's finalists are re-measured together in this many interleaved "
                   "rounds (0: decide on the first measurements)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
-  cmd->add_option("--threads", options->threads, "threads for parallel loops (0: all cores)");
+  cmd->add_option("--threads", options->threads, "threads for parallel loops (0: all cores)")
+      ->check(IntegerIn(0, backends::ThreadPool::kMaxThreads));
   cmd->add_option("--build-workers", options->build_workers,
-                  "candidates compiled at once (0: one per core)");
+                  "candidates compiled at once (0: one per core)")
+      ->check(IntegerIn(0, INT_MAX));
   cmd->add_flag("--in-process", options->in_process,
                 "measure in this process (no crash isolation; for debugging)");
   cmd->add_option("--output", options->output, "write the tuned module's IR text here");

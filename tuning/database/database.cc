@@ -21,6 +21,7 @@
 #include "ir/error.h"
 #include "ir/json_depth.h"
 #include "tuning/database/database_internal.h"
+#include "tuning/database/record_trace.h"
 
 namespace tandem::tuning {
 
@@ -162,6 +163,12 @@ size_t Database::ImportJsonLines(std::istream& in) {
         size_t start = column == std::string::npos ? column : reason.find(": ", column);
         if (start != std::string::npos) reason = reason.substr(start + 2);
         throw Error(fmt::format("not valid JSON: {}", reason));
+      } catch (const json::exception& e) {  // a number that overflows double, ...
+        std::string reason = e.what();
+        if (size_t start = reason.find("] "); start != std::string::npos) {
+          reason = reason.substr(start + 2);
+        }
+        throw Error(fmt::format("not valid JSON: {}", reason));
       }
       Check(object.is_object(), "not a JSON object");
       std::string type = StringField(object, "type");
@@ -172,6 +179,16 @@ size_t Database::ImportJsonLines(std::istream& in) {
         ++added;
       } else if (type == "record") {
         TuningRecord record = RecordFromJson(object);
+        // A trace that is not JSON (a number overflowing double) would be skipped by every
+        // reader: refused here. (Its instructions are checked where it is replayed.)
+        if (!record.trace_json.empty()) {
+          try {
+            (void)json::parse(record.trace_json);
+          } catch (const json::exception& e) {
+            throw Error(fmt::format("{}: its trace is not valid JSON: {}", DescribeRecord(record),
+                                    e.what()));
+          }
+        }
         auto key = std::make_pair(record.workload_hash, record.target);
         auto it = present.find(key);
         if (it == present.end()) {

@@ -86,16 +86,28 @@ class Database {
   virtual std::optional<std::string> GetBlob(const std::string& name) const = 0;
 
   // JSON lines: one object per line, {"type":"workload",...} or {"type":"record",...}; Import
-  // skips records already present and returns how many lines it added. A malformed line is an
+  // skips records already present and returns how many lines it added. A malformed line (not
+  // JSON, a number out of range, a missing field, a record whose trace is not JSON) is an
   // Error naming its line number (nothing after it is imported).
   void ExportJsonLines(std::ostream& out) const;
   size_t ImportJsonLines(std::istream& in);
 };
 
-// Opens (creating when missing) a SQLite database file. Errors: the file is not a Tandem
-// database (or not SQLite at all), is corrupt, or has a newer schema version; each names the
-// file.
-std::unique_ptr<Database> OpenSqliteDatabase(const std::string& path);
+struct SqliteOpenOptions {
+  // Opened read-only (SQLITE_OPEN_READONLY): the file must exist and hold a Tandem database; it
+  // is never changed (no WAL switch, no schema written), so it may be a file without write
+  // permission. Commit* and PutBlob are then an Error.
+  bool read_only = false;
+  // How long a statement waits for a lock another process holds; then it fails with "the
+  // database is locked by another process".
+  int busy_timeout_milliseconds = 30000;
+};
+
+// Opens (creating when missing, unless read-only) a SQLite database file. Errors: the file is
+// not a Tandem database (or not SQLite at all), is corrupt, has a newer schema version, or is
+// locked by another process past the busy timeout; each names the file.
+std::unique_ptr<Database> OpenSqliteDatabase(const std::string& path,
+                                             const SqliteOpenOptions& options = {});
 std::unique_ptr<Database> MakeInMemoryDatabase();
 
 // The target descriptor: the resolved target (backends::ResolveTarget: CPU, features, threads;

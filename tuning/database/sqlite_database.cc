@@ -1,4 +1,5 @@
-// The SQLite tuning database: one file in WAL mode. Every commit is its own transaction, so it
+// The SQLite tuning database: one file in WAL mode (a read-only connection leaves the file as it
+// is). Every commit is its own transaction, so it
 // is durable once the call returns and a process killed at any point leaves a consistent file.
 // One connection per object, guarded by a mutex, so the object can be shared between threads;
 // several processes may open the same file (SQLite's locking and the busy timeout serialize
@@ -6,6 +7,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -17,8 +19,6 @@
 
 namespace tandem::tuning {
 namespace {
-
-constexpr int kBusyTimeoutMilliseconds = 30000;
 
 constexpr const char* kCreateSchema = R"sql(
 CREATE TABLE IF NOT EXISTS tandem_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,10 +49,11 @@ constexpr const char* kRecordColumns =
 
 class SqliteDatabase final : public Database {
  public:
-  explicit SqliteDatabase(std::string path) : path_(std::move(path)) {
-    int status =
-        sqlite3_open_v2(path_.c_str(), &db_,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  SqliteDatabase(std::string path, const SqliteOpenOptions& options)
+      : path_(std::move(path)), options_(options) {
+    int mode =
+        options_.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int status = sqlite3_open_v2(path_.c_str(), &db_, mode | SQLITE_OPEN_NOMUTEX, nullptr);
     if (status != SQLITE_OK) {
       std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(status);
       sqlite3_close_v2(db_);
@@ -60,8 +61,15 @@ class SqliteDatabase final : public Database {
     }
     try {
       sqlite3_extended_result_codes(db_, 1);
-      sqlite3_busy_timeout(db_, kBusyTimeoutMilliseconds);
-      CheckExistingSchema();
+      sqlite3_busy_timeout(db_, std::max(options_.busy_timeout_milliseconds, 0));
+      bool exists = CheckExistingSchema();
+      if (options_.read_only) {
+        if (!exists) {
+          throw Error("not a Tandem tuning database: the file holds no tables", {.file = path_});
+        }
+        PrepareStatements();
+        return;
+      }
       Exec("PRAGMA journal_mode=WAL", "setting WAL journal mode");
       Exec("PRAGMA synchronous=NORMAL", "setting synchronous=NORMAL");
       Exec("BEGIN IMMEDIATE", "creating the schema");
@@ -86,6 +94,7 @@ class SqliteDatabase final : public Database {
   ~SqliteDatabase() override { Close(); }
 
   void CommitWorkload(const Workload& workload) override {
+    CheckWritable("committing a workload");
     std::lock_guard lock(mutex_);
     Statement& s = insert_workload_;
     Bind(s, 1, workload.hash);
@@ -115,6 +124,7 @@ class SqliteDatabase final : public Database {
 
   void CommitRecord(const TuningRecord& record) override {
     internal::CheckRecordFields(record);
+    CheckWritable("committing a record");
     std::lock_guard lock(mutex_);
     Statement& exists = workload_exists_;
     Bind(exists, 1, record.workload_hash);
@@ -186,6 +196,7 @@ class SqliteDatabase final : public Database {
   }
 
   void PutBlob(const std::string& name, const std::string& bytes) override {
+    CheckWritable("storing a blob");
     std::lock_guard lock(mutex_);
     Bind(put_blob_, 1, name);
     // A zero-length blob must not be bound from a null pointer (that binds NULL).
@@ -226,7 +237,23 @@ class SqliteDatabase final : public Database {
   };
 
   [[noreturn]] void Fail(const std::string& what) const {
+    ThrowIfLocked(what);
     throw Error(fmt::format("tuning database error while {}: {}", what, sqlite3_errmsg(db_)),
+                {.file = path_});
+  }
+
+  // SQLITE_BUSY (past the busy timeout) is another process's lock, not a broken file.
+  void ThrowIfLocked(const std::string& what) const {
+    int code = sqlite3_errcode(db_) & 0xff;
+    if (code != SQLITE_BUSY && code != SQLITE_LOCKED) return;
+    throw Error(fmt::format("the database is locked by another process (waited {:g} s while {})",
+                            std::max(options_.busy_timeout_milliseconds, 0) / 1e3, what),
+                {.file = path_});
+  }
+
+  void CheckWritable(const char* what) const {
+    if (!options_.read_only) return;
+    throw Error(fmt::format("the tuning database was opened read-only; {} is not possible", what),
                 {.file = path_});
   }
 
@@ -242,8 +269,9 @@ class SqliteDatabase final : public Database {
   }
 
   // Refuses files that are not SQLite, are corrupt, belong to another program or were written
-  // by a newer Tandem. An empty or missing file passes (the schema is created next).
-  void CheckExistingSchema() {
+  // by a newer Tandem. An empty or missing file passes (the schema is created next) and gives
+  // false.
+  bool CheckExistingSchema() {
     std::set<std::string> names;
     Statement tables;
     int status = sqlite3_prepare_v2(db_, "SELECT name FROM sqlite_master WHERE type = 'table'", -1,
@@ -253,11 +281,12 @@ class SqliteDatabase final : public Database {
       if (status == SQLITE_ROW) names.insert(Text(tables, 0));
     }
     if (status != SQLITE_DONE) {
+      ThrowIfLocked("reading the schema");
       throw Error(fmt::format("cannot read the tuning database (not a SQLite file, or corrupt): {}",
                               sqlite3_errmsg(db_)),
                   {.file = path_});
     }
-    if (names.empty()) return;
+    if (names.empty()) return false;
     if (names.count("tandem_meta") == 0) {
       throw Error(fmt::format("not a Tandem tuning database: it is a SQLite database with other "
                               "tables ({}...) and no tandem_meta table",
@@ -295,6 +324,7 @@ class SqliteDatabase final : public Database {
                               schema, kDatabaseSchemaVersion),
                   {.file = path_});
     }
+    return true;
   }
 
   void Prepare(Statement& s, const std::string& sql) {
@@ -342,6 +372,7 @@ class SqliteDatabase final : public Database {
     if (status == SQLITE_DONE) return false;
     std::string message = sqlite3_errmsg(db_);
     Reset(s);
+    ThrowIfLocked(what);
     throw Error(fmt::format("tuning database error while {}: {}", what, message), {.file = path_});
   }
 
@@ -401,6 +432,7 @@ class SqliteDatabase final : public Database {
   }
 
   std::string path_;
+  SqliteOpenOptions options_;
   sqlite3* db_ = nullptr;
   mutable std::mutex mutex_;
   mutable Statement insert_workload_, get_workload_, all_workloads_, workload_exists_,
@@ -409,8 +441,9 @@ class SqliteDatabase final : public Database {
 
 }  // namespace
 
-std::unique_ptr<Database> OpenSqliteDatabase(const std::string& path) {
-  return std::make_unique<SqliteDatabase>(path);
+std::unique_ptr<Database> OpenSqliteDatabase(const std::string& path,
+                                             const SqliteOpenOptions& options) {
+  return std::make_unique<SqliteDatabase>(path, options);
 }
 
 }  // namespace tandem::tuning

@@ -5,6 +5,7 @@
 // because of one candidate.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,16 @@ struct MeasureOptions {
   bool operator==(const MeasureOptions& other) const = default;
 };
 
+// Why `options` cannot measure anything, naming the field and its rule ("repeats is 0 (must be
+// >= 1)"); nullopt when they can. The rules: warmup_runs >= 0, min_warmup_seconds >= 0,
+// repeats >= 1, min_repeat_seconds >= 0, timeout_seconds > 0, tolerance > 0, every number
+// finite, num_threads in [0, backends::ThreadPool::kMaxThreads].
+std::optional<std::string> MeasureOptionsProblem(const MeasureOptions& options);
+// Throws ir::Error("invalid measure options: ...") when MeasureOptionsProblem finds a problem:
+// called before anything is measured, so that a bad option is one error, not a failure of every
+// candidate.
+void ValidateMeasureOptions(const MeasureOptions& options);
+
 // The outcome of measuring one candidate.
 struct MeasureResult {
   // Empty when the candidate was measured; otherwise why not ("build failed: ...",
@@ -38,9 +49,14 @@ struct MeasureResult {
   double median_seconds = 0;
   double stddev_seconds = 0;
   double max_relative_error = 0;  // against the expected outputs (0 when none were given)
+  // The failure was caused by the measuring setup (invalid options, a worker process that could
+  // not be started), not by the candidate: it says nothing about the candidate, so it is never
+  // committed as the candidate's result (TuningSession turns it into a run error).
+  bool setup_failure = false;
 
   bool ok() const { return error.empty(); }
   static MeasureResult Failure(std::string reason);
+  static MeasureResult SetupFailure(std::string reason);
   // Fills median_seconds and stddev_seconds from run_seconds.
   static MeasureResult FromRunSeconds(std::vector<double> run_seconds, double max_relative_error);
 };

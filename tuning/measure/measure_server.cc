@@ -248,12 +248,12 @@ void MeasureServer::Stop() {
 MeasureResult MeasureServer::Measure(const RunInput& input, const MeasureOptions& options) {
   // Step 1.
   if (pid_ < 0) start_error_ = Start();
-  if (pid_ < 0) return MeasureResult::Failure(start_error_);
+  if (pid_ < 0) return MeasureResult::SetupFailure(start_error_);
   std::string request;
   try {
     request = Frame(EncodeRequest(input, options));
   } catch (const std::exception& e) {  // only memory exhaustion
-    return MeasureResult::Failure(fmt::format("cannot send the candidate: {}", e.what()));
+    return MeasureResult::SetupFailure(fmt::format("cannot send the candidate: {}", e.what()));
   }
   if (!WriteAll(fd_, request)) {
     Stop();

@@ -9,9 +9,9 @@
 // never writes to it, so it cannot get SIGPIPE from it.
 //
 // Executables holding a GPU context (cuBLAS subgraphs) go to the measurement server instead
-// (tuning/measure/measure_server.h): CUDA cannot be used in a child forked after the parent initialized
-// it ("initialization error"), and their device buffers belong to the parent's context; the
-// server, forked when the runner was constructed, rebuilds them in processes that never saw
+// (tuning/measure/measure_server.h): CUDA cannot be used in a child forked after the parent
+// initialized it ("initialization error"), and their device buffers belong to the parent's context;
+// the server, forked when the runner was constructed, rebuilds them in processes that never saw
 // this process's CUDA state.
 #include <fcntl.h>
 #include <omp.h>
@@ -120,9 +120,10 @@ class Worker {
 // Returns the position in `order` where the next worker starts (always > first).
 size_t RunWorker(const std::vector<RunInput>& inputs, const std::vector<size_t>& order,
                  size_t first, const MeasureOptions& options, std::vector<MeasureResult>& results) {
+  // Not the candidates' fault: a setup failure, never recorded as their result.
   auto fail_rest = [&](const std::string& reason) {
     for (size_t k = first; k < order.size(); ++k) {
-      results[order[k]] = MeasureResult::Failure(reason);
+      results[order[k]] = MeasureResult::SetupFailure(reason);
     }
     return order.size();
   };
@@ -237,12 +238,10 @@ std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& input
       order.push_back(i);
     }
   }
-  if (!(options.timeout_seconds > 0) || !std::isfinite(options.timeout_seconds)) {
+  if (auto problem = MeasureOptionsProblem(options)) {
     for (const std::vector<size_t>* group : {&order, &server}) {
       for (size_t i : *group) {
-        results[i] = MeasureResult::Failure(
-            fmt::format("invalid measure options: timeout_seconds is {} (must be > 0)",
-                        options.timeout_seconds));
+        results[i] = MeasureResult::SetupFailure("invalid measure options: " + *problem);
       }
     }
     return results;

@@ -26,23 +26,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::optional<std::string> CheckOptions(const MeasureOptions& options) {
-  if (options.warmup_runs < 0) return fmt::format("warmup_runs is {} (< 0)", options.warmup_runs);
-  if (options.repeats < 1) return fmt::format("repeats is {} (< 1)", options.repeats);
-  if (!(options.min_warmup_seconds >= 0)) {
-    return fmt::format("min_warmup_seconds is {} (< 0)", options.min_warmup_seconds);
-  }
-  if (!(options.min_repeat_seconds >= 0)) {
-    return fmt::format("min_repeat_seconds is {} (< 0)", options.min_repeat_seconds);
-  }
-  if (!(options.tolerance >= 0)) return fmt::format("tolerance is {} (< 0)", options.tolerance);
-  if (options.num_threads < 0 || options.num_threads > backends::ThreadPool::kMaxThreads) {
-    return fmt::format("num_threads is {} (not in [0, {}])", options.num_threads,
-                       backends::ThreadPool::kMaxThreads);
-  }
-  return std::nullopt;
-}
-
 // Compares `outputs` with `expected`; on a mismatch returns the failure reason. Sets
 // `max_relative_error` to the largest relative L2 error over the outputs.
 std::optional<std::string> CheckOutputs(const std::vector<ir::Tensor>& outputs,
@@ -77,8 +60,8 @@ void FlushCache(std::vector<unsigned char>& buffer, unsigned char value) {
 
 MeasureResult MeasureHere(const RunInput& input, const MeasureOptions& options) {
   if (!input.executable) return MeasureResult::Failure("no executable to measure");
-  if (auto problem = CheckOptions(options)) {
-    return MeasureResult::Failure("invalid measure options: " + *problem);
+  if (auto problem = MeasureOptionsProblem(options)) {
+    return MeasureResult::SetupFailure("invalid measure options: " + *problem);
   }
   try {
     backends::Executable& executable = *input.executable;
@@ -144,7 +127,7 @@ std::vector<MeasureResult> InProcessRunner::Run(const std::vector<RunInput>& inp
   // afterwards.
   backends::ThreadPool& pool = backends::ThreadPool::Global();
   int previous_threads = pool.num_threads();
-  if (!CheckOptions(options)) {
+  if (!MeasureOptionsProblem(options)) {
     int threads = options.num_threads > 0
                       ? options.num_threads
                       : std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "tuning/database/record_trace.h"
 #include "tuning/search/task.h"
 
 namespace tandem::tuning {
@@ -25,7 +26,16 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
     for (const TuningRecord& record : records) {
       std::string reason;
       try {
-        ir::Trace trace = ir::Trace::FromJson(record.trace_json);
+        ir::Trace trace;
+        try {
+          trace = DecodeRecordTrace(record);
+        } catch (const ir::Error& e) {
+          if (stats && stats->undecodable.insert(hash + "/" + record.candidate_hash).second &&
+              stats->undecodable.size() == 1) {
+            stats->first_undecodable = e.message();
+          }
+          throw;
+        }
         std::optional<kernels::Schedule> schedule =
             kernels::ReplayProgram(kernel, trace, space, &reason);
         if (schedule) {
@@ -53,10 +63,18 @@ kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> da
 }
 
 std::string NotReplayedNote(const HistoryBestStats& stats) {
-  if (stats.not_replayed.empty()) return "";
-  return fmt::format(
-      "{} stored schedules no longer replay (first: {}); their kernels use default schedules",
-      stats.not_replayed.size(), stats.first_not_replayed);
+  std::string note;
+  if (!stats.not_replayed.empty()) {
+    note = fmt::format(
+        "{} stored schedules no longer replay (first: {}); their kernels use default schedules",
+        stats.not_replayed.size(), stats.first_not_replayed);
+  }
+  if (!stats.undecodable.empty()) {
+    note +=
+        fmt::format("{}{} stored records do not decode and were skipped (first: {})",
+                    note.empty() ? "" : "; ", stats.undecodable.size(), stats.first_undecodable);
+  }
+  return note;
 }
 
 kernels::ScheduleProvider TraceMapProvider(std::map<std::string, ir::Trace> traces,
@@ -95,6 +113,8 @@ void HistoryBestStats::AddCounts(const HistoryBestStats& other) {
   default_schedule += other.default_schedule;
   not_replayed.insert(other.not_replayed.begin(), other.not_replayed.end());
   if (first_not_replayed.empty()) first_not_replayed = other.first_not_replayed;
+  undecodable.insert(other.undecodable.begin(), other.undecodable.end());
+  if (first_undecodable.empty()) first_undecodable = other.first_undecodable;
 }
 
 void SetScheduleDecision(ir::Instruction& instruction,

@@ -31,13 +31,18 @@ struct HistoryBestStats {
   std::set<std::string> not_replayed;
   std::string first_not_replayed;
   std::map<std::string, ir::Trace> taken;  // the schedule served per workload hash
+  // Stored records whose trace does not decode (DecodeRecordTrace: corrupt or tampered), by
+  // workload and candidate; they were skipped. `first_undecodable` says why the first did not.
+  std::set<std::string> undecodable;
+  std::string first_undecodable;
 
   // Adds the counts and not-replayed workloads of `other` (the first reason kept); not `taken`.
   void AddCounts(const HistoryBestStats& other);
 };
 
 // "N stored schedules no longer replay (first: <reason>); their kernels use default schedules",
-// or "" when stats.not_replayed is empty: what `tandem run` and `tandem tune` print.
+// and "N stored records do not decode and were skipped (first: <reason>)", or "" when neither
+// happened: what `tandem run` and `tandem tune` print.
 std::string NotReplayedNote(const HistoryBestStats& stats);
 
 kernels::ScheduleProvider HistoryBestProvider(std::shared_ptr<const Database> database,

@@ -1,4 +1,5 @@
 #include "tuning/search/evolutionary_search.h"
+#include "tuning/database/record_trace.h"
 
 #include <algorithm>
 #include <map>
@@ -150,11 +151,12 @@ std::vector<KernelCandidate> TaskSearch::NextBatch(int count, CostModel& model,
     for (const TuningRecord& record : database.Best(
              task_.workload_hash, target, static_cast<size_t>(options_.seeds_from_database))) {
       try {
-        if (std::optional<Program> p = FromTrace(ir::Trace::FromJson(record.trace_json))) {
+        if (std::optional<Program> p = FromTrace(DecodeRecordTrace(record))) {
           population.push_back(std::move(*p));
         }
       } catch (const ir::Error&) {
-        // A record whose trace no longer replays (e.g. written by an older Tandem) is skipped.
+        // A record whose trace no longer replays (e.g. written by an older Tandem) or does not
+        // decode (corrupt) is skipped.
       }
     }
     population.insert(population.end(), samples.begin(), samples.end());

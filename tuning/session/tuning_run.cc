@@ -7,6 +7,7 @@
 
 #include "ir/error.h"
 #include "ir/structural.h"
+#include "tuning/database/record_trace.h"
 
 namespace tandem::tuning {
 
@@ -159,7 +160,9 @@ std::string TuningRunToJson(const TuningRun& run) {
   return object.dump();
 }
 
-TuningRun TuningRunFromJson(const std::string& text, const std::string& trace_json) {
+namespace {
+
+TuningRun DecodeTuningRun(const std::string& text, const std::string& trace_json) {
   json object = json::parse(text, nullptr, false);
   if (!object.is_object()) throw ir::Error("tuning run: the summary is not a JSON object");
   const std::string where = "the run summary";
@@ -208,6 +211,30 @@ TuningRun TuningRunFromJson(const std::string& text, const std::string& trace_js
   return run;
 }
 
+// The stored run of `record`, or nullopt (its reason appended to `skipped`) when it does not
+// decode.
+std::optional<TuningRun> DecodeStoredRun(const TuningRecord& record,
+                                         std::vector<std::string>* skipped) {
+  try {
+    return TuningRunFromJson(record.measured_by, record.trace_json);
+  } catch (const ir::Error& e) {
+    if (skipped) skipped->push_back(fmt::format("{}: {}", DescribeRecord(record), e.message()));
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+TuningRun TuningRunFromJson(const std::string& text, const std::string& trace_json) {
+  try {
+    return DecodeTuningRun(text, trace_json);
+  } catch (const ir::Error&) {
+    throw;
+  } catch (const std::exception& e) {  // the JSON library's own errors (number overflow, ...)
+    throw ir::Error(fmt::format("tuning run: {}", e.what()));
+  }
+}
+
 TuningRun SummarizeTuningRun(const TuningSession& session, const std::string& model,
                              const std::string& model_hash, const std::string& pipeline,
                              const ir::Trace& trace, double tuning_seconds) {
@@ -254,13 +281,15 @@ void CommitTuningRun(Database& database, const TuningRun& run) {
   database.CommitRecord(record);
 }
 
-std::vector<TuningRun> TuningRuns(const Database& database) {
+std::vector<TuningRun> TuningRuns(const Database& database, std::vector<std::string>* skipped) {
   std::vector<TuningRun> runs;
   for (const Workload& workload : database.Workloads()) {
     if (workload.kind != kRunKind) continue;
     for (const std::string& target : database.Targets(workload.hash)) {
       for (const TuningRecord& record : database.Records(workload.hash, target)) {
-        runs.push_back(TuningRunFromJson(record.measured_by, record.trace_json));
+        if (std::optional<TuningRun> run = DecodeStoredRun(record, skipped)) {
+          runs.push_back(std::move(*run));
+        }
       }
     }
   }
@@ -271,10 +300,13 @@ std::vector<TuningRun> TuningRuns(const Database& database) {
 }
 
 std::optional<TuningRun> LatestTuningRun(const Database& database, const std::string& model_hash,
-                                         const std::string& pipeline, const std::string& target) {
+                                         const std::string& pipeline, const std::string& target,
+                                         std::vector<std::string>* skipped) {
   std::vector<TuningRecord> records = database.Records(TuningRunKey(model_hash, pipeline), target);
-  if (records.empty()) return std::nullopt;
-  return TuningRunFromJson(records.back().measured_by, records.back().trace_json);
+  for (auto it = records.rbegin(); it != records.rend(); ++it) {
+    if (std::optional<TuningRun> run = DecodeStoredRun(*it, skipped)) return run;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tandem::tuning

@@ -54,7 +54,8 @@ struct TuningRun {
 std::string TuningRunKey(const std::string& model_hash, const std::string& pipeline);
 
 // JSON of everything but the trace (the measured_by field of the stored record), and back.
-// FromJson throws ir::Error naming the missing or malformed field.
+// FromJson throws ir::Error naming the missing or malformed field (every failure, the JSON
+// library's included, is an ir::Error).
 std::string TuningRunToJson(const TuningRun& run);
 TuningRun TuningRunFromJson(const std::string& json, const std::string& trace_json);
 
@@ -67,10 +68,15 @@ TuningRun SummarizeTuningRun(const TuningSession& session, const std::string& mo
                              const ir::Trace& trace, double tuning_seconds);
 
 void CommitTuningRun(Database& database, const TuningRun& run);
-// Every stored run of every model and pipeline on every target, in commit order.
-std::vector<TuningRun> TuningRuns(const Database& database);
-// The latest run of `pipeline` on the model on `target` (nullopt when there is none).
+// Every stored run of every model and pipeline on every target, in commit order. A stored run
+// that does not decode is skipped; its reason (naming the record) is appended to `skipped`
+// when given.
+std::vector<TuningRun> TuningRuns(const Database& database,
+                                  std::vector<std::string>* skipped = nullptr);
+// The latest run of `pipeline` on the model on `target` that decodes (nullopt when there is
+// none); later ones that do not decode are skipped like in TuningRuns.
 std::optional<TuningRun> LatestTuningRun(const Database& database, const std::string& model_hash,
-                                         const std::string& pipeline, const std::string& target);
+                                         const std::string& pipeline, const std::string& target,
+                                         std::vector<std::string>* skipped = nullptr);
 
 }  // namespace tandem::tuning

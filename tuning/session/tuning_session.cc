@@ -66,6 +66,7 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
     throw ir::Error("TuningSession needs a database, a builder and a runner");
   }
   if (options_.measure.num_threads == 0) options_.measure.num_threads = target_.num_threads;
+  ValidateMeasureOptions(options_.measure);
   // External libraries fix what follows the target (oneDNN's instruction set) once per process;
   // where this process already fixed it for another target, the session goes on (runs that
   // place nothing on that backend are unaffected) and says so. A build that runs that backend's
@@ -181,6 +182,16 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
   }
   std::vector<MeasureResult> measured =
       runner_->Run(interleaved, measure != nullptr ? *measure : options_.measure);
+  // A failure of the measuring setup says nothing about the candidates: the run stops with it
+  // and nothing of this batch is committed.
+  for (const MeasureResult& result : measured) {
+    if (result.setup_failure) {
+      throw ir::Error(
+          fmt::format("measuring failed before any candidate ran: {} (nothing of "
+                      "this batch was recorded)",
+                      result.error));
+    }
+  }
   for (size_t k = 0; k < run_index.size(); ++k) {
     std::vector<double> pooled;
     double max_relative_error = 0;
