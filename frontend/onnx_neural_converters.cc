@@ -60,7 +60,7 @@ std::vector<int64_t> WindowPadding(NodeContext& ctx, const Shape& spatial,
     std::string what =
         fmt::format("the {} padding of {} (strides, dilations)", auto_pad, ctx.op_type());
     int64_t output = spatial[i] / strides[i] + (spatial[i] % strides[i] != 0 ? 1 : 0);
-    int64_t extent = ir::CheckedMul(kernel[i] - 1, dilations[i], what) + 1;
+    int64_t extent = ir::CheckedAdd(ir::CheckedMul(kernel[i] - 1, dilations[i], what), 1, what);
     int64_t total = std::max<int64_t>(
         0, ir::CheckedAdd(ir::CheckedMul(output - 1, strides[i], what), extent, what) - spatial[i]);
     int64_t small = total / 2;

@@ -167,8 +167,8 @@ ConvGeometry ForwardGeometry(const TensorType& data, const TensorType& weight, c
                               names[s], ShapeToString(weight.shape)));
     }
     std::string axis = fmt::format("on axis {}", names[s]);
-    int64_t window =
-        CheckedMul(g.dilation[slot], g.kernel[slot] - 1, "the dilated kernel extent " + axis) + 1;
+    std::string what = "the dilated kernel extent " + axis;
+    int64_t window = CheckedAdd(CheckedMul(g.dilation[slot], g.kernel[slot] - 1, what), 1, what);
     int64_t padded = CheckedAdd(
         CheckedAdd(g.input[slot], g.pad_begin[slot], "the padded input extent (padding) " + axis),
         pad_end[slot], "the padded input extent (padding) " + axis);

@@ -91,8 +91,8 @@ PoolGeometry ReadPool(const TensorType& data, const Attrs& attrs) {
   for (size_t a = 0; a < 2; ++a) {
     char name = a == 0 ? 'H' : 'W';
     std::string axis = fmt::format("on axis {}", name);
-    int64_t extent =
-        CheckedMul(g.dilation[a], g.window[a] - 1, "the dilated pool_size extent " + axis) + 1;
+    std::string what = "the dilated pool_size extent " + axis;
+    int64_t extent = CheckedAdd(CheckedMul(g.dilation[a], g.window[a] - 1, what), 1, what);
     if (g.pad_begin[a] >= extent || g.pad_end[a] >= extent) {
       throw Error(fmt::format(
           "padding on axis {} ({} and {}) must be smaller than the pooling window extent {}", name,
