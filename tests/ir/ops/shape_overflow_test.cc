@@ -48,7 +48,7 @@ TEST(ShapeOverflow, ConvolutionPaddingOf2To31IsAnError) {
   Attrs attrs{
       {"padding", Ints{int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31}}};
   EXPECT_CONTAINS(InferError("conv2d", {F32({1, 1, 8, 8}), F32({1, 1, 3, 3})}, attrs),
-                  "conv2d: the element count of shape [1,1,4294967302,4294967302] overflows");
+                  "conv2d: the element count of f32[1,1,4294967302,4294967302] overflows int64");
   Attrs huge{{"padding", Ints{kMax, 0, 0, 0}}};
   EXPECT_CONTAINS(InferError("conv2d", {F32({1, 1, 8, 8}), F32({1, 1, 3, 3})}, huge),
                   "padded input extent (padding) on axis H overflows int64");
