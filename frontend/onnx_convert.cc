@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 #include "ir/op_registry.h"
@@ -191,6 +193,16 @@ int64_t NodeContext::Int(const std::string& name, int64_t fallback) {
 std::optional<int64_t> NodeContext::OptionalInt(const std::string& name) {
   const auto* attr = FindAttr(name, onnx::AttributeProto::INT);
   return attr ? std::optional<int64_t>(attr->i()) : std::nullopt;
+}
+
+std::optional<int32_t> NodeContext::OptionalInt32(const std::string& name) {
+  std::optional<int64_t> value = OptionalInt(name);
+  if (value && (*value < std::numeric_limits<int32_t>::min() ||
+                *value > std::numeric_limits<int32_t>::max())) {
+    Fail(fmt::format("attribute '{}' of {} is {}, which does not fit a 32-bit integer", name,
+                     op_type(), *value));
+  }
+  return value ? std::optional<int32_t>(static_cast<int32_t>(*value)) : std::nullopt;
 }
 
 double NodeContext::Float(const std::string& name, double fallback) {

@@ -109,6 +109,9 @@ class NodeContext {
   std::vector<int64_t> Ints(const std::string& name, std::vector<int64_t> fallback);
   std::optional<std::vector<int64_t>> OptionalInts(const std::string& name);
   std::optional<int64_t> OptionalInt(const std::string& name);
+  // An int attribute that goes into a 32-bit field (an enum such as Cast's `to`); Fail naming
+  // the attribute when its value does not fit, never truncated.
+  std::optional<int32_t> OptionalInt32(const std::string& name);
   std::vector<double> Floats(const std::string& name);
   const onnx::TensorProto& TensorAttr(const std::string& name);
   // Marks an attribute read without interpreting it (for ones without effect at inference).

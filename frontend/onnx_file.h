@@ -5,9 +5,9 @@
 
 namespace tandem::frontend {
 
-// Reads the file at `path` into a string. `what` describes it in errors ("ONNX model",
-// "tensor file"). Throws Error naming the path when the file does not exist, is a directory,
-// cannot be read, or is empty.
+// Reads the regular file at `path` into a string (ir::ReadRegularFile). `what` describes it in
+// errors ("ONNX model", "tensor file"). Throws Error naming the path when the file does not
+// exist, is not a regular file (a directory, a named pipe ...), cannot be read, or is empty.
 std::string ReadFileBytes(const std::string& path, const std::string& what);
 
 }  // namespace tandem::frontend

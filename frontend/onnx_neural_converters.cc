@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "frontend/onnx_convert.h"
+#include "ir/checked_math.h"
 #include "ir/error.h"
 #include "ir/ops/op_util.h"
 
@@ -56,9 +57,12 @@ std::vector<int64_t> WindowPadding(NodeContext& ctx, const Shape& spatial,
   CheckRange(kernel, 0, "the kernel extents");
   std::vector<int64_t> out(2 * n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t output = (spatial[i] + strides[i] - 1) / strides[i];
-    int64_t extent = (kernel[i] - 1) * dilations[i] + 1;
-    int64_t total = std::max<int64_t>(0, (output - 1) * strides[i] + extent - spatial[i]);
+    std::string what =
+        fmt::format("the {} padding of {} (strides, dilations)", auto_pad, ctx.op_type());
+    int64_t output = spatial[i] / strides[i] + (spatial[i] % strides[i] != 0 ? 1 : 0);
+    int64_t extent = ir::CheckedAdd(ir::CheckedMul(kernel[i] - 1, dilations[i], what), 1, what);
+    int64_t total = std::max<int64_t>(
+        0, ir::CheckedAdd(ir::CheckedMul(output - 1, strides[i], what), extent, what) - spatial[i]);
     int64_t small = total / 2;
     out[i] = auto_pad == "SAME_UPPER" ? small : total - small;
     out[i + n] = total - out[i];

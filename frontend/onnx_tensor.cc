@@ -11,6 +11,7 @@
 
 #include "frontend/onnx_file.h"
 #include "ir/error.h"
+#include "ir/file_read.h"
 
 namespace tandem::frontend {
 
@@ -222,6 +223,10 @@ void WriteTensorProtoFile(const ir::Tensor& tensor, const std::string& path,
   if (!proto.SerializeToString(&bytes)) {
     throw Error(
         fmt::format("cannot serialize tensor {} for {}", ir::ToString(tensor.type()), path));
+  }
+  // Opening a named pipe for writing would wait for a reader.
+  if (std::string kind = ir::NotRegularFileKind(path); !kind.empty()) {
+    throw Error(fmt::format("cannot write tensor file {}: it is {}", path, kind), {.file = path});
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -274,10 +274,10 @@ std::vector<Value> ConvertReduce(NodeContext& ctx) {
 }
 
 std::vector<Value> ConvertCast(NodeContext& ctx) {
-  std::optional<int64_t> to = ctx.OptionalInt("to");
+  std::optional<int32_t> to = ctx.OptionalInt32("to");
   ctx.Ignore("saturate");  // only affects float8 targets, which are unsupported anyway
   if (!to) ctx.Fail("Cast needs attribute 'to'");
-  ir::DataType dtype = DataTypeFromOnnx(static_cast<int>(*to));
+  ir::DataType dtype = DataTypeFromOnnx(*to);
   if (dtype == ctx.InputType(0).dtype) return {ctx.Input(0)};
   return {ctx.Call("cast", {ctx.Input(0)}, Attrs{{"dtype", ir::ToString(dtype)}})};
 }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "ir/checked_math.h"
 #include "ir/error.h"
 #include "ir/ops/op_util.h"
 
@@ -117,7 +118,9 @@ Shape ConvertShape(const Shape& shape, const Layout& from, const Layout& to) {
   for (size_t i = 0; i < shape.size(); ++i) {
     const Layout::Axis& axis = from.axes()[i];
     if (axis.is_primal()) {
-      extent[static_cast<size_t>(axis.name - 'A')] = shape[i] * from.SplitFactor(axis.name);
+      extent[static_cast<size_t>(axis.name - 'A')] = CheckedMul(
+          shape[i], from.SplitFactor(axis.name),
+          fmt::format("the logical extent of axis {} in layout '{}'", axis.name, from.name()));
     } else if (shape[i] != axis.factor) {
       throw Error(
           fmt::format("shape {} does not match layout '{}': sub-axis '{}' has extent {} "

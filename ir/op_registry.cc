@@ -11,12 +11,18 @@ namespace tandem::ir {
 
 std::string ToString(PatternKind kind) {
   switch (kind) {
-    case PatternKind::kElementwise: return "elementwise";
-    case PatternKind::kBroadcast: return "broadcast";
-    case PatternKind::kInjective: return "injective";
-    case PatternKind::kReduction: return "reduction";
-    case PatternKind::kOutElementwiseFusable: return "out_elementwise_fusable";
-    case PatternKind::kOpaque: return "opaque";
+    case PatternKind::kElementwise:
+      return "elementwise";
+    case PatternKind::kBroadcast:
+      return "broadcast";
+    case PatternKind::kInjective:
+      return "injective";
+    case PatternKind::kReduction:
+      return "reduction";
+    case PatternKind::kOutElementwiseFusable:
+      return "out_elementwise_fusable";
+    case PatternKind::kOpaque:
+      return "opaque";
   }
   return "?";
 }
@@ -45,7 +51,6 @@ const OpDef* OpRegistry::Find(const std::string& name) const {
   return it == ops_.end() ? nullptr : &it->second;
 }
 
-
 const OpDef& OpRegistry::Get(const std::string& name) const {
   if (const OpDef* def = Find(name)) return *def;
   std::vector<std::string> close = CloseNames(name, Names(), 2);
@@ -63,19 +68,19 @@ Attrs NormalizeAttrs(const OpDef& op, size_t num_inputs, const Attrs& attrs) {
   ErrorLocation where{.op = op.name};
   int n = static_cast<int>(num_inputs);
   if (n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs)) {
-    std::string expected =
-        op.max_inputs < 0          ? fmt::format("at least {}", op.min_inputs)
-        : op.min_inputs == op.max_inputs ? fmt::format("{}", op.min_inputs)
-                                   : fmt::format("{} to {}", op.min_inputs, op.max_inputs);
+    std::string expected = op.max_inputs < 0 ? fmt::format("at least {}", op.min_inputs)
+                           : op.min_inputs == op.max_inputs
+                               ? fmt::format("{}", op.min_inputs)
+                               : fmt::format("{} to {}", op.min_inputs, op.max_inputs);
     throw Error(fmt::format("{} takes {} operands but {} were given", op.name, expected, n), where);
   }
   Attrs out;
   for (const AttrSpec& spec : op.attrs) {
     if (!attrs.Has(spec.name)) {
       if (!spec.default_value) {
-        throw Error(fmt::format("{} requires attribute '{}' ({})", op.name, spec.name,
-                                ToString(spec.kind)),
-                    where);
+        throw Error(
+            fmt::format("{} requires attribute '{}' ({})", op.name, spec.name, ToString(spec.kind)),
+            where);
       }
       out.Set(spec.name, *spec.default_value);
       continue;
@@ -116,7 +121,9 @@ Type InferCallType(const std::string& op, const std::vector<Type>& inputs, Attrs
   const OpDef& def = OpRegistry::Global().Get(op);
   attrs = NormalizeAttrs(def, inputs.size(), attrs);
   try {
-    return def.infer_type(inputs, attrs);
+    Type result = def.infer_type(inputs, attrs);
+    CheckSizes(result);
+    return result;
   } catch (const Error& e) {
     std::vector<std::string> operands;
     for (const Type& t : inputs) operands.push_back(ToString(t));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -98,14 +99,22 @@ std::span<const uint8_t> Tensor::bytes() const {
 
 double Tensor::GetDouble(int64_t i) const {
   switch (dtype()) {
-    case DataType::kFloat32: return data<float>()[i];
-    case DataType::kFloat64: return data<double>()[i];
-    case DataType::kFloat16: return HalfToFloat(data<uint16_t>()[i]);
-    case DataType::kInt8: return data<int8_t>()[i];
-    case DataType::kUInt8: return data<uint8_t>()[i];
-    case DataType::kInt32: return data<int32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(data<int64_t>()[i]);
-    case DataType::kBool: return data<uint8_t>()[i] != 0 ? 1.0 : 0.0;
+    case DataType::kFloat32:
+      return data<float>()[i];
+    case DataType::kFloat64:
+      return data<double>()[i];
+    case DataType::kFloat16:
+      return HalfToFloat(data<uint16_t>()[i]);
+    case DataType::kInt8:
+      return data<int8_t>()[i];
+    case DataType::kUInt8:
+      return data<uint8_t>()[i];
+    case DataType::kInt32:
+      return data<int32_t>()[i];
+    case DataType::kInt64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DataType::kBool:
+      return data<uint8_t>()[i] != 0 ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -117,18 +126,31 @@ void Tensor::SetDouble(int64_t i, double v) {
     return std::trunc(std::min(std::max(v, lo), hi));
   };
   switch (dtype()) {
-    case DataType::kFloat32: data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: data<double>()[i] = v; break;
-    case DataType::kFloat16: data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v)); break;
-    case DataType::kInt8: data<int8_t>()[i] = static_cast<int8_t>(to_int(-128, 127)); break;
-    case DataType::kUInt8: data<uint8_t>()[i] = static_cast<uint8_t>(to_int(0, 255)); break;
+    case DataType::kFloat32:
+      data<float>()[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      data<double>()[i] = v;
+      break;
+    case DataType::kFloat16:
+      data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kInt8:
+      data<int8_t>()[i] = static_cast<int8_t>(to_int(-128, 127));
+      break;
+    case DataType::kUInt8:
+      data<uint8_t>()[i] = static_cast<uint8_t>(to_int(0, 255));
+      break;
     case DataType::kInt32:
       data<int32_t>()[i] = static_cast<int32_t>(to_int(-2147483648.0, 2147483647.0));
       break;
     case DataType::kInt64:
-      data<int64_t>()[i] = static_cast<int64_t>(to_int(-9223372036854775808.0, 9223372036854774784.0));
+      data<int64_t>()[i] =
+          static_cast<int64_t>(to_int(-9223372036854775808.0, 9223372036854774784.0));
       break;
-    case DataType::kBool: data<uint8_t>()[i] = v != 0 ? 1 : 0; break;
+    case DataType::kBool:
+      data<uint8_t>()[i] = v != 0 ? 1 : 0;
+      break;
   }
 }
 
@@ -147,8 +169,8 @@ Tensor Tensor::Clone() const {
 Tensor Tensor::Reshaped(Shape shape) const {
   CheckShape(shape);
   if (NumElements(shape) != num_elements()) {
-    throw Error(fmt::format("cannot reshape a tensor of shape {} to {}", ShapeToString(this->shape()),
-                            ShapeToString(shape)));
+    throw Error(fmt::format("cannot reshape a tensor of shape {} to {}",
+                            ShapeToString(this->shape()), ShapeToString(shape)));
   }
   Tensor t = *this;
   t.type_.shape = std::move(shape);
@@ -161,27 +183,71 @@ Tensor Tensor::WithLayout(std::string layout) const {
   return t;
 }
 
-double RelativeError(const Tensor& actual, const Tensor& expected) {
+namespace {
+
+void CheckSameShape(const Tensor& actual, const Tensor& expected) {
   if (actual.shape() != expected.shape()) {
     throw Error(fmt::format("cannot compare tensors of shapes {} and {}",
                             ShapeToString(actual.shape()), ShapeToString(expected.shape())));
   }
+}
+
+// True when the elements are not compared by value: both NaN, or the same infinity.
+bool SameSpecialValue(double a, double e) {
+  return (std::isnan(a) && std::isnan(e)) || (std::isinf(a) && a == e);
+}
+
+// True when exactly one side is NaN or infinite, or the infinities differ.
+bool SpecialValueMismatch(double a, double e) {
+  return !SameSpecialValue(a, e) && (!std::isfinite(a) || !std::isfinite(e));
+}
+
+}  // namespace
+
+double RelativeError(const Tensor& actual, const Tensor& expected) {
+  CheckSameShape(actual, expected);
+  // The finite elements are scaled by their largest magnitude so that neither the squares nor
+  // the differences overflow.
+  double scale = 0;
+  for (int64_t i = 0; i < actual.num_elements(); ++i) {
+    double a = actual.GetDouble(i), e = expected.GetDouble(i);
+    if (SameSpecialValue(a, e)) continue;
+    if (SpecialValueMismatch(a, e)) return std::numeric_limits<double>::infinity();
+    scale = std::max({scale, std::abs(a), std::abs(e)});
+  }
+  if (scale == 0) return 0;
   double diff = 0, norm = 0;
   for (int64_t i = 0; i < actual.num_elements(); ++i) {
     double a = actual.GetDouble(i), e = expected.GetDouble(i);
-    if (std::isnan(a) != std::isnan(e)) return std::numeric_limits<double>::infinity();
-    if (std::isnan(a)) continue;
-    diff += (a - e) * (a - e);
-    norm += e * e;
+    if (SameSpecialValue(a, e)) continue;
+    double d = a / scale - e / scale;
+    diff += d * d;
+    norm += (e / scale) * (e / scale);
   }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+  // ||a - b|| / max(||b||, 1e-30), in units of `scale`.
+  double denominator = std::max(std::sqrt(norm), 1e-30 / scale);
+  return std::sqrt(diff) / denominator;
+}
+
+int64_t LargestDifference(const Tensor& actual, const Tensor& expected) {
+  CheckSameShape(actual, expected);
+  int64_t worst = -1;
+  double worst_difference = -1;
+  for (int64_t i = 0; i < actual.num_elements(); ++i) {
+    double a = actual.GetDouble(i), e = expected.GetDouble(i);
+    if (SameSpecialValue(a, e)) continue;
+    if (SpecialValueMismatch(a, e)) return i;
+    double difference = std::abs(a / 2 - e / 2);
+    if (difference > worst_difference) {
+      worst = i;
+      worst_difference = difference;
+    }
+  }
+  return worst_difference > 0 ? worst : -1;
 }
 
 double MaxAbsoluteError(const Tensor& actual, const Tensor& expected) {
-  if (actual.shape() != expected.shape()) {
-    throw Error(fmt::format("cannot compare tensors of shapes {} and {}",
-                            ShapeToString(actual.shape()), ShapeToString(expected.shape())));
-  }
+  CheckSameShape(actual, expected);
   double worst = 0;
   for (int64_t i = 0; i < actual.num_elements(); ++i) {
     worst = std::max(worst, std::abs(actual.GetDouble(i) - expected.GetDouble(i)));

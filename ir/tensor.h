@@ -29,8 +29,7 @@ class Tensor {
   // Copies `bytes` (exactly type.num_bytes() of them) into a new tensor.
   static Tensor FromBytes(const TensorType& type, std::span<const uint8_t> bytes);
   // Uniform random values in [low, high) from a deterministic generator seeded by `seed`.
-  static Tensor Random(const TensorType& type, uint64_t seed, double low = -1.0,
-                       double high = 1.0);
+  static Tensor Random(const TensorType& type, uint64_t seed, double low = -1.0, double high = 1.0);
 
   bool defined() const { return storage_ != nullptr || type_.num_elements() == 0; }
   const TensorType& type() const { return type_; }
@@ -68,8 +67,13 @@ class Tensor {
   std::shared_ptr<uint8_t> storage_;
 };
 
-// ||a - b||_2 / max(||b||_2, tiny). Throws Error when shapes differ.
+// ||a - b||_2 / max(||b||_2, tiny) over the finite elements. Elements that are NaN on both sides
+// or the same infinity on both sides are equal and left out; NaN or an infinity on one side only
+// (or opposite infinities) gives +infinity. Never NaN. Throws Error when shapes differ.
 double RelativeError(const Tensor& actual, const Tensor& expected);
+// The flat index of the element that differs most (a NaN or infinity mismatch first), or -1
+// when all elements are equal in the sense of RelativeError. Throws Error when shapes differ.
+int64_t LargestDifference(const Tensor& actual, const Tensor& expected);
 // Largest |a - b| over all elements. Throws Error when shapes differ.
 double MaxAbsoluteError(const Tensor& actual, const Tensor& expected);
 

@@ -24,7 +24,7 @@ bool IsFloat(DataType dtype);
 
 using Shape = std::vector<int64_t>;
 
-// Product of the extents (1 for a scalar).
+// Product of the extents (1 for a scalar); throws Error when it overflows int64.
 int64_t NumElements(const Shape& shape);
 // "[1,3,224,224]".
 std::string ShapeToString(const Shape& shape);
@@ -38,7 +38,8 @@ struct TensorType {
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t num_elements() const { return NumElements(shape); }
-  int64_t num_bytes() const { return num_elements() * SizeOf(dtype); }
+  // Element count x element size; throws Error naming the type when it overflows int64.
+  int64_t num_bytes() const;
   bool operator==(const TensorType& other) const = default;
 };
 
@@ -48,7 +49,7 @@ std::string ToString(const TensorType& type);
 // The type of any graph value: a tensor, or a tuple of types.
 class Type {
  public:
-  Type() = default;  // an empty tuple
+  Type() = default;         // an empty tuple
   Type(TensorType tensor);  // NOLINT(google-explicit-constructor): tensors are the common case
   static Type Tuple(std::vector<Type> fields);
 
@@ -65,6 +66,9 @@ class Type {
   TensorType tensor_;
   std::vector<Type> fields_;
 };
+
+// Throws Error when the element count or byte size of a tensor in `type` overflows int64.
+void CheckSizes(const Type& type);
 
 // "f32[2,3]" or "(f32[2,3], f32[2,5])".
 std::string ToString(const Type& type);

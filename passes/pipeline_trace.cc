@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/file_read.h"
 #include "ir/json_depth.h"
 #include "ir/structural.h"
 #include "passes/pipeline_text.h"
@@ -92,12 +93,9 @@ void WriteTraceFile(const TraceFile& file, const std::string& path) {
 }
 
 TraceFile ReadTraceFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ir::Error("cannot read the trace file", {.file = path});
-  std::stringstream text;
-  text << in.rdbuf();
-  ir::CheckJsonDepth(text.str(), path);
-  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
+  std::string text = ir::ReadRegularFile(path, "trace file");
+  ir::CheckJsonDepth(text, path);
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object()) {
     throw ir::Error("not a trace file: the file is not a JSON object", {.file = path});
   }

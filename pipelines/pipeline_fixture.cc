@@ -8,12 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/file_read.h"
 #include "ir/structural.h"
 #include "passes/pipeline_text.h"
 #include "passes/pipeline_trace.h"
 #include "pipelines/pipeline_registry.h"
-#include "tuning/measure/builder.h"
 #include "tuning/database/replay_database.h"
+#include "tuning/measure/builder.h"
 #include "tuning/measure/runner.h"
 
 namespace tandem::pipelines {
@@ -121,8 +122,7 @@ namespace {
 // The fixture's records and its runs (at least one: Error otherwise).
 std::pair<std::shared_ptr<tuning::Database>, std::vector<tuning::TuningRun>> ReadFixture(
     const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ir::Error(fmt::format("cannot read the fixture {}", path));
+  std::istringstream in(ir::ReadRegularFile(path, "fixture"));
   auto database = std::shared_ptr<tuning::Database>(tuning::MakeInMemoryDatabase());
   database->ImportJsonLines(in);
   std::vector<tuning::TuningRun> runs = tuning::TuningRuns(*database);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/file_read.h"
 #include "passes/pipeline_text.h"
 
 namespace tandem::pipelines {
@@ -61,11 +62,7 @@ std::vector<PipelineDef> PipelineRegistry::List() const {
 }
 
 void PipelineRegistry::LoadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("cannot read pipeline file {}", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  LoadText(text.str(), path);
+  LoadText(ir::ReadRegularFile(path, "pipeline file"), path);
 }
 
 void PipelineRegistry::LoadText(const std::string& text, const std::string& source) {

@@ -9,6 +9,7 @@
 #include "backends/target/resolved_target.h"
 #include "frontend/onnx_importer.h"
 #include "ir/error.h"
+#include "ir/file_read.h"
 #include "ir/parser.h"
 #include "ir/structural.h"
 #include "passes/instruments.h"
@@ -59,19 +60,13 @@ void AddModelOptions(CLI::App* command, ModelOptions& options) {
 }
 
 ir::IRModule LoadModel(const ModelOptions& options) {
-  if (!fs::exists(options.path)) throw ir::Error(fmt::format("no such file: {}", options.path));
-  if (fs::is_directory(options.path))
-    throw ir::Error(fmt::format("{} is a directory, not a model file", options.path));
   if (fs::path(options.path).extension() == ".onnx") {
     frontend::OnnxImportOptions import_options;
     for (const std::string& s : options.input_shapes)
       ParseInputShape(s, import_options.input_shapes);
     return frontend::ImportOnnxFile(options.path, import_options);
   }
-  std::ifstream in(options.path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return ir::ParseModule(text.str(), options.path);
+  return ir::ParseModule(ir::ReadRegularFile(options.path, "model file"), options.path);
 }
 
 void AddPipelineOptions(CLI::App* command, PipelineOptions& options) {

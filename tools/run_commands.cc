@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
@@ -56,8 +57,10 @@ std::string Summarize(const ir::Tensor& t) {
     hi = std::max(hi, x);
     sum += x;
   }
+  double mean = v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  if (std::isnan(mean)) mean = std::numeric_limits<double>::quiet_NaN();  // "nan", not "-nan"
   return fmt::format("{} [{}]\n    min {:.6g}  max {:.6g}  mean {:.6g}", ir::ToString(t.type()),
-                     head, lo, hi, v.empty() ? 0.0 : sum / static_cast<double>(v.size()));
+                     head, lo, hi, mean);
 }
 
 std::vector<ir::Tensor> Inputs(const ir::GraphFunction& fn, const IoOptions& io) {
@@ -94,13 +97,30 @@ bool Compare(const std::vector<ir::Tensor>& outputs, const std::vector<ir::Tenso
     ok = ok && pass;
     fmt::print("check output {} against {}: relative error {:.3g} (tolerance {:.3g}) {}\n", i,
                against, error, tolerance, pass ? "ok" : "FAILED");
+    int64_t worst = pass ? -1 : ir::LargestDifference(outputs[i], expected[i]);
+    if (worst >= 0) {
+      fmt::print("  largest difference at element {}: {:.6g}, expected {:.6g}\n", worst,
+                 outputs[i].GetDouble(worst), expected[i].GetDouble(worst));
+    }
   }
   return ok;
 }
 
+// Creates the --outputs directory (before anything runs, so that a bad path fails fast).
+void PrepareOutputsDir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error || !fs::is_directory(dir)) {
+    std::string reason = fs::exists(dir) ? "exists and is not a directory"
+                                         : fmt::format("cannot be created: {}", error.message());
+    throw ir::Error(fmt::format("--outputs {} {}", dir, reason), {.file = dir});
+  }
+}
+
 void WriteOutputs(const std::vector<ir::Tensor>& outputs, const std::string& dir) {
   if (dir.empty()) return;
-  fs::create_directories(dir);
+  PrepareOutputsDir(dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     frontend::WriteTensorProtoFile(outputs[i],
                                    (fs::path(dir) / fmt::format("output_{}.pb", i)).string());
@@ -122,6 +142,7 @@ Command AddInterpretCommand(CLI::App& app) {
   AddIoOptions(cmd, *io);
   return [cmd, model, io]() {
     if (!*cmd) return -1;
+    PrepareOutputsDir(io->outputs_dir);
     ir::IRModule module = LoadModel(*model);
     const ir::GraphFunction& fn = module.Get(io->function);
     std::vector<ir::Tensor> inputs = Inputs(fn, *io);
@@ -160,6 +181,7 @@ Command AddRunCommand(CLI::App& app) {
   return [=]() {
     if (!*cmd) return -1;
     if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
+    PrepareOutputsDir(io->outputs_dir);
     ir::IRModule module = LoadModel(*model);
     const ir::GraphFunction& fn = module.Get(io->function);
     std::vector<ir::Tensor> inputs = Inputs(fn, *io);

@@ -10,6 +10,7 @@
 #include <exception>
 #include <map>
 
+#include "ir/checked_math.h"
 #include "ir/error.h"
 
 namespace tandem::backends {
@@ -21,7 +22,8 @@ namespace {
 constexpr int64_t kAlignment = 64;
 
 int64_t AlignUp(int64_t n) {
-  return (n + kAlignment - 1) / kAlignment * kAlignment;
+  return ir::CheckedAdd(n, kAlignment - 1, "Build: the aligned arena size") / kAlignment *
+         kAlignment;
 }
 
 // An interval of the arena used by one tensor during [first, last] steps.
@@ -46,16 +48,16 @@ int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const Lifetime* p : placed) {
       if (p->first <= l->last && l->first <= p->last)
-        busy.emplace_back(p->offset, p->offset + p->bytes);
+        busy.emplace_back(p->offset, p->offset + p->bytes);  // checked when p was placed
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;
     for (const auto& [begin, end] : busy) {
-      if (offset + l->bytes <= begin) break;
+      if (l->bytes <= begin - offset) break;
       offset = std::max(offset, end);
     }
     l->offset = offset;
-    total = std::max(total, offset + l->bytes);
+    total = std::max(total, ir::CheckedAdd(offset, l->bytes, "Build: the arena offset"));
     placed.push_back(l);
   }
   return total;
@@ -290,7 +292,7 @@ std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOp
   std::vector<Lifetime> list;
   for (auto& [s, l] : lifetimes) {
     list.push_back(l);
-    exe->unplanned_bytes_ += l.bytes;
+    exe->unplanned_bytes_ = ir::CheckedAdd(exe->unplanned_bytes_, l.bytes, "Build: the arena size");
   }
   exe->arena_bytes_ = PlanArena(list);
   for (const Lifetime& l : list) exe->slots_[static_cast<size_t>(l.slot)].index = l.offset;

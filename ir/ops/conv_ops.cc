@@ -11,8 +11,9 @@
 #include <algorithm>
 #include <array>
 
-#include "ir/op_registry.h"
+#include "ir/checked_math.h"
 #include "ir/layout.h"
+#include "ir/op_registry.h"
 #include "ir/ops/op_util.h"
 
 namespace tandem::ir::ops {
@@ -147,7 +148,7 @@ ConvGeometry ForwardGeometry(const TensorType& data, const TensorType& weight, c
     throw Error(fmt::format("channels of data ({}) must be divisible by groups ({})", g.in_channels,
                             g.groups));
   }
-  if (weight_in * g.groups != g.in_channels) {
+  if (CheckedMul(weight_in, g.groups, "groups x input channels of weight") != g.in_channels) {
     throw Error(
         fmt::format("channels of data ({}) must equal groups ({}) x input channels of weight ({})",
                     g.in_channels, g.groups, weight_in));
@@ -165,8 +166,12 @@ ConvGeometry ForwardGeometry(const TensorType& data, const TensorType& weight, c
       throw Error(fmt::format("kernel extent on axis {} must be positive but weight has shape {}",
                               names[s], ShapeToString(weight.shape)));
     }
-    int64_t window = g.dilation[slot] * (g.kernel[slot] - 1) + 1;
-    int64_t padded = g.input[slot] + g.pad_begin[slot] + pad_end[slot];
+    std::string axis = fmt::format("on axis {}", names[s]);
+    std::string what = "the dilated kernel extent " + axis;
+    int64_t window = CheckedAdd(CheckedMul(g.dilation[slot], g.kernel[slot] - 1, what), 1, what);
+    int64_t padded = CheckedAdd(
+        CheckedAdd(g.input[slot], g.pad_begin[slot], "the padded input extent (padding) " + axis),
+        pad_end[slot], "the padded input extent (padding) " + axis);
     if (window > padded) {
       throw Error(fmt::format(
           "output extent on axis {} would be non-positive: the dilated kernel extent {} (kernel "
@@ -206,7 +211,7 @@ ConvGeometry TransposeGeometry(const TensorType& data, const TensorType& weight,
     throw Error(fmt::format("channels of data ({}) must be divisible by groups ({})", g.in_channels,
                             g.groups));
   }
-  g.out_channels = weight.shape[1] * g.groups;
+  g.out_channels = CheckedMul(weight.shape[1], g.groups, "groups x output channels of weight");
   std::string names = SpatialNames(kSpatial);
   for (size_t s = 0; s < kSpatial; ++s) {
     size_t slot = kMaxSpatial - kSpatial + s;
@@ -216,8 +221,15 @@ ConvGeometry TransposeGeometry(const TensorType& data, const TensorType& weight,
       throw Error(fmt::format("extent on axis {} must be positive in data {} and weight {}",
                               names[s], ShapeToString(data.shape), ShapeToString(weight.shape)));
     }
-    int64_t extent = (g.input[slot] - 1) * g.strides[slot] - g.pad_begin[slot] - pad_end[slot] +
-                     g.dilation[slot] * (g.kernel[slot] - 1) + output_padding[s] + 1;
+    std::string what = fmt::format(
+        "the output extent on axis {} (strides, padding, dilation, "
+        "output_padding)",
+        names[s]);
+    int64_t extent = CheckedMul(g.input[slot] - 1, g.strides[slot], what);
+    extent = CheckedSub(extent, g.pad_begin[slot], what);
+    extent = CheckedSub(extent, pad_end[slot], what);
+    extent = CheckedAdd(extent, CheckedMul(g.dilation[slot], g.kernel[slot] - 1, what), what);
+    extent = CheckedAdd(CheckedAdd(extent, output_padding[s], what), 1, what);
     if (extent < 1) {
       throw Error(fmt::format(
           "output extent on axis {} would be {}: (input {} - 1) x stride {} - padding {} - {} + "
@@ -444,7 +456,9 @@ struct BlockedConv {
 
   static std::optional<BlockedConv> From(const Attrs& attrs) {
     Layout d(attrs.GetString("data_layout")), k(attrs.GetString("kernel_layout"));
-    auto split = [](const Layout& l) { return l.primal_axes().size() != static_cast<size_t>(l.rank()); };
+    auto split = [](const Layout& l) {
+      return l.primal_axes().size() != static_cast<size_t>(l.rank());
+    };
     if (!split(d) && !split(k)) return std::nullopt;
     BlockedConv b;
     b.data = d;
@@ -494,8 +508,8 @@ OpDef ConvolutionOp(const std::string& name, const ConvSpec& spec, const std::st
       TensorType plain_data = blocked->Unblock(data, true);
       TensorType plain_weight = blocked->Unblock(weight, false);
       ConvGeometry g = ForwardGeometry(plain_data, plain_weight, blocked->plain_attrs, spec);
-      TensorType plain = ResultType(plain_data, g, spec.spatial, blocked->plain_data_layout,
-                                    spec.data_layout);
+      TensorType plain =
+          ResultType(plain_data, g, spec.spatial, blocked->plain_data_layout, spec.data_layout);
       return blocked->Reblock(plain);
     }
     ConvGeometry g = ForwardGeometry(data, weight, attrs, spec);
@@ -508,9 +522,10 @@ OpDef ConvolutionOp(const std::string& name, const ConvSpec& spec, const std::st
           TransformLayout(inputs.at(0), blocked->data, Layout(blocked->plain_data_layout)),
           TransformLayout(inputs.at(1), blocked->kernel, Layout(blocked->plain_kernel_layout))};
       for (Tensor& t : plain) t = t.WithLayout("");
-      ConvGeometry g = ForwardGeometry(plain[0].type(), plain[1].type(), blocked->plain_attrs, spec);
-      TensorType plain_out = ResultType(plain[0].type(), g, spec.spatial, blocked->plain_data_layout,
-                                        spec.data_layout);
+      ConvGeometry g =
+          ForwardGeometry(plain[0].type(), plain[1].type(), blocked->plain_attrs, spec);
+      TensorType plain_out = ResultType(plain[0].type(), g, spec.spatial,
+                                        blocked->plain_data_layout, spec.data_layout);
       plain_out.layout = "";
       Tensor result = RunConvolution(plain, plain_out, g, Convolve).at(0);
       return std::vector<Tensor>{

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/checked_math.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_util.h"
 
@@ -89,13 +90,17 @@ PoolGeometry ReadPool(const TensorType& data, const Attrs& attrs) {
   g.input = {data.shape[g.axes.height], data.shape[g.axes.width]};
   for (size_t a = 0; a < 2; ++a) {
     char name = a == 0 ? 'H' : 'W';
-    int64_t extent = g.dilation[a] * (g.window[a] - 1) + 1;
+    std::string axis = fmt::format("on axis {}", name);
+    std::string what = "the dilated pool_size extent " + axis;
+    int64_t extent = CheckedAdd(CheckedMul(g.dilation[a], g.window[a] - 1, what), 1, what);
     if (g.pad_begin[a] >= extent || g.pad_end[a] >= extent) {
       throw Error(fmt::format(
           "padding on axis {} ({} and {}) must be smaller than the pooling window extent {}", name,
           g.pad_begin[a], g.pad_end[a], extent));
     }
-    int64_t padded = g.input[a] + g.pad_begin[a] + g.pad_end[a];
+    int64_t padded = CheckedAdd(
+        CheckedAdd(g.input[a], g.pad_begin[a], "the padded input extent (padding) " + axis),
+        g.pad_end[a], "the padded input extent (padding) " + axis);
     if (extent > padded) {
       throw Error(fmt::format(
           "output extent on axis {} would be non-positive: the pooling window extent {} "
@@ -105,10 +110,12 @@ PoolGeometry ReadPool(const TensorType& data, const Attrs& attrs) {
           g.pad_end[a]));
     }
     int64_t span = padded - extent;
-    int64_t count =
-        (ceil_mode ? (span + g.strides[a] - 1) / g.strides[a] : span / g.strides[a]) + 1;
+    int64_t count = (ceil_mode ? span / g.strides[a] + (span % g.strides[a] != 0 ? 1 : 0)
+                               : span / g.strides[a]) +
+                    1;
     // In ceil mode a last window that starts in the end padding (or beyond) is dropped.
-    if (ceil_mode && (count - 1) * g.strides[a] >= g.input[a] + g.pad_begin[a]) --count;
+    // ((count - 1) x stride >= input + pad_begin, without the product.)
+    if (ceil_mode && count - 1 > (padded - g.pad_end[a] - 1) / g.strides[a]) --count;
     g.output[a] = count;
   }
   return g;

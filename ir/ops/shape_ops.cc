@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/checked_math.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_util.h"
 
@@ -106,8 +107,15 @@ Shape ReshapeShape(const Shape& in, const std::vector<int64_t>& newshape) {
     }
   }
   int64_t total = NumElements(in);
+  auto count = [&](const Shape& shape) {
+    try {
+      return NumElements(shape);
+    } catch (const Error& e) {
+      throw Error(fmt::format("newshape {}: {}", ListToString(newshape), e.message()));
+    }
+  };
   if (inferred >= 0) {
-    int64_t known = NumElements(out);
+    int64_t known = count(out);
     if (known == 0 || total % known != 0) {
       throw Error(
           fmt::format("cannot reshape {} ({} elements) to newshape {}: the -1 extent "
@@ -116,7 +124,7 @@ Shape ReshapeShape(const Shape& in, const std::vector<int64_t>& newshape) {
     }
     out[static_cast<size_t>(inferred)] = total / known;
   }
-  if (NumElements(out) != total) {
+  if (count(out) != total) {
     throw Error(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
                             ShapeToString(in), total, ShapeToString(out), NumElements(out)));
   }
@@ -288,7 +296,9 @@ Type InferConcat(const std::vector<Type>& inputs, const Attrs& attrs) {
                         first.shape[u]));
       }
     }
-    shape[static_cast<size_t>(axis)] += x.shape[static_cast<size_t>(axis)];
+    shape[static_cast<size_t>(axis)] =
+        CheckedAdd(shape[static_cast<size_t>(axis)], x.shape[static_cast<size_t>(axis)],
+                   "the concatenated extent along axis");
   }
   return TensorType{shape, dtype, ""};
 }
@@ -350,7 +360,7 @@ Type InferSplit(const std::vector<Type>& inputs, const Attrs& attrs) {
       throw Error(
           fmt::format("sections {} has a negative extent {}", ListToString(sections), section));
     }
-    total += section;
+    total = CheckedAdd(total, section, "the sum of sections");
   }
   int64_t extent = x.shape[static_cast<size_t>(axis)];
   if (total != extent) {
@@ -534,12 +544,12 @@ PadMode CheckPad(const Shape& shape, const Attrs& attrs) {
   for (size_t i = 0; i < rank; ++i) {
     int64_t before = pads[i];
     int64_t after = pads[i + rank];
-    if (kind == PadMode::kEdge && shape[i] == 0 && before + after > 0) {
+    if (kind == PadMode::kEdge && shape[i] == 0 && (before > 0 || after > 0)) {
       throw Error(fmt::format("edge padding of axis {} of shape {} needs a non-empty axis", i,
                               ShapeToString(shape)));
     }
     if (kind == PadMode::kReflect && (before >= shape[i] || after >= shape[i]) &&
-        before + after > 0) {
+        (before > 0 || after > 0)) {
       throw Error(
           fmt::format("reflect padding of axis {} of shape {} needs pads smaller than "
                       "the extent {} but pad_width has {} and {}",
@@ -597,7 +607,10 @@ void RegisterPad(OpRegistry& registry) {
         CheckPad(x.shape, attrs);
         const std::vector<int64_t>& pads = attrs.GetInts("pad_width");
         Shape shape = x.shape;
-        for (size_t i = 0; i < shape.size(); ++i) shape[i] += pads[i] + pads[i + shape.size()];
+        for (size_t i = 0; i < shape.size(); ++i) {
+          std::string what = fmt::format("the padded extent of axis {} (pad_width)", i);
+          shape[i] = CheckedAdd(CheckedAdd(shape[i], pads[i], what), pads[i + shape.size()], what);
+        }
         return TensorType{shape, x.dtype, ""};
       },
       PadReference);

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/checked_math.h"
 #include "ir/op_registry.h"
 #include "ir/ops/op_util.h"
 
@@ -162,13 +163,16 @@ InputGeometry ReadInputGeometry(const TensorType& data, const Attrs& attrs) {
                   0,
                   0,
                   0};
-  g.out_h = g.h + padding[0] + padding[2] - 2;
-  g.out_w = g.w + padding[1] + padding[3] - 2;
+  g.out_h = CheckedAdd(CheckedAdd(g.h, padding[0], "the padded height (padding)"), padding[2],
+                       "the padded height (padding)") -
+            2;
+  g.out_w = CheckedAdd(CheckedAdd(g.w, padding[1], "the padded width (padding)"), padding[3],
+                       "the padded width (padding)") -
+            2;
   if (g.out_h < 1 || g.out_w < 1) {
     throw Error(fmt::format(
         "the padded input {}x{} (data {} with padding {}) is smaller than the 3x3 kernel",
-        g.h + padding[0] + padding[2], g.w + padding[1] + padding[3], ShapeToString(data.shape),
-        ToString(AttrValue(padding))));
+        g.out_h + 2, g.out_w + 2, ShapeToString(data.shape), ToString(AttrValue(padding))));
   }
   g.tiles_h = WinogradTiles(g.out_h, tile);
   g.tiles_w = WinogradTiles(g.out_w, tile);
@@ -179,7 +183,9 @@ Type InferInputTransform(const std::vector<Type>& inputs, const Attrs& attrs) {
   const TensorType& data = TensorOperand(inputs, 0, "data");
   InputGeometry g = ReadInputGeometry(data, attrs);
   int64_t a = Winograd(attrs.GetInt("tile")).size;
-  return TensorType{{a * a, g.n * g.tiles_h * g.tiles_w, g.c}, data.dtype, ""};
+  int64_t tiles =
+      CheckedMul(CheckedMul(g.n, g.tiles_h, "the tile count"), g.tiles_w, "the tile count");
+  return TensorType{{a * a, tiles, g.c}, data.dtype, ""};
 }
 
 std::vector<Tensor> InputTransformReference(const std::vector<Tensor>& inputs, const Attrs& attrs,
@@ -255,7 +261,8 @@ OutputGeometry ReadOutputGeometry(const TensorType& y, const Attrs& attrs) {
                    shape[3],
                    WinogradTiles(shape[2], w.tile),
                    WinogradTiles(shape[3], w.tile)};
-  int64_t tiles = g.n * g.tiles_h * g.tiles_w;
+  int64_t tiles = CheckedMul(CheckedMul(g.n, g.tiles_h, "the tile count of output_shape"),
+                             g.tiles_w, "the tile count of output_shape");
   if (y.shape[0] != w.size * w.size || y.shape[1] != tiles || y.shape[2] != g.k) {
     throw Error(fmt::format(
         "y must have shape [{}, {}, {}] for tile {} and output_shape {} ([a*a, N * "

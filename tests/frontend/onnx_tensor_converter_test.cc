@@ -265,3 +265,20 @@ TEST(OnnxTensorConvert, ExpandAndSqueezeWithoutAxes) {
 
 }  // namespace
 }  // namespace tandem::frontend
+
+namespace tandem::frontend {
+namespace {
+
+// An attribute too large for its field is an error naming it, never truncated: Cast `to` of
+// 2^32 + 7 was truncated to 7 (INT64), a silently wrong dtype.
+TEST(OnnxTensorConvert, CastToOutOfRangeIsAnErrorNotTruncated) {
+  testing::OnnxModel model;
+  model.Input("x", {3});
+  model.Node("Cast", {"x"}, {"y"}, {testing::IntAttr("to", (int64_t{1} << 32) + 7)}, "big_cast");
+  model.Output("y");
+  testing::ExpectError([&] { model.Import(); },
+                       {"big_cast", "attribute 'to' of Cast is 4294967303", "32-bit"});
+}
+
+}  // namespace
+}  // namespace tandem::frontend
