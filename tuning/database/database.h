@@ -85,6 +85,15 @@ class Database {
   virtual void PutBlob(const std::string& name, const std::string& bytes) = 0;
   virtual std::optional<std::string> GetBlob(const std::string& name) const = 0;
 
+  // Tuning jobs: the trials a job's budget has spent, kept so that a rerun of the job after a
+  // kill spends only what is left (TuningJobKey in tuning/session/tuning_job.h names a job).
+  // A job never seen has spent 0. The jobs are not part of the JSON-lines export.
+  virtual int64_t JobSpent(const std::string& job) const = 0;
+  virtual void SetJobSpent(const std::string& job, int64_t spent) = 0;
+  // Appends a record (as CommitRecord) and adds one trial to `job`'s spent count: both or
+  // neither (one transaction), so a kill never leaves the count and the records apart.
+  virtual void CommitChargedRecord(const TuningRecord& record, const std::string& job) = 0;
+
   // JSON lines: one object per line, {"type":"workload",...} or {"type":"record",...}; Import
   // skips records already present and returns how many lines it added. A malformed line (not
   // JSON, a number out of range, a missing field, a record whose trace is not JSON) is an

@@ -34,8 +34,30 @@ class InMemoryDatabase final : public Database {
   }
 
   void CommitRecord(const TuningRecord& record) override {
-    internal::CheckRecordFields(record);
     std::lock_guard lock(mutex_);
+    InsertRecord(record);
+  }
+
+  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override {
+    std::lock_guard lock(mutex_);
+    InsertRecord(record);
+    ++jobs_[job];
+  }
+
+  int64_t JobSpent(const std::string& job) const override {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(job);
+    return it == jobs_.end() ? 0 : it->second;
+  }
+
+  void SetJobSpent(const std::string& job, int64_t spent) override {
+    std::lock_guard lock(mutex_);
+    jobs_[job] = spent;
+  }
+
+ private:
+  void InsertRecord(const TuningRecord& record) {
+    internal::CheckRecordFields(record);
     if (workload_index_.count(record.workload_hash) == 0) {
       internal::ThrowMissingWorkload(record.workload_hash);
     }
@@ -46,6 +68,7 @@ class InMemoryDatabase final : public Database {
     records_.push_back(record);
   }
 
+ public:
   std::vector<TuningRecord> Records(const std::string& workload_hash,
                                     const std::string& target) const override {
     std::lock_guard lock(mutex_);
@@ -119,6 +142,7 @@ class InMemoryDatabase final : public Database {
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_target_;
   std::unordered_map<std::string, std::vector<std::string>> targets_;
   std::map<std::string, std::string> blobs_;
+  std::map<std::string, int64_t> jobs_;  // spent trials per tuning job
 };
 
 }  // namespace

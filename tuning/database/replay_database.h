@@ -44,6 +44,14 @@ class ReplayDatabase : public Database {
   std::optional<std::string> GetBlob(const std::string& name) const override {
     return recorded_->GetBlob(name);
   }
+  int64_t JobSpent(const std::string& job) const override { return recorded_->JobSpent(job); }
+  void SetJobSpent(const std::string& job, int64_t spent) override {
+    recorded_->SetJobSpent(job, spent);
+  }
+  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override {
+    CommitRecord(record);
+    recorded_->SetJobSpent(job, recorded_->JobSpent(job) + 1);
+  }
 
  private:
   bool Revealed(const TuningRecord& record) const;
