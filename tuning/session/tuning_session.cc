@@ -209,7 +209,7 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
 }
 
 void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& result,
-                                      EvaluationCounts& counts, bool confirmation) {
+                                      EvaluationCounts& counts, bool confirmation, bool charged) {
   if (confirmation) {
     ++counts.confirmed;
   } else {
@@ -221,11 +221,15 @@ void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& 
   record.run_seconds = result.run_seconds;
   record.error = result.error;
   record.measured_at = NowUtc();
-  database_->CommitRecord(record);
+  if (charged && !confirmation && !job_.empty()) {
+    database_->CommitChargedRecord(record, job_);
+  } else {
+    database_->CommitRecord(record);
+  }
 }
 
 int64_t TuningSession::ChargedMeasurements() const {
-  return TotalCounts().measured - uncharged_measurements_ + charged_answers_;
+  return resumed_trials_ + TotalCounts().measured - uncharged_measurements_ + charged_answers_;
 }
 
 bool TuningSession::AcceptAnswer(const std::string& key, EvaluationCounts& counts) {
@@ -250,6 +254,18 @@ int64_t TuningSession::RemainingBudget() const {
     remaining = std::min(remaining, share.trials - (charged - share.measured_at_start));
   }
   return std::max<int64_t>(0, remaining);
+}
+
+int64_t TuningSession::ContinueJob(const std::string& job, bool restart) {
+  EvaluationCounts total = TotalCounts();
+  if (total.measured > 0 || total.confirmed > 0 || charged_answers_ > 0) {
+    throw ir::Error(fmt::format("tuning job '{}' joined after this run measured candidates", job));
+  }
+  if (job.empty()) throw ir::Error("a tuning job needs a key");
+  if (restart) database_->SetJobSpent(job, 0);
+  job_ = job;
+  resumed_trials_ = database_->JobSpent(job);
+  return resumed_trials_;
 }
 
 void TuningSession::PushBudgetShare(int64_t trials) {
@@ -313,7 +329,8 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
       record.workload_hash = hashes[i];
       record.trace_json = requests[i].trace.ToJson();
       record.measured_by = measured_by;
-      CommitMeasurement(std::move(record), results[i], counts);
+      CommitMeasurement(std::move(record), results[i], counts, /*confirmation=*/false,
+                        charge_budget);
     }
   }
   for (size_t i = 0; i < requests.size(); ++i) {

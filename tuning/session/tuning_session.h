@@ -24,12 +24,12 @@
 #include "ir/tensor.h"
 #include "ir/trace.h"
 #include "kernels/schedule/schedule.h"
-#include "tuning/search/apply_history_best.h"
-#include "tuning/measure/builder.h"
-#include "tuning/search/cost_model.h"
 #include "tuning/database/database.h"
+#include "tuning/measure/builder.h"
 #include "tuning/measure/measure.h"
 #include "tuning/measure/runner.h"
+#include "tuning/search/apply_history_best.h"
+#include "tuning/search/cost_model.h"
 #include "tuning/search/task.h"
 
 namespace tandem::tuning {
@@ -196,6 +196,14 @@ class TuningSession {
   void PopBudgetShare();
   // Seconds since the session was made.
   double ElapsedSeconds() const;
+  // Makes this run continue the tuning job `job` (TuningJobKey), before anything is measured:
+  // the trials its earlier runs spent (Database::JobSpent) count against max_measurements, and
+  // each charged measurement is counted for the job in the transaction that commits its record,
+  // so a run killed and started again spends only what is left of the job's budget. `restart`
+  // sets the job's count to 0 first (`--retune`). Returns the trials earlier runs spent.
+  int64_t ContinueJob(const std::string& job, bool restart = false);
+  // Trials of the job spent by earlier runs (0 without a job).
+  int64_t resumed_trials() const { return resumed_trials_; }
 
   // Evaluates scheduled programs of one kernel task: each is built alone (SingleKernelModule),
   // measured, and checked against the task's default-scheduled kernel on the same random
@@ -287,8 +295,9 @@ class TuningSession {
       int rounds = 1, const MeasureOptions* measure = nullptr);
   // Counts a measurement in `counts` (as `confirmed` for a confirmation, which is not charged)
   // and commits `record` with its result.
+  // `charged`: the measurement is charged to the trial budget (and so to the job).
   void CommitMeasurement(TuningRecord record, const MeasureResult& result, EvaluationCounts& counts,
-                         bool confirmation = false);
+                         bool confirmation = false, bool charged = true);
 
   ir::Target target_;
   std::string target_descriptor_;
@@ -315,6 +324,8 @@ class TuningSession {
   std::vector<std::string> warnings_;
   std::shared_ptr<HistoryBestStats> history_best_stats_ = std::make_shared<HistoryBestStats>();
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
+  std::string job_;                     // ContinueJob's job ("": none)
+  int64_t resumed_trials_ = 0;          // the job's trials spent by earlier runs
   // charge_first_answers: the candidates answered from the database so far, and how many of
   // those answers were charged.
   std::set<std::string> answered_;
