@@ -243,7 +243,7 @@ int RunTune(TuneOptions& options) {
   if (spent > 0) {
     std::string budget = options.trials > 0 ? fmt::format("{}", options.trials) : "unlimited";
     std::cerr << fmt::format("resuming: {} of {} trials already spent\n", spent, budget);
-    if (session.BudgetSpent()) {
+    if (options.trials > 0 && spent >= options.trials) {
       std::cerr << "the trial budget is spent: the pipeline decides on the measurements in the "
                    "database (nothing more is measured for it)\n";
     }

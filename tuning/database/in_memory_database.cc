@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -41,18 +42,25 @@ class InMemoryDatabase final : public Database {
   void CommitChargedRecord(const TuningRecord& record, const std::string& job) override {
     std::lock_guard lock(mutex_);
     InsertRecord(record);
-    ++jobs_[job];
+    jobs_[job].insert(JobTrialName(record.workload_hash, record.candidate_hash));
   }
 
   int64_t JobSpent(const std::string& job) const override {
     std::lock_guard lock(mutex_);
     auto it = jobs_.find(job);
-    return it == jobs_.end() ? 0 : it->second;
+    return it == jobs_.end() ? 0 : static_cast<int64_t>(it->second.size());
   }
 
-  void SetJobSpent(const std::string& job, int64_t spent) override {
+  std::vector<std::string> JobTrials(const std::string& job) const override {
     std::lock_guard lock(mutex_);
-    jobs_[job] = spent;
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return {};
+    return {it->second.begin(), it->second.end()};
+  }
+
+  void ResetJob(const std::string& job) override {
+    std::lock_guard lock(mutex_);
+    jobs_.erase(job);
   }
 
  private:
@@ -142,7 +150,7 @@ class InMemoryDatabase final : public Database {
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_target_;
   std::unordered_map<std::string, std::vector<std::string>> targets_;
   std::map<std::string, std::string> blobs_;
-  std::map<std::string, int64_t> jobs_;  // spent trials per tuning job
+  std::map<std::string, std::set<std::string>> jobs_;  // trials spent per tuning job
 };
 
 }  // namespace

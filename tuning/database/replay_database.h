@@ -45,13 +45,11 @@ class ReplayDatabase : public Database {
     return recorded_->GetBlob(name);
   }
   int64_t JobSpent(const std::string& job) const override { return recorded_->JobSpent(job); }
-  void SetJobSpent(const std::string& job, int64_t spent) override {
-    recorded_->SetJobSpent(job, spent);
+  std::vector<std::string> JobTrials(const std::string& job) const override {
+    return recorded_->JobTrials(job);
   }
-  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override {
-    CommitRecord(record);
-    recorded_->SetJobSpent(job, recorded_->JobSpent(job) + 1);
-  }
+  void ResetJob(const std::string& job) override { recorded_->ResetJob(job); }
+  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override;
 
  private:
   bool Revealed(const TuningRecord& record) const;

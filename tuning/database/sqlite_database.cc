@@ -41,10 +41,12 @@ CREATE TABLE IF NOT EXISTS records(
 CREATE INDEX IF NOT EXISTS records_by_target ON records(workload_hash, target, median_seconds);
 CREATE INDEX IF NOT EXISTS records_by_candidate ON records(workload_hash, target, candidate_hash);
 CREATE TABLE IF NOT EXISTS blobs(name TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS tuning_jobs(key TEXT PRIMARY KEY, spent INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS tuning_job_trials(job TEXT NOT NULL, trial TEXT NOT NULL,
+  PRIMARY KEY(job, trial));
 )sql";
-// tuning_jobs came after schema 1 without changing what any stored field means: a file without
-// it is created the table when opened for writing, and read-only it reads as holding no jobs.
+// tuning_job_trials came after schema 1 without changing what any stored field means: a file
+// without it is created the table when opened for writing, and read-only it reads as holding no
+// jobs.
 
 constexpr const char* kRecordColumns =
     "workload_hash, target, candidate_hash, trace_json, run_seconds, error, measured_at, "
@@ -140,6 +142,7 @@ class SqliteDatabase final : public Database {
     try {
       InsertRecord(record);
       Bind(add_job_trial_, 1, job);
+      Bind(add_job_trial_, 2, JobTrialName(record.workload_hash, record.candidate_hash));
       RunToEnd(add_job_trial_, "counting a trial of a tuning job");
       Exec("COMMIT", "committing a record");
     } catch (...) {
@@ -150,22 +153,29 @@ class SqliteDatabase final : public Database {
 
   int64_t JobSpent(const std::string& job) const override {
     std::lock_guard lock(mutex_);
-    if (job_spent_.get() == nullptr) return 0;  // read-only file from before tuning_jobs
+    if (job_spent_.get() == nullptr) return 0;  // read-only file from before tuning_job_trials
     Bind(job_spent_, 1, job);
-    int64_t spent = 0;
-    if (Step(job_spent_, "reading a tuning job")) {
-      spent = sqlite3_column_int64(job_spent_.get(), 0);
-    }
+    Step(job_spent_, "reading a tuning job");
+    int64_t spent = sqlite3_column_int64(job_spent_.get(), 0);
     Reset(job_spent_);
     return spent;
   }
 
-  void SetJobSpent(const std::string& job, int64_t spent) override {
-    CheckWritable("storing a tuning job");
+  std::vector<std::string> JobTrials(const std::string& job) const override {
     std::lock_guard lock(mutex_);
-    Bind(set_job_spent_, 1, job);
-    Check(set_job_spent_, sqlite3_bind_int64(set_job_spent_.get(), 2, spent), "binding a value");
-    RunToEnd(set_job_spent_, "storing a tuning job");
+    std::vector<std::string> trials;
+    if (job_trials_.get() == nullptr) return trials;
+    Bind(job_trials_, 1, job);
+    while (Step(job_trials_, "reading a tuning job")) trials.push_back(Text(job_trials_, 0));
+    Reset(job_trials_);
+    return trials;
+  }
+
+  void ResetJob(const std::string& job) override {
+    CheckWritable("resetting a tuning job");
+    std::lock_guard lock(mutex_);
+    Bind(reset_job_, 1, job);
+    RunToEnd(reset_job_, "resetting a tuning job");
   }
 
  private:
@@ -402,14 +412,11 @@ class SqliteDatabase final : public Database {
             "INSERT INTO blobs(name, data) VALUES(?, ?) "
             "ON CONFLICT(name) DO UPDATE SET data = excluded.data");
     Prepare(get_blob_, "SELECT data FROM blobs WHERE name = ?");
-    if (!options_.read_only || HasTable("tuning_jobs")) {
-      Prepare(job_spent_, "SELECT spent FROM tuning_jobs WHERE key = ?");
-      Prepare(set_job_spent_,
-              "INSERT INTO tuning_jobs(key, spent) VALUES(?, ?) "
-              "ON CONFLICT(key) DO UPDATE SET spent = excluded.spent");
-      Prepare(add_job_trial_,
-              "INSERT INTO tuning_jobs(key, spent) VALUES(?, 1) "
-              "ON CONFLICT(key) DO UPDATE SET spent = spent + 1");
+    if (!options_.read_only || HasTable("tuning_job_trials")) {
+      Prepare(job_spent_, "SELECT COUNT(*) FROM tuning_job_trials WHERE job = ?");
+      Prepare(job_trials_, "SELECT trial FROM tuning_job_trials WHERE job = ? ORDER BY trial");
+      Prepare(reset_job_, "DELETE FROM tuning_job_trials WHERE job = ?");
+      Prepare(add_job_trial_, "INSERT OR IGNORE INTO tuning_job_trials(job, trial) VALUES(?, ?)");
     }
   }
 
@@ -501,7 +508,7 @@ class SqliteDatabase final : public Database {
   mutable std::mutex mutex_;
   mutable Statement insert_workload_, get_workload_, all_workloads_, workload_exists_,
       insert_record_, records_, find_record_, best_, count_records_, targets_, put_blob_, get_blob_,
-      job_spent_, set_job_spent_, add_job_trial_;
+      job_spent_, job_trials_, reset_job_, add_job_trial_;
 };
 
 }  // namespace

@@ -196,11 +196,14 @@ class TuningSession {
   void PopBudgetShare();
   // Seconds since the session was made.
   double ElapsedSeconds() const;
-  // Makes this run continue the tuning job `job` (TuningJobKey), before anything is measured:
-  // the trials its earlier runs spent (Database::JobSpent) count against max_measurements, and
-  // each charged measurement is counted for the job in the transaction that commits its record,
-  // so a run killed and started again spends only what is left of the job's budget. `restart`
-  // sets the job's count to 0 first (`--retune`). Returns the trials earlier runs spent.
+  // Makes this run continue the tuning job `job` (TuningJobKey), before anything is measured, so
+  // that a run killed and started again spends only what is left of the job's budget: each
+  // charged measurement is a trial of the job, committed with its record in one transaction;
+  // the first answer from the database for a trial of the job's earlier runs is charged like
+  // the measurement it stands for (the seeded searches, sized by RemainingBudget, take the
+  // same course as an uninterrupted run); and new measurements never exceed the budget less
+  // the earlier runs' trials. `restart` forgets those trials first (`--retune`). Returns how
+  // many trials earlier runs spent.
   int64_t ContinueJob(const std::string& job, bool restart = false);
   // Trials of the job spent by earlier runs (0 without a job).
   int64_t resumed_trials() const { return resumed_trials_; }
@@ -325,12 +328,16 @@ class TuningSession {
   std::shared_ptr<HistoryBestStats> history_best_stats_ = std::make_shared<HistoryBestStats>();
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
   std::string job_;                     // ContinueJob's job ("": none)
+  std::set<std::string> job_trials_;    // the job's trials spent by earlier runs
   int64_t resumed_trials_ = 0;          // the job's trials spent by earlier runs
   // charge_first_answers: the candidates answered from the database so far, and how many of
   // those answers were charged.
   std::set<std::string> answered_;
   int64_t charged_answers_ = 0;
   int64_t ChargedMeasurements() const;
+  // New measurements allowed now: RemainingBudget, and for a job no more than its budget less
+  // the trials its earlier runs spent and this run measured.
+  int64_t MeasurementsLeft() const;
   // Counts an answer from the database for `key` (workload and candidate). False when,
   // replaying a fixture, this first answer stands for a measurement the budget no longer allows
   // (counted over budget, as the recorded run counted it).

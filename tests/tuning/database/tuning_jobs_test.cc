@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ir/error.h"
 #include "tuning/database/database.h"
@@ -61,11 +62,17 @@ TEST_F(TuningJobs, SpentCountIsDurableAndMovesWithItsRecord) {
   EXPECT_EQ(reopened->JobSpent("job"), 2);
   EXPECT_EQ(reopened->NumRecords(), 3u);
   EXPECT_EQ(reopened->JobSpent("other"), 0);
-  reopened->SetJobSpent("job", 0);
+  EXPECT_EQ(reopened->JobTrials("job"),
+            (std::vector<std::string>{kWorkload + "/c1", kWorkload + "/c2"}));
+  {
+    std::unique_ptr<Database> read_only = OpenSqliteDatabase(path_, {.read_only = true});
+    EXPECT_EQ(read_only->JobSpent("job"), 2);
+    EXPECT_THROW(read_only->ResetJob("job"), ir::Error);
+  }
+  reopened->ResetJob("job");
   EXPECT_EQ(reopened->JobSpent("job"), 0);
-  std::unique_ptr<Database> read_only = OpenSqliteDatabase(path_, {.read_only = true});
-  EXPECT_EQ(read_only->JobSpent("job"), 0);
-  EXPECT_THROW(read_only->SetJobSpent("job", 1), ir::Error);
+  EXPECT_TRUE(reopened->JobTrials("job").empty());
+  EXPECT_EQ(reopened->NumRecords(), 3u);  // the records stay
 }
 
 TEST_F(TuningJobs, DatabaseFromBeforeTheJobsTableOpens) {
@@ -74,10 +81,11 @@ TEST_F(TuningJobs, DatabaseFromBeforeTheJobsTableOpens) {
     db->CommitWorkload({kWorkload, "kernel", "k"});
     db->CommitRecord(Record(kWorkload, "c1"));
   }
-  RawSql(path_, "DROP TABLE tuning_jobs");
+  RawSql(path_, "DROP TABLE tuning_job_trials");
   {
     std::unique_ptr<Database> read_only = OpenSqliteDatabase(path_, {.read_only = true});
     EXPECT_EQ(read_only->JobSpent("job"), 0);
+    EXPECT_TRUE(read_only->JobTrials("job").empty());
     EXPECT_EQ(read_only->NumRecords(), 1u);
   }
   std::unique_ptr<Database> db = OpenSqliteDatabase(path_);
@@ -93,8 +101,10 @@ TEST_F(TuningJobs, InMemoryDatabaseBehavesAlike) {
   db->CommitChargedRecord(Record(kWorkload, "c1"), "job");
   EXPECT_THROW(db->CommitChargedRecord(Record("00000000000000bb", "c2"), "job"), ir::Error);
   EXPECT_EQ(db->JobSpent("job"), 1);
-  db->SetJobSpent("job", 5);
-  EXPECT_EQ(db->JobSpent("job"), 5);
+  db->CommitChargedRecord(Record(kWorkload, "c1"), "job");  // the same trial again
+  EXPECT_EQ(db->JobTrials("job"), std::vector<std::string>{kWorkload + "/c1"});
+  db->ResetJob("job");
+  EXPECT_EQ(db->JobSpent("job"), 0);
 }
 
 }  // namespace

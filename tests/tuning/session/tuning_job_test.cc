@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/parser.h"
+#include "ir/structural.h"
 #include "passes/pipeline_text.h"
 #include "tests/common/mock_tuning.h"
 #include "tuning/session/tuning_run.h"
@@ -65,6 +66,8 @@ TEST_F(TuningJob, StoppedJobResumesWithWhatIsLeftOfItsBudget) {
     EXPECT_EQ(database->JobSpent("job"), kBudget);
     // The two runs together took no more measurements than the uninterrupted one.
     EXPECT_LE(database->NumRecords(), static_cast<size_t>(whole.measured));
+    // The resumed searches took the uninterrupted run's course.
+    EXPECT_TRUE(ir::StructuralEqual(second.module, whole.module)) << "k = " << k;
   }
   // The budget fully spent: the job finishes on what the database holds, measuring nothing.
   Outcome third = Tune(database, "job", kBudget);
