@@ -3,7 +3,8 @@
 // standard error and, at the end, the decisions taken, how the evaluations were spent, and the
 // latency before (default_heuristic) and after. The run itself is committed to the database as a
 // tuning::TuningRun (its replayable trace included); run again with the same budget, the command
-// replays it instead of tuning.
+// replays it instead of tuning. A run killed before it finished is resumed by the same command:
+// the job's spent trials are kept in the database and only the rest of the budget is measured.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -233,6 +234,21 @@ int RunTune(TuneOptions& options) {
     return after.ok() ? 0 : 1;
   }
 
+  // The job (model, pipeline, record key, budget) keeps its spent trials in the database: a run
+  // killed part-way and started again spends only what is left (--retune starts over).
+  int64_t spent = session.ContinueJob(
+      tuning::TuningJobKey(model_hash, pipeline_text, session.target_descriptor(), options.trials,
+                           options.time_budget, context.seed),
+      options.retune);
+  if (spent > 0) {
+    std::string budget = options.trials > 0 ? fmt::format("{}", options.trials) : "unlimited";
+    std::cerr << fmt::format("resuming: {} of {} trials already spent\n", spent, budget);
+    if (options.trials > 0 && spent >= options.trials) {
+      std::cerr << "the trial budget is spent: the pipeline decides on the measurements in the "
+                   "database (nothing more is measured for it)\n";
+    }
+  }
+
   std::cerr << "computing reference outputs on the reference interpreter...\n";
   session.EnsureReference(model);
   passes::PassContext baseline_context;
@@ -276,7 +292,9 @@ Command AddTuneCommand(CLI::App& app) {
       "tune a model with a pipeline of tuning passes, recording measurements in a database");
   AddModelOptions(cmd, options->model);
   AddPipelineOptions(cmd, options->pipeline);
-  cmd->add_option("--trials", options->trials, "most real measurements in this run (0: no limit)")
+  cmd->add_option("--trials", options->trials,
+                  "most real measurements of this tuning job; the same command after a kill "
+                  "measures only what is left (0: no limit)")
       ->capture_default_str()
       ->check(IntegerIn(0));
   cmd->add_option("--time-budget", options->time_budget,
@@ -285,7 +303,8 @@ Command AddTuneCommand(CLI::App& app) {
       ->check(FiniteNumber(0, /*inclusive=*/true));
   cmd->add_flag("--retune", options->retune,
                 "tune even when the database has a run of this pipeline on this model with the "
-                "same budget (by default its decisions are replayed)");
+                "same budget (by default its decisions are replayed), with the whole budget "
+                "(by default a run killed part-way is resumed with what is left of it)");
   cmd->add_option("--repeats", options->repeats, "timed repeats per candidate")
       ->capture_default_str()
       ->check(IntegerIn(1, INT_MAX));

@@ -253,6 +253,10 @@ bool IsStaleDescriptor(const std::string& descriptor) {
   return DescriptorField(descriptor, "codegen") != std::to_string(backends::kCodegenVersion);
 }
 
+std::string JobTrialName(const std::string& workload_hash, const std::string& candidate_hash) {
+  return workload_hash + "/" + candidate_hash;
+}
+
 std::string NowUtc() {
   std::time_t now = std::time(nullptr);
   std::tm utc{};

@@ -85,6 +85,18 @@ class Database {
   virtual void PutBlob(const std::string& name, const std::string& bytes) = 0;
   virtual std::optional<std::string> GetBlob(const std::string& name) const = 0;
 
+  // Tuning jobs: the trials a job's budget has spent, kept so that a rerun of the job after a
+  // kill spends only what is left (TuningJobKey in tuning/session/tuning_run.h names a job). A
+  // trial is a measured candidate, named "<workload hash>/<candidate hash>". A job never seen
+  // has spent none. Jobs are not part of the JSON-lines export.
+  virtual int64_t JobSpent(const std::string& job) const = 0;
+  virtual std::vector<std::string> JobTrials(const std::string& job) const = 0;
+  // Forgets the job's trials (its records stay).
+  virtual void ResetJob(const std::string& job) = 0;
+  // Appends a record (as CommitRecord) and counts it as a trial of `job`: both or neither (one
+  // transaction), so a kill never leaves the count and the records apart.
+  virtual void CommitChargedRecord(const TuningRecord& record, const std::string& job) = 0;
+
   // JSON lines: one object per line, {"type":"workload",...} or {"type":"record",...}; Import
   // skips records already present and returns how many lines it added. A malformed line (not
   // JSON, a number out of range, a missing field, a record whose trace is not JSON) is an
@@ -134,6 +146,9 @@ ir::Target TargetOfDescriptor(const std::string& descriptor);
 // True when records under `descriptor` were made by another code generation version than this
 // build's: kept in the database, never served (`tandem db list` counts them as stale).
 bool IsStaleDescriptor(const std::string& descriptor);
+
+// The trial name of a record in a tuning job: "<workload hash>/<candidate hash>".
+std::string JobTrialName(const std::string& workload_hash, const std::string& candidate_hash);
 
 // The current UTC time in ISO 8601, for TuningRecord::measured_at.
 std::string NowUtc();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -34,8 +35,37 @@ class InMemoryDatabase final : public Database {
   }
 
   void CommitRecord(const TuningRecord& record) override {
-    internal::CheckRecordFields(record);
     std::lock_guard lock(mutex_);
+    InsertRecord(record);
+  }
+
+  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override {
+    std::lock_guard lock(mutex_);
+    InsertRecord(record);
+    jobs_[job].insert(JobTrialName(record.workload_hash, record.candidate_hash));
+  }
+
+  int64_t JobSpent(const std::string& job) const override {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(job);
+    return it == jobs_.end() ? 0 : static_cast<int64_t>(it->second.size());
+  }
+
+  std::vector<std::string> JobTrials(const std::string& job) const override {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return {};
+    return {it->second.begin(), it->second.end()};
+  }
+
+  void ResetJob(const std::string& job) override {
+    std::lock_guard lock(mutex_);
+    jobs_.erase(job);
+  }
+
+ private:
+  void InsertRecord(const TuningRecord& record) {
+    internal::CheckRecordFields(record);
     if (workload_index_.count(record.workload_hash) == 0) {
       internal::ThrowMissingWorkload(record.workload_hash);
     }
@@ -46,6 +76,7 @@ class InMemoryDatabase final : public Database {
     records_.push_back(record);
   }
 
+ public:
   std::vector<TuningRecord> Records(const std::string& workload_hash,
                                     const std::string& target) const override {
     std::lock_guard lock(mutex_);
@@ -119,6 +150,7 @@ class InMemoryDatabase final : public Database {
   std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_target_;
   std::unordered_map<std::string, std::vector<std::string>> targets_;
   std::map<std::string, std::string> blobs_;
+  std::map<std::string, std::set<std::string>> jobs_;  // trials spent per tuning job
 };
 
 }  // namespace

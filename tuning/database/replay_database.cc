@@ -20,6 +20,11 @@ void ReplayDatabase::CommitRecord(const TuningRecord& record) {
   revealed_.insert(Key(record.workload_hash, record.target, record.candidate_hash));
 }
 
+void ReplayDatabase::CommitChargedRecord(const TuningRecord& record, const std::string& job) {
+  recorded_->CommitChargedRecord(record, job);
+  revealed_.insert(Key(record.workload_hash, record.target, record.candidate_hash));
+}
+
 std::vector<TuningRecord> ReplayDatabase::Records(const std::string& workload_hash,
                                                   const std::string& target) const {
   std::vector<TuningRecord> records;

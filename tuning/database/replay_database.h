@@ -44,6 +44,12 @@ class ReplayDatabase : public Database {
   std::optional<std::string> GetBlob(const std::string& name) const override {
     return recorded_->GetBlob(name);
   }
+  int64_t JobSpent(const std::string& job) const override { return recorded_->JobSpent(job); }
+  std::vector<std::string> JobTrials(const std::string& job) const override {
+    return recorded_->JobTrials(job);
+  }
+  void ResetJob(const std::string& job) override { recorded_->ResetJob(job); }
+  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override;
 
  private:
   bool Revealed(const TuningRecord& record) const;

@@ -41,7 +41,12 @@ CREATE TABLE IF NOT EXISTS records(
 CREATE INDEX IF NOT EXISTS records_by_target ON records(workload_hash, target, median_seconds);
 CREATE INDEX IF NOT EXISTS records_by_candidate ON records(workload_hash, target, candidate_hash);
 CREATE TABLE IF NOT EXISTS blobs(name TEXT PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS tuning_job_trials(job TEXT NOT NULL, trial TEXT NOT NULL,
+  PRIMARY KEY(job, trial));
 )sql";
+// tuning_job_trials came after schema 1 without changing what any stored field means: a file
+// without it is created the table when opened for writing, and read-only it reads as holding no
+// jobs.
 
 constexpr const char* kRecordColumns =
     "workload_hash, target, candidate_hash, trace_json, run_seconds, error, measured_at, "
@@ -126,6 +131,56 @@ class SqliteDatabase final : public Database {
     internal::CheckRecordFields(record);
     CheckWritable("committing a record");
     std::lock_guard lock(mutex_);
+    InsertRecord(record);
+  }
+
+  void CommitChargedRecord(const TuningRecord& record, const std::string& job) override {
+    internal::CheckRecordFields(record);
+    CheckWritable("committing a record");
+    std::lock_guard lock(mutex_);
+    Exec("BEGIN IMMEDIATE", "committing a record");
+    try {
+      InsertRecord(record);
+      Bind(add_job_trial_, 1, job);
+      Bind(add_job_trial_, 2, JobTrialName(record.workload_hash, record.candidate_hash));
+      RunToEnd(add_job_trial_, "counting a trial of a tuning job");
+      Exec("COMMIT", "committing a record");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  int64_t JobSpent(const std::string& job) const override {
+    std::lock_guard lock(mutex_);
+    if (job_spent_.get() == nullptr) return 0;  // read-only file from before tuning_job_trials
+    Bind(job_spent_, 1, job);
+    Step(job_spent_, "reading a tuning job");
+    int64_t spent = sqlite3_column_int64(job_spent_.get(), 0);
+    Reset(job_spent_);
+    return spent;
+  }
+
+  std::vector<std::string> JobTrials(const std::string& job) const override {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> trials;
+    if (job_trials_.get() == nullptr) return trials;
+    Bind(job_trials_, 1, job);
+    while (Step(job_trials_, "reading a tuning job")) trials.push_back(Text(job_trials_, 0));
+    Reset(job_trials_);
+    return trials;
+  }
+
+  void ResetJob(const std::string& job) override {
+    CheckWritable("resetting a tuning job");
+    std::lock_guard lock(mutex_);
+    Bind(reset_job_, 1, job);
+    RunToEnd(reset_job_, "resetting a tuning job");
+  }
+
+ private:
+  // Appends a record; the caller holds mutex_.
+  void InsertRecord(const TuningRecord& record) {
     Statement& exists = workload_exists_;
     Bind(exists, 1, record.workload_hash);
     bool found = Step(exists, "looking up the workload of a record");
@@ -147,6 +202,7 @@ class SqliteDatabase final : public Database {
     RunToEnd(s, "committing a record");
   }
 
+ public:
   std::vector<TuningRecord> Records(const std::string& workload_hash,
                                     const std::string& target) const override {
     std::lock_guard lock(mutex_);
@@ -356,6 +412,21 @@ class SqliteDatabase final : public Database {
             "INSERT INTO blobs(name, data) VALUES(?, ?) "
             "ON CONFLICT(name) DO UPDATE SET data = excluded.data");
     Prepare(get_blob_, "SELECT data FROM blobs WHERE name = ?");
+    if (!options_.read_only || HasTable("tuning_job_trials")) {
+      Prepare(job_spent_, "SELECT COUNT(*) FROM tuning_job_trials WHERE job = ?");
+      Prepare(job_trials_, "SELECT trial FROM tuning_job_trials WHERE job = ? ORDER BY trial");
+      Prepare(reset_job_, "DELETE FROM tuning_job_trials WHERE job = ?");
+      Prepare(add_job_trial_, "INSERT OR IGNORE INTO tuning_job_trials(job, trial) VALUES(?, ?)");
+    }
+  }
+
+  bool HasTable(const char* name) {
+    Statement s;
+    Prepare(s, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    Bind(s, 1, name);
+    bool found = Step(s, "reading the tables");
+    Reset(s);
+    return found;
   }
 
   void Bind(const Statement& s, int index, const std::string& value) const {
@@ -436,7 +507,8 @@ class SqliteDatabase final : public Database {
   sqlite3* db_ = nullptr;
   mutable std::mutex mutex_;
   mutable Statement insert_workload_, get_workload_, all_workloads_, workload_exists_,
-      insert_record_, records_, find_record_, best_, count_records_, targets_, put_blob_, get_blob_;
+      insert_record_, records_, find_record_, best_, count_records_, targets_, put_blob_, get_blob_,
+      job_spent_, job_trials_, reset_job_, add_job_trial_;
 };
 
 }  // namespace

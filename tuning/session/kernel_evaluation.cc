@@ -50,7 +50,7 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
     hashes[i] =
         candidates[i].hash.empty() ? CandidateHash(candidates[i].scheduled) : candidates[i].hash;
     if (auto record = database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i])) {
-      if (!AcceptAnswer(task.workload_hash + "/" + hashes[i], counts)) {
+      if (!AcceptAnswer(JobTrialName(task.workload_hash, hashes[i]), counts)) {
         results[i] = MeasureResult::Failure(BudgetSpentReason());
         continue;
       }
@@ -58,7 +58,7 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
                                 : MeasureResult::Failure(record->error);
       continue;
     }
-    if (RemainingBudget() <= static_cast<int64_t>(to_measure.size())) {
+    if (MeasurementsLeft() <= static_cast<int64_t>(to_measure.size())) {
       ++counts.over_budget;
       results[i] = MeasureResult::Failure(BudgetSpentReason());
       continue;

@@ -118,6 +118,13 @@ std::string TuningRunKey(const std::string& model_hash, const std::string& pipel
   return ir::HashToHex(hasher.Digest());
 }
 
+std::string TuningJobKey(const std::string& model_hash, const std::string& pipeline,
+                         const std::string& record_key, int64_t trial_budget,
+                         double time_budget_seconds, uint64_t seed) {
+  return fmt::format("{}|{}|trials={}|time-budget={}|seed={}", TuningRunKey(model_hash, pipeline),
+                     record_key, trial_budget, time_budget_seconds, seed);
+}
+
 std::string TuningRunToJson(const TuningRun& run) {
   json decisions = json::array();
   for (const TuningDecision& d : run.decisions) {

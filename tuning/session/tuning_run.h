@@ -53,6 +53,13 @@ struct TuningRun {
 // The workload hash under which runs of `pipeline` on the model are stored.
 std::string TuningRunKey(const std::string& model_hash, const std::string& pipeline);
 
+// The tuning job (TuningSession::ContinueJob) of a run of `pipeline` on the model under the
+// record key (target descriptor and measure options) with this budget and seed: reruns of the
+// same job share one trial count in the database.
+std::string TuningJobKey(const std::string& model_hash, const std::string& pipeline,
+                         const std::string& record_key, int64_t trial_budget,
+                         double time_budget_seconds, uint64_t seed);
+
 // JSON of everything but the trace (the measured_by field of the stored record), and back.
 // FromJson throws ir::Error naming the missing or malformed field (every failure, the JSON
 // library's included, is an ir::Error).

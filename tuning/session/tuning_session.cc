@@ -209,7 +209,7 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
 }
 
 void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& result,
-                                      EvaluationCounts& counts, bool confirmation) {
+                                      EvaluationCounts& counts, bool confirmation, bool charged) {
   if (confirmation) {
     ++counts.confirmed;
   } else {
@@ -221,7 +221,11 @@ void TuningSession::CommitMeasurement(TuningRecord record, const MeasureResult& 
   record.run_seconds = result.run_seconds;
   record.error = result.error;
   record.measured_at = NowUtc();
-  database_->CommitRecord(record);
+  if (charged && !confirmation && !job_.empty()) {
+    database_->CommitChargedRecord(record, job_);
+  } else {
+    database_->CommitRecord(record);
+  }
 }
 
 int64_t TuningSession::ChargedMeasurements() const {
@@ -229,7 +233,11 @@ int64_t TuningSession::ChargedMeasurements() const {
 }
 
 bool TuningSession::AcceptAnswer(const std::string& key, EvaluationCounts& counts) {
-  if (options_.charge_first_answers && !answered_.count(key)) {
+  // Replaying a fixture, every first answer stands for a measurement; resuming a job, the first
+  // answer of each of its earlier runs' trials does (the searches spend the budget as the
+  // uninterrupted run would).
+  bool charge = !answered_.count(key) && (options_.charge_first_answers || job_trials_.count(key));
+  if (charge) {
     if (RemainingBudget() <= 0) {
       ++counts.over_budget;
       return false;
@@ -250,6 +258,30 @@ int64_t TuningSession::RemainingBudget() const {
     remaining = std::min(remaining, share.trials - (charged - share.measured_at_start));
   }
   return std::max<int64_t>(0, remaining);
+}
+
+int64_t TuningSession::MeasurementsLeft() const {
+  int64_t left = RemainingBudget();
+  if (options_.max_measurements > 0 && !job_.empty()) {
+    // New measurements never take the job past its budget, whatever the answers replayed.
+    int64_t measured = TotalCounts().measured - uncharged_measurements_;
+    left = std::min(left, options_.max_measurements - resumed_trials_ - measured);
+  }
+  return std::max<int64_t>(0, left);
+}
+
+int64_t TuningSession::ContinueJob(const std::string& job, bool restart) {
+  EvaluationCounts total = TotalCounts();
+  if (total.measured > 0 || total.confirmed > 0 || charged_answers_ > 0) {
+    throw ir::Error(fmt::format("tuning job '{}' joined after this run measured candidates", job));
+  }
+  if (job.empty()) throw ir::Error("a tuning job needs a key");
+  if (restart) database_->ResetJob(job);
+  job_ = job;
+  std::vector<std::string> trials = database_->JobTrials(job);
+  job_trials_ = std::set<std::string>(trials.begin(), trials.end());
+  resumed_trials_ = static_cast<int64_t>(job_trials_.size());
+  return resumed_trials_;
 }
 
 void TuningSession::PushBudgetShare(int64_t trials) {
@@ -276,7 +308,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     ++counts.requested;
     hashes[i] = ir::HashToHex(ir::StructuralHash(requests[i].module));
     if (auto record = database_->FindRecord(hashes[i], target_descriptor_, "")) {
-      if (!AcceptAnswer(hashes[i], counts)) {
+      if (!AcceptAnswer(JobTrialName(hashes[i], ""), counts)) {
         results[i] = MeasureResult::Failure(BudgetSpentReason());
         continue;
       }
@@ -289,7 +321,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
       if (hashes[j] == hashes[i]) same_as[i] = static_cast<int64_t>(j);
     }
     if (same_as[i] >= 0) continue;
-    if (charge_budget && RemainingBudget() <= static_cast<int64_t>(to_measure.size())) {
+    if (charge_budget && MeasurementsLeft() <= static_cast<int64_t>(to_measure.size())) {
       ++counts.over_budget;
       results[i] = MeasureResult::Failure(BudgetSpentReason());
       continue;
@@ -313,7 +345,8 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
       record.workload_hash = hashes[i];
       record.trace_json = requests[i].trace.ToJson();
       record.measured_by = measured_by;
-      CommitMeasurement(std::move(record), results[i], counts);
+      CommitMeasurement(std::move(record), results[i], counts, /*confirmation=*/false,
+                        charge_budget);
     }
   }
   for (size_t i = 0; i < requests.size(); ++i) {

@@ -24,12 +24,12 @@
 #include "ir/tensor.h"
 #include "ir/trace.h"
 #include "kernels/schedule/schedule.h"
-#include "tuning/search/apply_history_best.h"
-#include "tuning/measure/builder.h"
-#include "tuning/search/cost_model.h"
 #include "tuning/database/database.h"
+#include "tuning/measure/builder.h"
 #include "tuning/measure/measure.h"
 #include "tuning/measure/runner.h"
+#include "tuning/search/apply_history_best.h"
+#include "tuning/search/cost_model.h"
 #include "tuning/search/task.h"
 
 namespace tandem::tuning {
@@ -196,6 +196,17 @@ class TuningSession {
   void PopBudgetShare();
   // Seconds since the session was made.
   double ElapsedSeconds() const;
+  // Makes this run continue the tuning job `job` (TuningJobKey), before anything is measured, so
+  // that a run killed and started again spends only what is left of the job's budget: each
+  // charged measurement is a trial of the job, committed with its record in one transaction;
+  // the first answer from the database for a trial of the job's earlier runs is charged like
+  // the measurement it stands for (the seeded searches, sized by RemainingBudget, take the
+  // same course as an uninterrupted run); and new measurements never exceed the budget less
+  // the earlier runs' trials. `restart` forgets those trials first (`--retune`). Returns how
+  // many trials earlier runs spent.
+  int64_t ContinueJob(const std::string& job, bool restart = false);
+  // Trials of the job spent by earlier runs (0 without a job).
+  int64_t resumed_trials() const { return resumed_trials_; }
 
   // Evaluates scheduled programs of one kernel task: each is built alone (SingleKernelModule),
   // measured, and checked against the task's default-scheduled kernel on the same random
@@ -287,8 +298,9 @@ class TuningSession {
       int rounds = 1, const MeasureOptions* measure = nullptr);
   // Counts a measurement in `counts` (as `confirmed` for a confirmation, which is not charged)
   // and commits `record` with its result.
+  // `charged`: the measurement is charged to the trial budget (and so to the job).
   void CommitMeasurement(TuningRecord record, const MeasureResult& result, EvaluationCounts& counts,
-                         bool confirmation = false);
+                         bool confirmation = false, bool charged = true);
 
   ir::Target target_;
   std::string target_descriptor_;
@@ -315,11 +327,17 @@ class TuningSession {
   std::vector<std::string> warnings_;
   std::shared_ptr<HistoryBestStats> history_best_stats_ = std::make_shared<HistoryBestStats>();
   int64_t uncharged_measurements_ = 0;  // measured with charge_budget false
+  std::string job_;                     // ContinueJob's job ("": none)
+  std::set<std::string> job_trials_;    // the job's trials spent by earlier runs
+  int64_t resumed_trials_ = 0;          // the job's trials spent by earlier runs
   // charge_first_answers: the candidates answered from the database so far, and how many of
   // those answers were charged.
   std::set<std::string> answered_;
   int64_t charged_answers_ = 0;
   int64_t ChargedMeasurements() const;
+  // New measurements allowed now: RemainingBudget, and for a job no more than its budget less
+  // the trials its earlier runs spent and this run measured.
+  int64_t MeasurementsLeft() const;
   // Counts an answer from the database for `key` (workload and candidate). False when,
   // replaying a fixture, this first answer stands for a measurement the budget no longer allows
   // (counted over budget, as the recorded run counted it).
