@@ -38,10 +38,10 @@
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
-#include "tuning/measure/builder.h"
-#include "tuning/database/database.h"
-#include "tuning/measure/runner.h"
 #include "report/svg_line_chart.h"
+#include "tuning/database/database.h"
+#include "tuning/measure/builder.h"
+#include "tuning/measure/runner.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem::bench {

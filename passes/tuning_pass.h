@@ -53,8 +53,8 @@
 #include "passes/pass.h"
 #include "passes/pass_declaration.h"
 #include "passes/pass_registry.h"
-#include "tuning/session/knob.h"
 #include "tuning/measure/measure.h"
+#include "tuning/session/knob.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem::passes {

@@ -9,8 +9,8 @@
 
 #include "ir/error.h"
 #include "pipelines/pipeline_registry.h"
-#include "tools/commands.h"
 #include "report/tuning_report.h"
+#include "tools/commands.h"
 
 namespace tandem::tools {
 

@@ -36,7 +36,8 @@ class ExternalFunction {
   // Whether a process forked after this function was compiled can run it. False for functions
   // that hold a GPU context: CUDA cannot be used in a child forked from a process that
   // initialized it, so the process runner rebuilds and measures such executables in its
-  // measurement server (tuning/measure/measure_server.h), whose processes never shared this one's CUDA.
+  // measurement server (tuning/measure/measure_server.h), whose processes never shared this one's
+  // CUDA.
   virtual bool runs_in_forked_process() const { return true; }
   // Whether it runs its parallel work on OpenMP's team: an executable that calls such a function
   // runs its own kernels' loops there too (backends/runtime/thread_pool.h, OpenMPTeamScope).

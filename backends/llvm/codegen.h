@@ -71,8 +71,8 @@ namespace tandem::backends {
 // The version of the code Tandem generates. Bumped whenever the machine code for a given kernel
 // and target can change (lowering, default schedules, code generation, LLVM options): tuning
 // records are keyed by it, and records of another version are kept but never served.
-// tests/backends/llvm/codegen_version_test.cc fails when the emitted code of a pinned set of kernels
-// changes while this stays the same.
+// tests/backends/llvm/codegen_version_test.cc fails when the emitted code of a pinned set of
+// kernels changes while this stays the same.
 inline constexpr int kCodegenVersion = 1;
 
 struct CodegenOptions {

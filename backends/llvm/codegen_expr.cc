@@ -651,7 +651,8 @@ CgValue KernelCodegen::LoadElements(const ir::Buffer& buffer, const CgValue& off
   }
   // Gathers are never masked: inactive lanes read element 0 (always valid) and their values are
   // ignored. LLVM 16 can miscompile masked gathers whose width is not a power of two (an index
-  // register reused as the destination, #UD at run time; tests/backends/llvm/codegen_gather_test.cc).
+  // register reused as the destination, #UD at run time;
+  // tests/backends/llvm/codegen_gather_test.cc).
   llvm::Value* offsets = Materialize(offset);
   if (mask_) {
     offsets =

@@ -106,8 +106,8 @@ inline std::string DiagnoseMismatch(const ir::KernelFunction& plain,
 // The functions of `assembly` (AT&T text from backends::EmitAssembly) that hold a gather whose
 // vector registers are not all distinct, e.g. `vgatherqps (%rax,%ymm0,4), %xmm0 {%k1}`. x86
 // raises #UD (SIGILL) on such an instruction; LLVM 16 can emit it for a gather whose index it
-// made undef (see tests/backends/llvm/codegen_gather_test.cc). Running such code would kill the test
-// program, so the compiled-program tests check for it first.
+// made undef (see tests/backends/llvm/codegen_gather_test.cc). Running such code would kill the
+// test program, so the compiled-program tests check for it first.
 inline std::set<std::string> FunctionsWithInvalidGathers(const std::string& assembly) {
   std::set<std::string> out;
   std::istringstream lines(assembly);

@@ -12,8 +12,8 @@ namespace tandem::testing {
 
 inline std::filesystem::path UniqueTempPath(const std::string& name) {
   std::filesystem::path path(name);
-  std::string unique = path.stem().string() + "_" + std::to_string(::getpid()) +
-                       path.extension().string();
+  std::string unique =
+      path.stem().string() + "_" + std::to_string(::getpid()) + path.extension().string();
   return std::filesystem::temp_directory_path() / unique;
 }
 

@@ -26,8 +26,8 @@ std::string ReadFile(const fs::path& path) {
 std::vector<std::string> SourceFolders() {
   const fs::path root(TANDEM_SOURCE_DIR);
   std::vector<std::string> folders;
-  for (const char* top : {"ir", "frontend", "kernels", "backends", "tuning", "passes",
-                          "pipelines", "report", "tools", "bench"}) {
+  for (const char* top : {"ir", "frontend", "kernels", "backends", "tuning", "passes", "pipelines",
+                          "report", "tools", "bench"}) {
     if (!fs::is_directory(root / top)) continue;
     folders.push_back(std::string(top) + "/");
     for (const auto& entry : fs::recursive_directory_iterator(root / top)) {

@@ -1,8 +1,8 @@
 // Tests of the ONNX importer as a whole: real models against their recorded outputs, the
 // module's signature and attributes, input shapes, and errors for malformed or unsupported input
 // (which must never crash).
-#include "tests/common/temp_path.h"
 #include "frontend/onnx_importer.h"
+#include "tests/common/temp_path.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Tests of TensorProto conversion and the ONNX test-data file convention.
-#include "tests/common/temp_path.h"
 #include "frontend/onnx_tensor.h"
+#include "tests/common/temp_path.h"
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>

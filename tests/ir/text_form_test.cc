@@ -272,8 +272,8 @@ TEST(TextForm, CallKernelNodesAndKernelFunctionsRoundTrip) {
                            "  return %y\n}"),
                Error);
 
-  // Kernel functions print in full (tests/ir/kernel/kernel_text_form_test.cc tests their text form),
-  // here one without a body.
+  // Kernel functions print in full (tests/ir/kernel/kernel_text_form_test.cc tests their text
+  // form), here one without a body.
   KernelFunction kernel;
   kernel.name = "fused relu_0";
   kernel.params = {MakeBuffer("a", DataType::kFloat32, {2, 3}),

@@ -11,8 +11,8 @@
 #include "kernels/case_split.h"
 #include "kernels/default_schedule.h"
 #include "kernels/schedule/tree_util.h"
-#include "tests/kernels/schedule_test_util.h"
 #include "tests/backends/kernel_test_util.h"
+#include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels {
 namespace {

@@ -22,9 +22,9 @@
 #include "ir/structural.h"
 #include "kernels/default_schedule.h"
 #include "kernels/legalize.h"
+#include "tests/common/op_cases.h"
 #include "tests/kernels/schedule_fuzzer.h"
 #include "tests/kernels/schedule_test_util.h"
-#include "tests/common/op_cases.h"
 
 namespace tandem::kernels {
 namespace {

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/schedule/schedule.h"
 #include "tests/kernels/fuzz_checks.h"
 #include "tests/kernels/fuzz_program.h"
-#include "kernels/schedule/schedule.h"
 
 namespace tandem::kernels::testing {
 
