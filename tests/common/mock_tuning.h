@@ -130,4 +130,32 @@ class LatencyRunner : public tuning::Runner {
   std::function<double(const ir::IRModule&)> seconds_of_;
 };
 
+// Kernels that break a measurement, for the builder, runner and tuning-pass tests.
+// Stores 2^40 elements (4 TiB) past the end of its output: the generated code segfaults.
+constexpr char kCrashingKernel[] = R"(
+  kernel @crash(%a: f32[4]) -> (%b: f32[4]) {
+    for %i in 4 {
+      %b[%i + 1099511627776] = %a[%i]
+    }
+  })";
+
+// Adds %a[1] to %b[0] 2^60 times, in order (no reassociation): it never ends in practice.
+constexpr char kHangingKernel[] = R"(
+  kernel @hang(%a: f32[4]) -> (%b: f32[4]) {
+    for %i in 4 {
+      %b[%i] = %a[%i]
+    }
+    for %k in 1152921504606846976 {
+      %b[0] = %b[0] + %a[1]
+    }
+  })";
+
+// b = a * 2, computed in a way the reference can check.
+constexpr char kDoublingKernel[] = R"(
+  kernel @twice(%a: f32[4]) -> (%b: f32[4]) {
+    for %i in 4 {
+      %b[%i] = %a[%i] * 2.0
+    }
+  })";
+
 }  // namespace tandem::testing

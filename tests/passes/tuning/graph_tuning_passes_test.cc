@@ -327,30 +327,7 @@ TEST(TuneBackendPlacement, APieceLikeAnEarlierOneWithOtherWeightsIsNotMeasuredAg
   EXPECT_LT(testing::ErrorAgainstReference(output, model, 3), 1e-4);
 }
 
-// A knob whose choices are: keep the module (relu), or replace it by a module that crashes,
-// hangs, or computes something else.
-constexpr char kCrashingKernel[] = R"(
-  kernel @crash(%a: f32[4]) -> (%b: f32[4]) {
-    for %i in 4 {
-      %b[%i + 1099511627776] = %a[%i]
-    }
-  })";
-constexpr char kHangingKernel[] = R"(
-  kernel @hang(%a: f32[4]) -> (%b: f32[4]) {
-    for %i in 4 {
-      %b[%i] = %a[%i]
-    }
-    for %k in 1152921504606846976 {
-      %b[0] = %b[0] + %a[1]
-    }
-  })";
-constexpr char kDoublingKernel[] = R"(
-  kernel @twice(%a: f32[4]) -> (%b: f32[4]) {
-    for %i in 4 {
-      %b[%i] = %a[%i] * 2.0
-    }
-  })";
-
+// A module that calls the kernel `text` on its input.
 ir::IRModule KernelModule(const std::string& text) {
   ir::KernelFunction kernel = ir::ParseKernel(text);
   ir::GraphBuilder b("main");
@@ -361,6 +338,8 @@ ir::IRModule KernelModule(const std::string& text) {
   return module;
 }
 
+// A knob whose choices are: keep the module (relu), or replace it by a module that crashes,
+// hangs, or computes something else.
 TEST(TuningPassFailures, CrashingHangingAndWrongCandidatesAreRecordedAndTuningFinishes) {
   passes::PassRegistry registry;
   passes::RegisterAllPasses(registry);
@@ -370,9 +349,9 @@ TEST(TuningPassFailures, CrashingHangingAndWrongCandidatesAreRecordedAndTuningFi
         auto replace = [](const char* text) {
           return [text](const ir::IRModule&) { return KernelModule(text); };
         };
-        return tuning::Knob("Saboteur", {{"crash", replace(kCrashingKernel)},
-                                         {"hang", replace(kHangingKernel)},
-                                         {"wrong", replace(kDoublingKernel)},
+        return tuning::Knob("Saboteur", {{"crash", replace(testing::kCrashingKernel)},
+                                         {"hang", replace(testing::kHangingKernel)},
+                                         {"wrong", replace(testing::kDoublingKernel)},
                                          passes::KeepChoice("keep")});
       });
   ir::GraphBuilder b("main");

@@ -48,33 +48,6 @@ ir::IRModule KernelModule(const std::string& kernel_text, bool add_kernel = true
   return module;
 }
 
-// Stores 2^40 elements (4 TiB) past the end of its output: the generated code segfaults.
-constexpr char kCrashingKernel[] = R"(
-  kernel @crash(%a: f32[4]) -> (%b: f32[4]) {
-    for %i in 4 {
-      %b[%i + 1099511627776] = %a[%i]
-    }
-  })";
-
-// Adds %a[1] to %b[0] 2^60 times, in order (no reassociation): it never ends in practice.
-constexpr char kHangingKernel[] = R"(
-  kernel @hang(%a: f32[4]) -> (%b: f32[4]) {
-    for %i in 4 {
-      %b[%i] = %a[%i]
-    }
-    for %k in 1152921504606846976 {
-      %b[0] = %b[0] + %a[1]
-    }
-  })";
-
-// b = a * 2, computed in a way the reference can check.
-constexpr char kDoublingKernel[] = R"(
-  kernel @twice(%a: f32[4]) -> (%b: f32[4]) {
-    for %i in 4 {
-      %b[%i] = %a[%i] * 2.0
-    }
-  })";
-
 std::shared_ptr<backends::Executable> BuildOrFail(const ir::IRModule& module) {
   std::vector<BuildOutput> built = LocalBuilder(1).Build({BuildInput{module, {}}});
   EXPECT_TRUE(built[0].ok()) << built[0].error;
@@ -154,7 +127,7 @@ TEST(ProcessRunner, MeasurementServerRebuildsMeasuresAndChecks) {
     ProcessRunner runner = ServerOnlyRunner();
     MeasuresAndChecks(runner);
     // The server measures batch after batch.
-    ir::IRModule module = KernelModule(kDoublingKernel);
+    ir::IRModule module = KernelModule(testing::kDoublingKernel);
     RunInput twice = CheckedInput(module, BuildOrFail(module));
     std::vector<MeasureResult> results = runner.Run({twice}, FastOptions());
     ExpectMeasured(results[0], FastOptions());
@@ -165,9 +138,9 @@ TEST(ProcessRunner, MeasurementServerRebuildsMeasuresAndChecks) {
 // A candidate that hangs, one that crashes (both on the same inputs) and one that computes and is
 // checked (it doubles its input).
 std::tuple<RunInput, RunInput, RunInput> HangCrashAndGoodInputs() {
-  ir::IRModule hang_module = KernelModule(kHangingKernel);
-  ir::IRModule crash_module = KernelModule(kCrashingKernel);
-  ir::IRModule twice_module = KernelModule(kDoublingKernel);
+  ir::IRModule hang_module = KernelModule(testing::kHangingKernel);
+  ir::IRModule crash_module = KernelModule(testing::kCrashingKernel);
+  ir::IRModule twice_module = KernelModule(testing::kDoublingKernel);
   RunInput hang;
   hang.executable = BuildOrFail(hang_module);
   hang.inputs = backends::RandomInputs(hang_module.Get("main"), 3);
@@ -207,8 +180,8 @@ TEST(InProcessRunner, MeasuresAndChecksOutputs) {
 
 TEST(ProcessRunner, CrashingCandidateIsRecordedAndTheBatchGoesOn) {
   ir::IRModule good_module = MatmulRelu();
-  ir::IRModule crash_module = KernelModule(kCrashingKernel);
-  ir::IRModule twice_module = KernelModule(kDoublingKernel);
+  ir::IRModule crash_module = KernelModule(testing::kCrashingKernel);
+  ir::IRModule twice_module = KernelModule(testing::kDoublingKernel);
   RunInput good = CheckedInput(good_module, BuildOrFail(good_module));
   RunInput crash;
   crash.executable = BuildOrFail(crash_module);
@@ -401,7 +374,7 @@ TEST(ProcessRunner, CandidatesWithoutExecutableFailWithoutRunning) {
 }
 
 TEST(MeasureHere, RepeatsLastAtLeastTheMinimumTime) {
-  ir::IRModule module = KernelModule(kDoublingKernel);
+  ir::IRModule module = KernelModule(testing::kDoublingKernel);
   RunInput twice = CheckedInput(module, BuildOrFail(module));
   MeasureOptions options = FastOptions();
   options.min_repeat_seconds = 0.02;
@@ -417,7 +390,7 @@ TEST(MeasureHere, RepeatsLastAtLeastTheMinimumTime) {
 }
 
 TEST(MeasureHere, RejectsAWrongNumberOfExpectedOutputsAndBadOptions) {
-  ir::IRModule module = KernelModule(kDoublingKernel);
+  ir::IRModule module = KernelModule(testing::kDoublingKernel);
   RunInput twice = CheckedInput(module, BuildOrFail(module));
   twice.expected.push_back(twice.expected[0]);
   MeasureResult result = MeasureHere(twice, FastOptions());
@@ -432,9 +405,10 @@ TEST(MeasureHere, RejectsAWrongNumberOfExpectedOutputsAndBadOptions) {
 }
 
 TEST(LocalBuilder, AFailedBuildIsThatCandidatesError) {
-  std::vector<BuildInput> inputs = {{MatmulRelu(), {}},
-                                    {KernelModule(kDoublingKernel, /*add_kernel=*/false), {}},
-                                    {KernelModule(kDoublingKernel), {}}};
+  std::vector<BuildInput> inputs = {
+      {MatmulRelu(), {}},
+      {KernelModule(testing::kDoublingKernel, /*add_kernel=*/false), {}},
+      {KernelModule(testing::kDoublingKernel), {}}};
   std::vector<BuildOutput> outputs = LocalBuilder(3).Build(inputs);
   ASSERT_EQ(outputs.size(), 3u);
   EXPECT_TRUE(outputs[0].ok()) << outputs[0].error;
