@@ -18,11 +18,40 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/tandem_tests/lib"
 for program in "$ROOT"/build/tests/*_tests "$ROOT/build/tools/tandem"; do
   cp "$program" "$STAGE/tandem_tests/"
-  ldd "$program" | awk '$3 ~ /^\// {print $3}' |
-    grep -v -E '/usr/local/cuda|/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so|ld-linux' |
-    xargs -r -I{} cp -n -L {} "$STAGE/tandem_tests/lib/"
+  # (a program may need no library beyond those, so grep finding nothing is no error)
+  { ldd "$program" | awk '$3 ~ /^\// {print $3}' |
+    grep -v -E '/usr/local/cuda|/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so|ld-linux' ||
+    true; } | xargs -r -I{} cp -n -L {} "$STAGE/tandem_tests/lib/"
 done
 strip "$STAGE"/tandem_tests/*_tests "$STAGE/tandem_tests/tandem"
+# LLVM's optional dependencies Z3 (its static analyzer) and libxml2 (Windows manifests; it pulls
+# in ICU) weigh 40 MB and Tandem never calls them: each is replaced by a stub library that
+# defines the symbols libLLVM imports from it (functions abort if called), so that the tarball
+# fits a device machine's transfer limit.
+llvm_library="$(ls "$STAGE"/tandem_tests/lib/libLLVM-*.so* 2>/dev/null | head -1)"
+if [[ -n "$llvm_library" ]]; then
+  for library in libz3.so.4 libxml2.so.2; do
+    prefix="$([[ $library == libz3* ]] && echo 'Z3_' || echo 'xml')"
+    nm -D --undefined-only "$llvm_library" | awk '{print $2}' | grep "^$prefix" > "$STAGE/symbols" || true
+    {
+      echo '#include <stdlib.h>'
+      sed 's/@.*//' "$STAGE/symbols" | while read -r name; do
+        if [[ $name == xmlFree ]]; then echo "void (*$name)(void*) = free;";
+        else echo "void $name(void) { abort(); }"; fi
+      done
+    } > "$STAGE/stub.c"
+    : > "$STAGE/versions.map"
+    for version in $(grep -o '@.*' "$STAGE/symbols" | tr -d '@' | sort -u); do
+      echo "$version { global: $(grep "@$version\$" "$STAGE/symbols" | sed 's/@.*/;/' | tr '\n' ' ') };" \
+        >> "$STAGE/versions.map"
+    done
+    version_flag=()
+    [[ -s "$STAGE/versions.map" ]] && version_flag=("-Wl,--version-script=$STAGE/versions.map")
+    rm -f "$STAGE"/tandem_tests/lib/"${library%%.so*}"* "$STAGE"/tandem_tests/lib/libicu*
+    gcc -shared -fPIC -o "$STAGE/tandem_tests/lib/$library" "-Wl,-soname,$library" \
+      "${version_flag[@]}" "$STAGE/stub.c"
+  done
+fi
 cat > "$STAGE/tandem_tests/run_all.sh" <<'RUN'
 #!/usr/bin/env bash
 here="$(cd "$(dirname "$0")" && pwd)"
