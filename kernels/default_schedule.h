@@ -53,4 +53,17 @@ struct DefaultScheduleOptions {
 Schedule ApplyDefaultSchedule(const ir::KernelFunction& kernel,
                               const DefaultScheduleOptions& options = {});
 
+struct GpuScheduleOptions {
+  int threads_per_block = 256;
+};
+
+// The default schedule for a GPU (kernels/default_schedule/gpu_schedule.cc): pointwise producers
+// inlined as by ApplyDefaultSchedule, then each block's leading spatial loops fused, split by
+// the threads per block and bound to blockIdx.x and threadIdx.x; what is left of the nest
+// (reduction loops) runs inside each thread. Every block whose nest starts with a spatial loop
+// ends with its loops bound; a full reduction runs on one thread. The result computes what the
+// kernel computes (the kernel interpreter runs bound loops as serial loops).
+Schedule ApplyGpuDefaultSchedule(const ir::KernelFunction& kernel,
+                                 const GpuScheduleOptions& options = {});
+
 }  // namespace tandem::kernels

@@ -25,13 +25,15 @@ using ir::Error;
 namespace codegen {
 
 KernelCodegen::KernelCodegen(llvm::Module& module, const ir::KernelFunction& kernel,
-                             const CodegenOptions& options, const FunctionAttributes& attributes)
+                             const CodegenOptions& options, const FunctionAttributes& attributes,
+                             const GpuLaunch* gpu)
     : module_(module),
       context_(module.getContext()),
       builder_(module.getContext()),
       kernel_(kernel),
       options_(options),
-      attributes_(attributes) {
+      attributes_(attributes),
+      gpu_(gpu) {
   llvm::FastMathFlags flags;
   flags.setAllowContract(true);
   if (options.allow_reassociation) flags.setAllowReassoc(true);
@@ -53,6 +55,10 @@ void KernelCodegen::Generate() {
   ir::VisitStmtTree(kernel_.body, [&](const ir::Stmt& s) {
     if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
   });
+  if (gpu_) {
+    GenerateGpuKernel(written);
+    return;
+  }
 
   llvm::PointerType* ptr = llvm::PointerType::getUnqual(context_);
   std::vector<llvm::Type*> param_types(kernel_.params.size(), ptr);

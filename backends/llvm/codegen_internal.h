@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -92,13 +93,25 @@ constexpr int64_t kMaxStackBufferBytes = 64 * 1024;
 constexpr int64_t kMaxUnrollProduct = 64;
 constexpr int64_t kMaxUnrolledWork = 4096;
 
+// What a kernel generated for a GPU (nvptx_codegen.cc) is launched with: the extent of each
+// thread index, indexed by ThreadIndexSlot (blockIdx.x/y/z, then threadIdx.x/y/z).
+struct GpuLaunch {
+  int64_t extents[6] = {1, 1, 1, 1, 1, 1};
+};
+// The slot of a thread-binding loop kind in GpuLaunch::extents.
+int ThreadIndexSlot(ir::ForKind kind);
+
 class KernelCodegen {
  public:
+  // `gpu`: null for a CPU kernel; for a GPU kernel, the launch it is generated for (it must
+  // outlive this object).
   KernelCodegen(llvm::Module& module, const ir::KernelFunction& kernel,
-                const CodegenOptions& options, const FunctionAttributes& attributes);
+                const CodegenOptions& options, const FunctionAttributes& attributes,
+                const GpuLaunch* gpu = nullptr);
 
-  // Emits `void name(void** buffers)` for the kernel. Throws Error (without the kernel name;
-  // the caller adds it) on unsupported input.
+  // Emits `void name(void** buffers)` for the kernel, or for a GPU kernel an NVPTX kernel entry
+  // `void name(ptr buffer0, ptr buffer1, ...)` (one pointer per parameter). Throws Error
+  // (without the kernel name; the caller adds it) on unsupported input.
   void Generate();
 
  private:
@@ -161,6 +174,11 @@ class KernelCodegen {
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
                 const std::function<void(llvm::Value*)>& body, bool guard_empty = false);
   void EmitParallel(const ir::ForNode* loop);
+  // A loop bound to a GPU thread index: its variable is that index (guarded when the launch
+  // extent exceeds the loop's). Error outside GPU code generation.
+  void EmitThreadBound(const ir::ForNode* loop);
+  // The GPU kernel entry (Generate for a GPU kernel).
+  void GenerateGpuKernel(const std::set<const ir::BufferNode*>& written);
   void EmitBlock(const ir::BlockRealizeNode* realize);
   void EmitStore(const ir::StoreNode* store);
   // Runs `then_case` where `condition` holds and `else_case` (may be empty) elsewhere: a branch
@@ -188,6 +206,7 @@ class KernelCodegen {
   const ir::KernelFunction& kernel_;
   const CodegenOptions& options_;
   FunctionAttributes attributes_;
+  const GpuLaunch* gpu_ = nullptr;  // null: CPU code
 
   llvm::Function* function_ = nullptr;       // function being emitted
   llvm::BasicBlock* entry_block_ = nullptr;  // its entry block (allocas go there)

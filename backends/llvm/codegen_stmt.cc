@@ -267,18 +267,26 @@ void KernelCodegen::EmitFor(const Stmt& s) {
       return;
     }
     case ir::ForKind::kVectorized:
-      if (width_ == 0 && loop->extent > 1 && CanVectorize(loop)) {
+      if (!gpu_ && width_ == 0 && loop->extent > 1 && CanVectorize(loop)) {
         EmitVectorized(loop);
       } else {
         EmitSerialFor(loop);
       }
       return;
     case ir::ForKind::kParallel:
-      if (!in_parallel_ && width_ == 0 && loop->extent > 1) {
+      if (!gpu_ && !in_parallel_ && width_ == 0 && loop->extent > 1) {
         EmitParallel(loop);
       } else {
         EmitSerialFor(loop);
       }
+      return;
+    case ir::ForKind::kBlockIdxX:
+    case ir::ForKind::kBlockIdxY:
+    case ir::ForKind::kBlockIdxZ:
+    case ir::ForKind::kThreadIdxX:
+    case ir::ForKind::kThreadIdxY:
+    case ir::ForKind::kThreadIdxZ:
+      EmitThreadBound(loop);
       return;
   }
 }
@@ -380,6 +388,12 @@ bool KernelCodegen::AllocateBuffer(const ir::Buffer& buffer, llvm::Value** point
   int64_t count = ir::NumElements(buffer->shape);
   int64_t bytes = count * ir::SizeOf(buffer->dtype);
   bool heap = buffer->scope != "local" || bytes > kMaxStackBufferBytes;
+  if (heap && gpu_) {
+    throw Error(fmt::format(
+        "buffer '{}' ({} bytes, scope '{}') is allocated inside a GPU kernel, where only "
+        "\"local\" buffers up to {} bytes can be",
+        buffer->name, bytes, buffer->scope, kMaxStackBufferBytes));
+  }
   if (!heap) {
     *pointer = EntryAlloca(llvm::ArrayType::get(MemoryType(buffer->dtype),
                                                 static_cast<uint64_t>(std::max<int64_t>(count, 1))),

@@ -554,8 +554,7 @@ class KernelParser {
     int64_t extent = Extent("the loop extent (a non-negative integer)");
     ForKind kind = ForKind::kSerial;
     if (in_.Peek().kind == TokenKind::kWord) {
-      for (ForKind k :
-           {ForKind::kSerial, ForKind::kParallel, ForKind::kVectorized, ForKind::kUnrolled}) {
+      for (ForKind k : ir::kAllForKinds) {
         if (in_.TryWord(ToString(k))) {
           kind = k;
           break;
@@ -566,7 +565,8 @@ class KernelParser {
     if (in_.TryWord("annotations")) annotations = in_.AttrDict();
     if (!in_.PeekPunct("{")) {
       in_.Expected(annotations.empty() && kind == ForKind::kSerial
-                       ? "a loop kind ('parallel', 'vectorized', 'unrolled'), 'annotations' or '{'"
+                       ? "a loop kind ('parallel', 'vectorized', 'unrolled', 'blockIdx.x', 'threadIdx.x', ...), "
+                         "'annotations' or '{'"
                        : "'{'");
     }
     size_t mark = scope_.size();

@@ -12,8 +12,33 @@ std::string ToString(ForKind kind) {
     case ForKind::kParallel: return "parallel";
     case ForKind::kVectorized: return "vectorized";
     case ForKind::kUnrolled: return "unrolled";
+    case ForKind::kBlockIdxX: return "blockIdx.x";
+    case ForKind::kBlockIdxY: return "blockIdx.y";
+    case ForKind::kBlockIdxZ: return "blockIdx.z";
+    case ForKind::kThreadIdxX: return "threadIdx.x";
+    case ForKind::kThreadIdxY: return "threadIdx.y";
+    case ForKind::kThreadIdxZ: return "threadIdx.z";
   }
   return "?";
+}
+
+bool IsThreadBinding(ForKind kind) {
+  return kind != ForKind::kSerial && kind != ForKind::kParallel && kind != ForKind::kVectorized &&
+         kind != ForKind::kUnrolled;
+}
+
+bool IsBlockIndex(ForKind kind) {
+  return kind == ForKind::kBlockIdxX || kind == ForKind::kBlockIdxY || kind == ForKind::kBlockIdxZ;
+}
+
+int ThreadBindingAxis(ForKind kind) {
+  switch (kind) {
+    case ForKind::kBlockIdxY:
+    case ForKind::kThreadIdxY: return 1;
+    case ForKind::kBlockIdxZ:
+    case ForKind::kThreadIdxZ: return 2;
+    default: return 0;
+  }
 }
 
 std::string ToString(IterKind kind) { return kind == IterKind::kSpatial ? "spatial" : "reduce"; }

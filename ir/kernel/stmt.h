@@ -2,7 +2,9 @@
 //
 // A kernel function takes buffers and has a body made of:
 //   For           a loop `for v in [0, extent)` that is serial, parallel, vectorized or unrolled,
-//                 with free-form annotations (e.g. "pragma_auto_unroll_max_step")
+//                 or bound to a GPU thread index (blockIdx.x/y/z, threadIdx.x/y/z: each
+//                 iteration runs on its own thread block or thread), with free-form
+//                 annotations (e.g. "pragma_auto_unroll_max_step")
 //   Seq           statements in order
 //   Store         buffer[indices] = value
 //   IfThenElse    a guard
@@ -26,7 +28,32 @@
 namespace tandem::ir {
 
 enum class StmtKind { kFor, kSeq, kStore, kIfThenElse, kBlockRealize };
-enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
+enum class ForKind {
+  kSerial,
+  kParallel,
+  kVectorized,
+  kUnrolled,
+  // Bound to a GPU thread index. Iterations must be independent, as for kParallel; a loop
+  // bound to an index whose launch extent is larger than the loop's runs only where the index
+  // is below its extent.
+  kBlockIdxX,
+  kBlockIdxY,
+  kBlockIdxZ,
+  kThreadIdxX,
+  kThreadIdxY,
+  kThreadIdxZ,
+};
+// Every loop kind, in declaration order (what the parser accepts after a loop's extent).
+inline constexpr ForKind kAllForKinds[] = {
+    ForKind::kSerial,     ForKind::kParallel,   ForKind::kVectorized, ForKind::kUnrolled,
+    ForKind::kBlockIdxX,  ForKind::kBlockIdxY,  ForKind::kBlockIdxZ,  ForKind::kThreadIdxX,
+    ForKind::kThreadIdxY, ForKind::kThreadIdxZ};
+// True for the kinds that bind a loop to a GPU block or thread index.
+bool IsThreadBinding(ForKind kind);
+// True for blockIdx.x/y/z.
+bool IsBlockIndex(ForKind kind);
+// The axis (0 for x, 1 for y, 2 for z) of a thread binding.
+int ThreadBindingAxis(ForKind kind);
 enum class IterKind { kSpatial, kReduction };
 
 std::string ToString(ForKind kind);

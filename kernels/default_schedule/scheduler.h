@@ -31,6 +31,8 @@ class DefaultScheduler {
 
   // The kernel with every block scheduled.
   Schedule Run();
+  // The kernel with every block scheduled for a GPU (gpu_schedule.cc).
+  Schedule RunGpu(const GpuScheduleOptions& options);
 
  private:
   bool Exists(const std::string& name) const;

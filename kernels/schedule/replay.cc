@@ -65,6 +65,9 @@ class Replayer {
     } else if (k == "unroll") {
       need(1);
       schedule_.Unroll(Loop(in[0]));
+    } else if (k == "bind") {
+      need(1);
+      schedule_.Bind(Loop(in[0]), inst.attrs.GetString("thread"));
     } else if (k == "annotate" && in.size() >= 2) {
       const std::string& key = inst.attrs.GetString("key");
       if (in[0].front() == 'b') {

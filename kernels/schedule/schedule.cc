@@ -4,6 +4,7 @@
 
 #include "ir/error.h"
 #include "kernels/schedule/primitives.h"
+#include "kernels/schedule/schedule_error.h"
 #include "kernels/schedule/tree_util.h"
 
 namespace tandem::kernels {
@@ -171,6 +172,20 @@ void Schedule::Vectorize(const LoopRV& loop) {
 void Schedule::Unroll(const LoopRV& loop) {
   function_ = primitive::SetLoopKind(function_, LoopVar(loop), ir::ForKind::kUnrolled);
   Record("unroll", {loop.name}, {}, {});
+}
+
+void Schedule::Bind(const LoopRV& loop, const std::string& thread) {
+  ir::ForKind kind = ir::ForKind::kSerial;
+  for (ir::ForKind k : ir::kAllForKinds) {
+    if (ir::IsThreadBinding(k) && ir::ToString(k) == thread) kind = k;
+  }
+  if (!ir::IsThreadBinding(kind)) {
+    throw ScheduleError(fmt::format("cannot bind loop '{}' to '{}': not a thread index (one of "
+                                    "blockIdx.x/y/z, threadIdx.x/y/z)",
+                                    loop.name, thread));
+  }
+  function_ = primitive::SetLoopKind(function_, LoopVar(loop), kind);
+  Record("bind", {loop.name}, ir::Attrs{{"thread", thread}}, {});
 }
 
 void Schedule::Annotate(const LoopRV& loop, const std::string& key, const ir::AttrValue& value) {

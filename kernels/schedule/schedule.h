@@ -98,6 +98,10 @@ class Schedule {
   void Parallel(const LoopRV& loop);
   void Vectorize(const LoopRV& loop);
   void Unroll(const LoopRV& loop);
+  // Binds a loop to a GPU block or thread index (`thread` is "blockIdx.x" ... "threadIdx.z";
+  // anything else is a ScheduleError). Legal where parallelizing it would be, and not nested in
+  // a loop bound to the same index.
+  void Bind(const LoopRV& loop, const std::string& thread);
   void Annotate(const LoopRV& loop, const std::string& key, const ir::AttrValue& value);
   void Annotate(const BlockRV& block, const std::string& key, const ir::AttrValue& value);
   // Annotates with the value of a sampled integer. The handle is recorded as the second input,

@@ -1,4 +1,4 @@
-// parallel / vectorize / unroll / annotate: change how a loop runs, or attach a hint.
+// parallel / vectorize / unroll / bind / annotate: change how a loop runs, or attach a hint.
 #include <fmt/format.h>
 
 #include <set>
@@ -35,7 +35,7 @@ void CheckNotBoundToReduction(const Stmt& body, const ir::Var& loop_var, const c
 // Throws when a block under `body` writes a buffer allocated outside the loop at elements that
 // do not depend on `loop_var`: parallel iterations would all write the same elements (a block
 // recomputed whole in every iteration of the loop it was placed under).
-void CheckWritesDependOnLoop(const Stmt& body, const ir::Var& loop_var) {
+void CheckWritesDependOnLoop(const Stmt& body, const ir::Var& loop_var, const char* what) {
   std::set<const ir::BufferNode*> inner;  // allocated under the loop: private per iteration
   ir::VisitStmtTree(body, [&](const Stmt& s) {
     if (const auto* realize = ir::As<ir::BlockRealizeNode>(s)) {
@@ -63,9 +63,9 @@ void CheckWritesDependOnLoop(const Stmt& body, const ir::Var& loop_var) {
       }
       if (!depends) {
         throw ScheduleError(fmt::format(
-            "cannot parallelize loop '{}': block '{}' writes '{}' at the same elements in "
+            "cannot {} loop '{}': block '{}' writes '{}' at the same elements in "
             "every iteration",
-            loop_var->name, realize->block->name, write.buffer->name));
+            what, loop_var->name, realize->block->name, write.buffer->name));
       }
     }
   });
@@ -77,9 +77,31 @@ ir::KernelFunction SetLoopKind(const ir::KernelFunction& fn, const ir::Var& loop
                                ir::ForKind kind) {
   StmtPath path = GetLoopPath(fn, loop_var);
   const auto* loop = ir::As<ir::ForNode>(path.target);
-  if (kind == ir::ForKind::kParallel) {
-    CheckNotBoundToReduction(loop->body, loop_var, "parallelize");
-    if (loop->extent > 1) CheckWritesDependOnLoop(loop->body, loop_var);
+  if (kind == ir::ForKind::kParallel || ir::IsThreadBinding(kind)) {
+    const char* what = kind == ir::ForKind::kParallel ? "parallelize" : "bind";
+    CheckNotBoundToReduction(loop->body, loop_var, what);
+    if (loop->extent > 1) CheckWritesDependOnLoop(loop->body, loop_var, what);
+  }
+  if (ir::IsThreadBinding(kind)) {
+    // One launch binds each index once along a path: a thread cannot be two threads.
+    for (const Stmt& a : path.ancestors) {
+      const auto* outer = ir::As<ir::ForNode>(a);
+      if (outer && (outer->for_kind == kind || outer->for_kind == ir::ForKind::kVectorized ||
+                    outer->for_kind == ir::ForKind::kParallel)) {
+        throw ScheduleError(fmt::format("cannot bind loop '{}' to {} inside {} loop '{}'",
+                                        loop_var->name, ir::ToString(kind),
+                                        ir::ToString(outer->for_kind), outer->loop_var->name));
+      }
+    }
+    ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
+      const auto* inner = ir::As<ir::ForNode>(s);
+      if (inner && inner->for_kind == kind) {
+        throw ScheduleError(fmt::format("cannot bind loop '{}' to {}: loop '{}' inside it is "
+                                        "bound to it already",
+                                        loop_var->name, ir::ToString(kind),
+                                        inner->loop_var->name));
+      }
+    });
   }
   if (kind == ir::ForKind::kVectorized) {
     CheckNotBoundToReduction(loop->body, loop_var, "vectorize");
