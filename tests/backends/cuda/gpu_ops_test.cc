@@ -8,7 +8,8 @@
 //      binds loops to blockIdx.x and threadIdx.x;
 //   2. the kernel interpreter on the scheduled kernel matches the graph reference interpreter;
 //   3. the toolkit's ptxas accepts the PTX of every architecture (where this build found ptxas);
-//   4. where a CUDA device is, the PTX runs on it and matches the reference (gpu_runtime_test.cc).
+//   4. where a CUDA device is, the PTX for its architecture runs on it and matches the reference
+//      (skipped elsewhere, with the reason).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <iostream>
 #include <thread>
 
+#include "backends/cuda/gpu_kernel.h"
 #include "backends/cuda/ptxas.h"
 #include "backends/llvm/nvptx_codegen.h"
 #include "backends/reference/interpreter.h"
@@ -135,6 +137,25 @@ TEST_P(GpuOps, PtxasAcceptsEveryArchitecture) {
     backends::cuda::PtxasReport report = backends::cuda::AssemblePtx(program.ptx, program.arch);
     EXPECT_TRUE(report.accepted) << program.arch << ": " << report.log << "\n" << program.ptx;
     EXPECT_GT(report.max_registers, 0) << report.log;
+  }
+}
+
+TEST_P(GpuOps, RunsOnTheDeviceAndMatchesReference) {
+  const Case& c = Cases()[GetParam()];
+  const GpuCase& prepared = (*prepared_)[GetParam()];
+  ASSERT_TRUE(prepared.error.empty()) << prepared.error;
+  std::string reason = backends::cuda::CudaUnavailableReason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  std::string arch = backends::cuda::DeviceArchitecture();
+  for (const backends::GpuProgram& program : prepared.programs) {
+    if (program.arch != arch) continue;
+    backends::cuda::GpuKernel kernel(program);
+    std::vector<ir::Tensor> inputs = testing::CaseInputs(c, 7);
+    std::vector<ir::Tensor> expected = backends::RunReference(testing::BuildCall(c), inputs);
+    std::string mismatch = testing::Mismatch(kernel.Run(inputs), expected, kTolerance);
+    EXPECT_TRUE(mismatch.empty()) << arch << ": the GPU result differs from the reference: "
+                                  << mismatch << "\n"
+                                  << kernels::testing::KernelText(prepared.scheduled);
   }
 }
 
