@@ -5,6 +5,9 @@
 // operands (weights) are uploaded once at compile time, activations are copied in and the result
 // copied out on every call, so a measurement includes the transfers a placement really costs.
 // Row-major products are computed as the column-major product of the transposes: C^T = B^T A^T.
+// Every CUDA call follows Available, which records that this process initializes CUDA
+// (MayInitializeCuda) and makes none in a process forked after its parent initialized it: the
+// tuning library then never forks a child that would use it (tuning/measure/runner.h).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -176,6 +179,13 @@ class CublasBackend : public ExternalBackend {
   }
 
   bool Available(std::string* why) const override {
+    // In a process forked after its parent initialized CUDA, any CUDA call fails or hangs: none
+    // is made there (a measurement process of the tuning library rebuilding a candidate, say).
+    std::string forked;
+    if (!MayInitializeCuda(&forked)) {
+      if (why) *why = forked;
+      return false;
+    }
     int count = 0;
     cudaError_t status = cudaGetDeviceCount(&count);
     if (status == cudaSuccess && count > 0) return true;

@@ -1,10 +1,41 @@
 #include "backends/external/external_backend.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
+
+#include <atomic>
 
 #include "ir/error.h"
 
 namespace tandem::backends {
+
+namespace {
+
+// The process that initialized CUDA (0: none). A forked child inherits the value, so a child of
+// a process that initialized it finds another process's pid here.
+std::atomic<pid_t> cuda_initialized_by{0};
+
+}  // namespace
+
+CudaState CudaStateOfThisProcess() {
+  pid_t by = cuda_initialized_by.load();
+  if (by == 0) return CudaState::kUntouched;
+  return by == getpid() ? CudaState::kInitializedHere : CudaState::kInheritedFromParent;
+}
+
+bool MayInitializeCuda(std::string* why) {
+  pid_t expected = 0;
+  pid_t self = getpid();
+  if (cuda_initialized_by.compare_exchange_strong(expected, self) || expected == self) return true;
+  if (why) {
+    *why = fmt::format(
+        "CUDA cannot be used in this process: it was forked from process {}, which had "
+        "initialized CUDA",
+        expected);
+  }
+  return false;
+}
 
 // Defined by each backend compiled into this build (backends/onednn, backends/cublas).
 void RegisterOnednnBackend(ExternalBackendRegistry& registry);

@@ -83,6 +83,21 @@ class ExternalBackendRegistry {
   std::map<std::string, std::shared_ptr<const ExternalBackend>> backends_;
 };
 
+// Whether and where this process's CUDA was initialized, for the code that forks (tuning/measure):
+// CUDA cannot be used in a process forked after its parent initialized it (its calls fail with
+// "initialization error" or hang), and a process cannot tell that from CUDA itself without calling
+// it. Every backend that uses CUDA calls MayInitializeCuda before its first CUDA call in a process.
+enum class CudaState {
+  kUntouched,            // no CUDA call yet in this process nor in the one it was forked from
+  kInitializedHere,      // this process initialized CUDA (or is about to): it may use it
+  kInheritedFromParent,  // forked from a process that had initialized CUDA: it must not use it
+};
+CudaState CudaStateOfThisProcess();
+// Before a CUDA call: true when this process may use CUDA (it then counts as kInitializedHere from
+// now on, in this process and in every process forked from it later); false, with `why` saying
+// so, when it was forked from a process that had initialized CUDA. Thread-safe.
+bool MayInitializeCuda(std::string* why = nullptr);
+
 // Every match of every pattern of `backend` in `function`.
 std::vector<PatternMatch> FindMatches(const ir::GraphFunction& function,
                                       const ExternalBackend& backend);

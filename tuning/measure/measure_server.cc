@@ -38,6 +38,7 @@
 #include <exception>
 #include <optional>
 
+#include "backends/external/external_backend.h"
 #include "backends/runtime/executable.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -228,6 +229,9 @@ std::string MeasureServer::Start() {
         ServerMain(fds[1], parent);
       },
       &fork_error);
+  // Read after the fork (the state only ever leaves kUntouched): untouched now was untouched at
+  // the fork; a CUDA initialization on another thread meanwhile counts as inherited.
+  bool before_cuda = backends::CudaStateOfThisProcess() == backends::CudaState::kUntouched;
   close(fds[1]);
   if (pid < 0) {
     close(fds[0]);
@@ -235,7 +239,13 @@ std::string MeasureServer::Start() {
   }
   pid_ = pid;
   fd_ = fds[0];
+  forked_before_cuda_ = before_cuda;
   return "";
+}
+
+bool MeasureServer::isolates_cuda() const {
+  if (pid_ > 0) return forked_before_cuda_;
+  return backends::CudaStateOfThisProcess() == backends::CudaState::kUntouched;
 }
 
 void MeasureServer::Stop() {

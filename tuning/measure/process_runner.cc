@@ -8,11 +8,13 @@
 // reaped with waitpid, whatever happens. The pipe only goes from worker to parent: the parent
 // never writes to it, so it cannot get SIGPIPE from it.
 //
-// Executables holding a GPU context (cuBLAS subgraphs) go to the measurement server instead
-// (tuning/measure/measure_server.h): CUDA cannot be used in a child forked after the parent
-// initialized it ("initialization error"), and their device buffers belong to the parent's context;
-// the server, forked when the runner was constructed, rebuilds them in processes that never saw
-// this process's CUDA state.
+// Executables holding a GPU context (cuBLAS subgraphs) never go to a worker: CUDA cannot be used
+// in a child forked after the parent initialized it ("initialization error", or a hang), and
+// their device buffers belong to the parent's context. The measurement server
+// (tuning/measure/measure_server.h), forked when the runner was constructed, rebuilds them in
+// processes that initialize CUDA themselves, when this process had not initialized CUDA before
+// forking it (backends::CudaStateOfThisProcess, which the cuBLAS backend keeps); otherwise they
+// are measured in this process, the one that built them, with a note on stderr.
 #include <fcntl.h>
 #include <omp.h>
 #include <poll.h>
@@ -23,10 +25,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -209,6 +213,19 @@ size_t RunWorker(const std::vector<RunInput>& inputs, const std::vector<size_t>&
   return current + 1;
 }
 
+// Says once per process that GPU candidates are measured in it, and why.
+void WarnMeasuringHereOnce() {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "tandem: note: GPU candidates are measured in the tuning process, without "
+               "isolation (a crash in one ends it): this process initialized CUDA before its "
+               "measurement server was started, and CUDA cannot be used in a process forked after "
+               "that (construct the ProcessRunner before building or checking GPU backends to "
+               "measure them in the server)\n");
+}
+
 }  // namespace
 
 ProcessRunner::ProcessRunner() : ProcessRunner(Options{}) {}
@@ -228,25 +245,45 @@ std::vector<MeasureResult> ProcessRunner::Run(const std::vector<RunInput>& input
                                               const MeasureOptions& options) {
   std::vector<MeasureResult> results(inputs.size());
   std::vector<size_t> order;   // candidates that have something to run in a worker
-  std::vector<size_t> server;  // candidates for the measurement server (GPU contexts)
+  std::vector<size_t> server;  // candidates for the measurement server
+  std::vector<size_t> here;    // GPU contexts when the server cannot isolate them (see below)
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].executable) {
       results[i] = MeasureResult::Failure("no executable to measure");
-    } else if (options_.measure_in_server(*inputs[i].executable)) {
+    } else if (!inputs[i].executable->runs_in_forked_process() ||
+               options_.measure_in_server(*inputs[i].executable)) {
+      // (A GPU context never goes to a forked worker, whatever measure_in_server says.)
       server.push_back(i);
     } else {
       order.push_back(i);
     }
   }
   if (auto problem = MeasureOptionsProblem(options)) {
-    for (const std::vector<size_t>* group : {&order, &server}) {
+    for (const std::vector<size_t>* group : {&order, &server, &here}) {
       for (size_t i : *group) {
         results[i] = MeasureResult::SetupFailure("invalid measure options: " + *problem);
       }
     }
     return results;
   }
-  for (size_t i : server) results[i] = server_->Measure(inputs[i], options);
+  for (size_t i : server) {
+    // The server measures a GPU context when its measurement processes can initialize CUDA
+    // themselves; when this process initialized CUDA before the server (the running one, or the
+    // one Measure would start again) was forked they cannot (CUDA's calls fail or hang there), so
+    // it is measured here, in the process that built it.
+    if (!inputs[i].executable->runs_in_forked_process() && !server_->isolates_cuda()) {
+      here.push_back(i);
+    } else {
+      results[i] = server_->Measure(inputs[i], options);
+    }
+  }
+  if (!here.empty()) {
+    WarnMeasuringHereOnce();
+    std::vector<RunInput> batch;
+    for (size_t i : here) batch.push_back(inputs[i]);
+    std::vector<MeasureResult> measured = InProcessRunner().Run(batch, options);
+    for (size_t k = 0; k < here.size(); ++k) results[here[k]] = std::move(measured[k]);
+  }
   // A forked child keeps only the forking thread, with that thread's OpenMP state: a thread that
   // ran a parallel region (oneDNN runs on OpenMP) carries a team of threads that do not exist in
   // the child, whose first parallel region would wait for them forever. Releasing the team

@@ -6,11 +6,17 @@
 // the expected ones) and reports each result through a pipe. A worker that dies (a crash in
 // generated code) or stops reporting for longer than the timeout (a hang) is killed and that
 // candidate is recorded as failed with the reason; a new worker takes the rest of the batch.
-// The tuning process itself never runs candidate code. Executables that cannot run in a forked
-// process (GPU contexts; Executable::runs_in_forked_process) go to a measurement server instead,
-// a process the runner forks when it is constructed, before the tuning process initializes CUDA
-// (see tuning/measure/measure_server.h): it rebuilds each such candidate from its module in a fresh
-// process and measures it there, with the same crash and timeout guarantees.
+// The tuning process itself never runs candidate code, but for one case below. Executables that
+// cannot run in a forked process (GPU contexts; Executable::runs_in_forked_process) never go to a
+// worker: they go to a measurement server, a process the runner forks when it is constructed (see
+// tuning/measure/measure_server.h), which rebuilds each such candidate from its module in a fresh
+// process and measures it there, with the same crash and timeout guarantees. That holds when the
+// tuning process had not initialized CUDA when the server was forked
+// (backends::CudaStateOfThisProcess): a GPU candidate then always runs in a process that
+// initialized CUDA itself. Otherwise (an earlier build or availability check of a GPU backend in
+// the same program, before the runner was constructed), no process forked from this one can use
+// CUDA, so GPU candidates are measured in this process, which built them, without isolation
+// (with a note on stderr, once per process).
 #pragma once
 
 #include <functional>
@@ -40,14 +46,15 @@ class Runner {
 class MeasureServer;
 
 // Measures in forked worker processes and the measurement server (see the file comment). Construct
-// it before this process first uses CUDA, on a thread that outlives it (the server is killed when
-// the thread that forked it ends; the next candidate for it then starts another). While it lives,
-// the server is a child process of this one.
+// it before this process first uses CUDA (to measure GPU candidates isolated), on a thread that
+// outlives it (the server is killed when the thread that forked it ends; the next candidate for it
+// then starts another). While it lives, the server is a child process of this one.
 class ProcessRunner : public Runner {
  public:
   struct Options {
     // Which executables the measurement server measures (rebuilt from their module and build
-    // options) instead of a forked worker. Empty: those that cannot run in a forked process.
+    // options) instead of a forked worker. Empty: none but those that cannot run in a forked
+    // process, which never go to a worker whatever this says.
     // (Tests send CPU executables there; candidates that must run in a forked worker, such as one
     // that only exists in this process's memory, must not be chosen.)
     std::function<bool(const backends::Executable&)> measure_in_server;

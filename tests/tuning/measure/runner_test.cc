@@ -5,12 +5,15 @@
 // cannot run in a forked child (a GPU context) in its measurement server, which rebuilds the
 // candidates and isolates them the same way (tested with CPU candidates sent there).
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -362,6 +365,166 @@ TEST(ProcessRunner, ACandidateTheMeasurementServerCannotRebuildFailsWithTheReaso
   EXPECT_NE(results[0].error.find("compiled outside the test process"), std::string::npos)
       << results[0].error;
   EXPECT_TRUE(results[1].ok()) << results[1].error;
+}
+
+// A backend playing cuBLAS's part in CUDA's rules, on any machine: it checks availability with
+// backends::MayInitializeCuda as the cuBLAS backend does (so it is unavailable in a process forked
+// after its parent "initialized CUDA"), and its functions, which hold a "GPU context", fail when
+// they run in a process that did not initialize it itself. Found on a GPU machine: a test program
+// that used cuBLAS before constructing a ProcessRunner had its cuBLAS candidates fail in the
+// measurement server, forked after CUDA was initialized.
+std::atomic<int> fake_cuda_runs_here{0};  // runs of FakeCudaRelu in this process
+
+class FakeCudaRelu : public backends::ExternalFunction {
+ public:
+  explicit FakeCudaRelu(int64_t elements) : elements_(elements) {}
+  void Run(void* const* arguments) override {
+    if (backends::CudaStateOfThisProcess() != backends::CudaState::kInitializedHere) {
+      throw ir::Error("initialization error: CUDA used in a process that did not initialize it");
+    }
+    ++fake_cuda_runs_here;
+    const float* in = static_cast<const float*>(arguments[0]);
+    float* out = static_cast<float*>(arguments[1]);
+    for (int64_t i = 0; i < elements_; ++i) out[i] = std::max(in[i], 0.0f);
+  }
+  std::string Describe() const override { return "fake CUDA relu"; }
+  bool runs_in_forked_process() const override { return false; }
+
+ private:
+  int64_t elements_;
+};
+
+class FakeCudaBackend : public backends::ExternalBackend {
+ public:
+  std::string name() const override { return "fake_cuda_test"; }
+  // Registered, and available, only in the forked child of the tests below (InForkedChild):
+  // this process's registry and CUDA state stay as they were.
+  bool Available(std::string* why) const override { return backends::MayInitializeCuda(why); }
+  const std::vector<backends::Pattern>& patterns() const override {
+    static const std::vector<backends::Pattern> patterns = {
+        backends::Pattern{"relu", backends::OpMatcher{{"relu"}, nullptr, "", false}, {}}};
+    return patterns;
+  }
+  std::unique_ptr<backends::ExternalFunction> Compile(
+      const ir::GraphFunction& subgraph) const override {
+    std::string why;
+    if (!Available(&why)) throw ir::Error("fake CUDA backend: " + why);
+    return std::make_unique<FakeCudaRelu>(subgraph.OutputTensorTypes().at(0).num_elements());
+  }
+};
+
+// Runs `scenario` in a forked child of this process (whose registry and CUDA state it may change)
+// and returns what it returned: "" when it went as expected, else what did not.
+std::string InForkedChild(const std::function<std::string()>& scenario) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  omp_pause_resource_all(omp_pause_hard);  // (see tuning_resume_test.cc)
+  pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    close(fds[0]);
+    std::string report;
+    try {
+      backends::ExternalBackendRegistry::Global().Register(std::make_shared<FakeCudaBackend>());
+      report = scenario();
+    } catch (const std::exception& e) {
+      report = std::string("threw: ") + e.what();
+    }
+    if (report.empty()) report = "ok";
+    ssize_t written = write(fds[1], report.data(), report.size());
+    _exit(written == static_cast<ssize_t>(report.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string received;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fds[0], chunk, sizeof(chunk))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    received.append(chunk, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return fmt::format("the child ended with wait status {}: {}", status, received);
+  }
+  return received == "ok" ? "" : received;
+}
+
+// A GPU candidate and a CPU candidate through `runner`: "" when both are measured and correct and
+// the GPU one ran in this process exactly when `expect_here`.
+std::string MeasureGpuAndCpu(ProcessRunner& runner, const RunInput& gpu, bool expect_here) {
+  ir::IRModule cpu_module = MatmulRelu();
+  RunInput cpu = CheckedInput(cpu_module, BuildOrFail(cpu_module));
+  int runs_before = fake_cuda_runs_here.load();
+  std::vector<MeasureResult> results = runner.Run({gpu, cpu, gpu}, FastOptions());
+  std::string problems;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) problems += fmt::format("candidate {}: {}; ", i, results[i].error);
+  }
+  bool ran_here = fake_cuda_runs_here.load() != runs_before;
+  if (ran_here != expect_here) {
+    problems +=
+        fmt::format("the GPU candidate ran {}in the tuning process", ran_here ? "" : "not ");
+  }
+  return problems;
+}
+
+TEST(ProcessRunner, GpuCandidatesRunOnlyInProcessesThatInitializedCudaThemselves) {
+  ir::IRModule gpu_module = PlacedRelu("fake_cuda_test");
+  // The runner first (as tuning sessions are made): its server was forked before this process
+  // initialized CUDA (building the candidate does), so the server measures GPU candidates, each
+  // in a measurement process that initializes CUDA itself.
+  EXPECT_EQ(InForkedChild([&] {
+              ProcessRunner runner;
+              RunInput gpu = CheckedInput(gpu_module, BuildOrFail(gpu_module));
+              if (backends::CudaStateOfThisProcess() != backends::CudaState::kInitializedHere) {
+                return std::string("building the candidate did not initialize CUDA");
+              }
+              return MeasureGpuAndCpu(runner, gpu, /*expect_here=*/false);
+            }),
+            "");
+  // The candidates first (a program that used the GPU before it made the runner): no process
+  // forked from this one can use CUDA, so the GPU candidate is measured here, not failed (nor hung)
+  // in the server; the CPU one still in a worker. Also with a runner that sends nothing to its
+  // server: a GPU candidate never goes to a forked worker.
+  EXPECT_EQ(InForkedChild([&] {
+              RunInput gpu = CheckedInput(gpu_module, BuildOrFail(gpu_module));
+              ProcessRunner runner;
+              std::string problems = MeasureGpuAndCpu(runner, gpu, /*expect_here=*/true);
+              ProcessRunner no_server(
+                  ProcessRunner::Options{[](const backends::Executable&) { return false; }});
+              return problems + MeasureGpuAndCpu(no_server, gpu, /*expect_here=*/true);
+            }),
+            "");
+}
+
+// A process forked after its parent initialized CUDA is told so, and never counts as having
+// initialized it; one forked before may initialize it itself.
+TEST(CudaState, AProcessForkedAfterInitializationMayNotUseCuda) {
+  EXPECT_EQ(InForkedChild([] {
+              auto in_grandchild = [](bool expect_allowed) {
+                pid_t pid = fork();
+                if (pid == 0) {
+                  std::string why;
+                  bool allowed = backends::MayInitializeCuda(&why);
+                  bool told = allowed || why.find("forked from process") != std::string::npos;
+                  _exit(allowed == expect_allowed && told ? 0 : 1);
+                }
+                int status = 0;
+                waitpid(pid, &status, 0);
+                return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+              };
+              if (backends::CudaStateOfThisProcess() != backends::CudaState::kUntouched) {
+                return std::string("CUDA initialized before the test");
+              }
+              if (!in_grandchild(true)) return std::string("refused before initialization");
+              if (!backends::MayInitializeCuda()) return std::string("refused here");
+              if (!in_grandchild(false)) return std::string("allowed after initialization");
+              if (!backends::MayInitializeCuda()) return std::string("refused here again");
+              return std::string();
+            }),
+            "");
 }
 
 TEST(ProcessRunner, CandidatesWithoutExecutableFailWithoutRunning) {
