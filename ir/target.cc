@@ -1,12 +1,19 @@
 #include "ir/target.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/error.h"
 
 namespace tandem::ir {
+
+const std::vector<std::string>& CudaArchitectures() {
+  static const std::vector<std::string> kArchitectures = {"sm_80", "sm_90"};
+  return kArchitectures;
+}
 
 std::string ToString(const Target& t) {
   std::string s = t.kind;
@@ -14,6 +21,7 @@ std::string ToString(const Target& t) {
   if (!t.features.empty()) s += " -features=" + t.features;
   if (t.num_threads != 0) s += fmt::format(" -threads={}", t.num_threads);
   if (t.vector_bits != 0) s += fmt::format(" -vector-bits={}", t.vector_bits);
+  if (!t.arch.empty()) s += " -arch=" + t.arch;
   return s;
 }
 
@@ -38,14 +46,33 @@ Target ParseTarget(const std::string& text) {
         if (used != v.size() || n < 0) throw std::invalid_argument(v);
         return n;
       } catch (const std::exception&) {
-        throw Error(fmt::format("target option -{} needs a non-negative integer, not '{}'", key, v));
+        throw Error(
+            fmt::format("target option -{} needs a non-negative integer, not '{}'", key, v));
       }
     };
-    if (key == "cpu") t.cpu = value;
-    else if (key == "features") t.features = value;
-    else if (key == "threads") t.num_threads = to_int(value);
-    else if (key == "vector-bits") t.vector_bits = to_int(value);
-    else throw Error(fmt::format("unknown target option -{} (known: cpu, features, threads, vector-bits)", key));
+    bool cuda = t.kind == "cuda";
+    if (cuda ? key == "cpu" || key == "features" || key == "vector-bits" : key == "arch") {
+      throw Error(fmt::format("target option -{} does not apply to the {} target", key, t.kind));
+    }
+    if (key == "cpu")
+      t.cpu = value;
+    else if (key == "features")
+      t.features = value;
+    else if (key == "threads")
+      t.num_threads = to_int(value);
+    else if (key == "vector-bits")
+      t.vector_bits = to_int(value);
+    else if (key == "arch") {
+      const auto& known = CudaArchitectures();
+      if (std::find(known.begin(), known.end(), value) == known.end()) {
+        throw Error(fmt::format("unknown CUDA architecture -arch={} (supported: {})", value,
+                                fmt::join(known, ", ")));
+      }
+      t.arch = value;
+    } else {
+      throw Error(fmt::format("unknown target option -{} (known: {})", key,
+                              cuda ? "arch, threads" : "cpu, features, threads, vector-bits"));
+    }
   }
   return t;
 }

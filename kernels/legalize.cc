@@ -138,6 +138,9 @@ class Legalizer {
         return *std::move(tuned);
       }
     }
+    if (options_.apply_default_schedule && options_.gpu) {
+      return ApplyGpuDefaultSchedule(kernel, options_.gpu_schedule).function();
+    }
     if (options_.apply_default_schedule)
       return ApplyDefaultSchedule(kernel, options_.schedule).function();
     return kernel;

@@ -3,9 +3,9 @@
 //
 // Call nodes annotated with the same integer "group" (set by FuseOps) are lowered together into
 // one kernel with several blocks (LowerGraphFunction); the group must have a single output, used
-// outside it. Identical kernels (equal structural hash and structure) are created once and shared by every
-// call, so a model with repeated layers compiles each distinct kernel once. This is the step the
-// `Legalize` pass wraps.
+// outside it. Identical kernels (equal structural hash and structure) are created once and shared
+// by every call, so a model with repeated layers compiles each distinct kernel once. This is the
+// step the `Legalize` pass wraps.
 #pragma once
 
 #include <functional>
@@ -24,7 +24,10 @@ using ScheduleProvider =
 
 struct LegalizeOptions {
   bool apply_default_schedule = true;
+  // The default schedules are the GPU ones (ApplyGpuDefaultSchedule with gpu_schedule).
+  bool gpu = false;
   DefaultScheduleOptions schedule;
+  GpuScheduleOptions gpu_schedule;
   ScheduleProvider schedule_provider;  // consulted first when set
 };
 

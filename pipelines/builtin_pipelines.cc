@@ -12,6 +12,12 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
        "CombineParallelMatmul, DenseToMatmul, PackMatmulWeights, PackConvWeights, FuseOps, "
        "DeadCodeElimination, Legalize",
        ""});
+  registry.Register({"default_heuristic",
+                     "Heuristic graph passes for a GPU, then lowering to kernels with default GPU "
+                     "schedules (no CPU weight packing).",
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, FuseOps, DeadCodeElimination, Legalize",
+                     "cuda"});
   registry.Register({"graph_tuning",
                      "The graph-level tuning passes, each tuned alone in sequence (with the "
                      "heuristic passes they need as eval passes), then lowering with default "

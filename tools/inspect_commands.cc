@@ -5,8 +5,11 @@
 
 #include <iostream>
 
+#include "backends/cuda/ptxas.h"
 #include "backends/llvm/codegen.h"
+#include "backends/llvm/nvptx_codegen.h"
 #include "backends/runtime/executable.h"
+#include "backends/target/resolved_target.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/pass_docs.h"
@@ -76,6 +79,48 @@ Command AddPipelinesCommand(CLI::App& app) {
   };
 }
 
+namespace {
+
+// Each kernel of `module` (or only `only`) compiled to PTX for target.arch, with ptxas's report
+// when this build found ptxas.
+void PrintPtx(const ir::IRModule& module, const ir::Target& target, const std::string& only) {
+  std::vector<std::string> names;
+  bool printed = false;
+  for (const auto& [name, function] : module.kernel_functions()) {
+    names.push_back(name);
+    if (!only.empty() && name != only) continue;
+    backends::GpuProgram program = backends::CompileGpuKernel(*function, {target.arch, 3});
+    std::string launches;
+    for (const backends::GpuLaunchSpec& launch : program.launches) {
+      launches += fmt::format("\n//   {} grid ({}) block ({})", launch.entry,
+                              fmt::join(launch.grid, ", "), fmt::join(launch.block, ", "));
+    }
+    std::string report = "(no ptxas in this build)";
+    if (!backends::cuda::PtxasPath().empty()) {
+      backends::cuda::PtxasReport r = backends::cuda::AssemblePtx(program.ptx, target.arch);
+      if (!r.accepted) {
+        throw ir::Error(
+            fmt::format("ptxas rejected kernel '{}' for {}:\n{}", name, target.arch, r.log));
+      }
+      report = fmt::format("{} registers, {} bytes spilled, {} bytes shared memory",
+                           r.max_registers, r.spill_bytes, r.shared_bytes);
+    }
+    std::cout << fmt::format("// kernel {} for {}: {}; launches:{}\n", name, target.arch, report,
+                             launches)
+              << program.ptx << "\n";
+    printed = true;
+  }
+  if (names.empty()) {
+    throw ir::Error("the pipeline left no kernel functions (a cuda pipeline ends with Legalize)");
+  }
+  if (!printed) {
+    throw ir::Error(
+        fmt::format("no kernel named '{}'; the kernels are: {}", only, fmt::join(names, ", ")));
+  }
+}
+
+}  // namespace
+
 Command AddCompileCommand(CLI::App& app) {
   auto model = std::make_shared<ModelOptions>();
   auto pipeline = std::make_shared<PipelineOptions>();
@@ -89,10 +134,12 @@ Command AddCompileCommand(CLI::App& app) {
   cmd->add_flag("--full-constants", *full, "print every constant's data");
   cmd->add_option("--emit", *emit,
                   "what to print: ir (the pipeline's output), llvm (the optimized LLVM IR of the "
-                  "kernels Build compiles) or asm (their x86 assembly)")
-      ->check(CLI::IsMember({"ir", "llvm", "asm"}))
+                  "kernels Build compiles), asm (their x86 assembly) or, for a cuda target, ptx "
+                  "(each kernel's PTX with ptxas's report of its registers, spills and shared "
+                  "memory)")
+      ->check(CLI::IsMember({"ir", "llvm", "asm", "ptx"}))
       ->capture_default_str();
-  cmd->add_option("--kernel", *kernel, "with --emit llvm/asm: only this kernel");
+  cmd->add_option("--kernel", *kernel, "with --emit llvm/asm/ptx: only this kernel");
   return [cmd, model, pipeline, full, emit, kernel]() {
     if (!*cmd) return -1;
     ir::IRModule out = RunPipeline(LoadModel(*model), *pipeline);
@@ -102,7 +149,18 @@ Command AddCompileCommand(CLI::App& app) {
       std::cout << ir::PrintModule(out, options);
       return 0;
     }
-    backends::BuildOptions build = backends::BuildOptionsFor(ir::ParseTarget(pipeline->target));
+    ir::Target target = ir::ParseTarget(pipeline->target);
+    if ((*emit == "ptx") != (target.kind == "cuda")) {
+      throw ir::Error(
+          *emit == "ptx"
+              ? "--emit ptx needs a cuda target (e.g. --target \"cuda -arch=sm_90\")"
+              : fmt::format("--emit {} is for llvm targets; for cuda use --emit ptx", *emit));
+    }
+    if (*emit == "ptx") {
+      PrintPtx(out, backends::ResolveTarget(target), *kernel);
+      return 0;
+    }
+    backends::BuildOptions build = backends::BuildOptionsFor(target);
     ir::IRModule legalized = backends::LegalizeForBuild(out, build);
     std::vector<ir::KernelFunction> kernels;
     std::vector<std::string> names;

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/external/external_backend.h"
 #include "ir/error.h"
 
 namespace tandem::backends::cuda {
@@ -113,8 +114,6 @@ struct Driver {
   }
 };
 
-std::atomic<bool> initialized{false};
-
 // Fills `d`; returns the reason it is unusable ("" when usable).
 std::string Open(Driver& d) {
   void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -127,7 +126,9 @@ std::string Open(Driver& d) {
   if (d.name == nullptr) return "libcuda.so.1 has no entry point " #name " (driver too old)";
   TANDEM_CUDA_ENTRY_POINTS(TANDEM_CUDA_RESOLVE)
 #undef TANDEM_CUDA_RESOLVE
-  initialized = true;
+  // A process forked after its parent initialized CUDA must not use it (tuning/measure forks).
+  std::string refused;
+  if (!MayInitializeCuda(&refused)) return refused;
   try {
     d.Check(d.cuInit(0), "cuInit");
     int count = 0;
@@ -237,10 +238,6 @@ std::string CudaUnavailableReason() {
 
 bool CudaAvailable() {
   return Loaded().unavailable.empty();
-}
-
-bool CudaInitializedInThisProcess() {
-  return initialized;
 }
 
 std::string DeviceInfo::arch() const {

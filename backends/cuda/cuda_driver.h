@@ -38,9 +38,9 @@ namespace tandem::backends::cuda {
 std::string CudaUnavailableReason();
 bool CudaAvailable();
 
-// True once this process initialized the driver (called cuInit, successfully or not). A process
-// that did must never fork to run GPU work in the child.
-bool CudaInitializedInThisProcess();
+// The driver counts as initialized for CudaStateOfThisProcess (backends/external/
+// external_backend.h) once the first of these calls asked it; in a process forked after its
+// parent initialized CUDA they report CUDA unavailable without calling the driver.
 
 // What Tandem needs to know about device 0 to generate and launch code for it.
 struct DeviceInfo {

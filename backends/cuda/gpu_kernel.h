@@ -14,15 +14,23 @@
 namespace tandem::backends::cuda {
 
 // The device architecture code for this process's CUDA device should be generated for: the
-// newest of CudaArchitectures() the device runs ("sm_90" on a Hopper, "sm_80" on an Ampere).
+// newest of ir::CudaArchitectures() the device runs ("sm_90" on a Hopper, "sm_80" on an Ampere).
 // Error "no CUDA device: ..." without a device, or when the device is older than sm_80.
 std::string DeviceArchitecture();
 
 class GpuKernel {
  public:
-  // Loads the program's PTX and allocates one device buffer per parameter and scratch buffer.
-  // Error "no CUDA device: ..." without a device; the driver's JIT log when it rejects the PTX.
+  // Loads the program's PTX and allocates its scratch buffers (parameter buffers are allocated
+  // by the first Run). Error "no CUDA device: ..." without a device; the driver's JIT log when it
+  // rejects the PTX.
   explicit GpuKernel(GpuProgram program);
+
+  // Zero-fills the scratch buffers and enqueues every launch on the module's stream with
+  // `params` as the device pointers of the parameters (inputs, then outputs; the caller keeps
+  // them alive until Synchronize).
+  void Launch(const std::vector<uint64_t>& params);
+  void Synchronize() const { module_->Synchronize(); }
+  const CudaModule& module() const { return *module_; }
 
   // Copies `inputs` (one per input parameter, in order; shapes and dtypes checked) to the device,
   // zero-fills the outputs and scratch buffers as the interpreter would, runs every launch in
@@ -37,12 +45,13 @@ class GpuKernel {
 
  private:
   void Upload(const std::vector<ir::Tensor>& inputs);
-  void Launch();
+  void LaunchAll(const std::vector<uint64_t>& pointers);
 
   GpuProgram program_;
   std::unique_ptr<CudaModule> module_;
-  std::vector<DeviceBuffer> buffers_;  // parameters, then scratch buffers
-  std::vector<uint64_t> pointers_;
+  std::vector<DeviceBuffer> params_;   // Run's parameter buffers
+  std::vector<DeviceBuffer> scratch_;  // the program's scratch buffers
+  std::vector<uint64_t> pointers_;     // parameters, then scratch buffers
 };
 
 }  // namespace tandem::backends::cuda

@@ -24,6 +24,7 @@
 #include "backends/llvm/jit.h"
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
+#include "ir/target.h"
 
 namespace tandem::backends {
 
@@ -50,15 +51,17 @@ void KernelCodegen::GenerateGpuKernel(const std::set<const ir::BufferNode*>& wri
     kernel->addParamAttr(arg, llvm::Attribute::NoCapture);
     // Each buffer is its own device allocation (256-byte aligned).
     kernel->addParamAttr(arg, llvm::Attribute::getWithAlignment(context_, llvm::Align(16)));
-    if (!written.count(kernel_.params[k].get())) kernel->addParamAttr(arg, llvm::Attribute::ReadOnly);
+    if (!written.count(kernel_.params[k].get()))
+      kernel->addParamAttr(arg, llvm::Attribute::ReadOnly);
     kernel->getArg(arg)->setName(kernel_.params[k]->name);
   }
   // The entry is a kernel, launched with at most this many threads per block.
   llvm::NamedMDNode* annotations = module_.getOrInsertNamedMetadata("nvvm.annotations");
   auto annotate = [&](const char* key, int64_t value) {
     annotations->addOperand(llvm::MDNode::get(
-        context_, {llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(context_, key),
-                   llvm::ConstantAsMetadata::get(builder_.getInt32(static_cast<uint32_t>(value)))}));
+        context_,
+        {llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(context_, key),
+         llvm::ConstantAsMetadata::get(builder_.getInt32(static_cast<uint32_t>(value)))}));
   };
   annotate("kernel", 1);
   annotate("maxntidx", gpu_->extents[3]);
@@ -147,12 +150,10 @@ std::unique_ptr<llvm::TargetMachine> NvptxTargetMachine(const std::string& arch,
 // the same signature, and the libm names the CPU code generator calls for f64).
 bool UseLibdevice(llvm::Module& module) {
   static const std::map<std::string, std::string> kLibdevice = {
-      {"llvm.exp.f32", "__nv_expf"}, {"llvm.exp.f64", "__nv_exp"},
-      {"llvm.log.f32", "__nv_logf"}, {"llvm.log.f64", "__nv_log"},
-      {"llvm.pow.f32", "__nv_powf"}, {"llvm.pow.f64", "__nv_pow"},
-      {"erf", "__nv_erf"},           {"tanh", "__nv_tanh"},
-      {"exp", "__nv_exp"},           {"log", "__nv_log"},
-      {"erff", "__nv_erff"},         {"tanhf", "__nv_tanhf"}};
+      {"llvm.exp.f32", "__nv_expf"}, {"llvm.exp.f64", "__nv_exp"},  {"llvm.log.f32", "__nv_logf"},
+      {"llvm.log.f64", "__nv_log"},  {"llvm.pow.f32", "__nv_powf"}, {"llvm.pow.f64", "__nv_pow"},
+      {"erf", "__nv_erf"},           {"tanh", "__nv_tanh"},         {"exp", "__nv_exp"},
+      {"log", "__nv_log"},           {"erff", "__nv_erff"},         {"tanhf", "__nv_tanhf"}};
   bool used = false;
   std::vector<llvm::Function*> declarations;
   for (llvm::Function& f : module) {
@@ -177,14 +178,15 @@ void LinkLibdevice(llvm::Module& module) {
 #endif
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer || !*path) {
-    throw Error(fmt::format("a math function needs the CUDA toolkit's libdevice, which this build "
-                            "did not find ('{}')",
-                            path));
+    throw Error(
+        fmt::format("a math function needs the CUDA toolkit's libdevice, which this build "
+                    "did not find ('{}')",
+                    path));
   }
   auto library = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), module.getContext());
   if (!library) {
-    throw Error(fmt::format("cannot read libdevice '{}': {}", path,
-                            llvm::toString(library.takeError())));
+    throw Error(
+        fmt::format("cannot read libdevice '{}': {}", path, llvm::toString(library.takeError())));
   }
   (*library)->setTargetTriple(module.getTargetTriple());
   (*library)->setDataLayout(module.getDataLayout());
@@ -195,13 +197,8 @@ void LinkLibdevice(llvm::Module& module) {
 
 }  // namespace
 
-const std::vector<std::string>& CudaArchitectures() {
-  static const std::vector<std::string> kArchitectures = {"sm_80", "sm_90"};
-  return kArchitectures;
-}
-
 void CheckCudaArchitecture(const std::string& arch) {
-  const auto& known = CudaArchitectures();
+  const auto& known = ir::CudaArchitectures();
   if (std::find(known.begin(), known.end(), arch) == known.end()) {
     std::string list;
     for (const std::string& a : known) list += (list.empty() ? "" : ", ") + a;
@@ -226,8 +223,7 @@ std::vector<GpuLaunchSpec> SplitGpuLaunches(const ir::KernelFunction& kernel) {
     statements.push_back(root->block->body);
   }
   std::vector<ir::Buffer> params = kernel.params;
-  params.insert(params.end(), root->block->alloc_buffers.begin(),
-                root->block->alloc_buffers.end());
+  params.insert(params.end(), root->block->alloc_buffers.begin(), root->block->alloc_buffers.end());
   std::vector<GpuLaunchSpec> launches;
   for (const ir::Stmt& statement : statements) {
     // 2. Launch extents.

@@ -28,9 +28,8 @@
 
 namespace tandem::backends {
 
-// The GPU architectures code is generated for ("sm_80", "sm_90").
-const std::vector<std::string>& CudaArchitectures();
-// Error naming the supported architectures when `arch` is not one of them.
+// Error naming the supported architectures (ir::CudaArchitectures) when `arch` is not one of
+// them.
 void CheckCudaArchitecture(const std::string& arch);
 
 // One launch of a GPU program: its PTX entry, grid and block extents (x, y, z), and the kernel
@@ -55,7 +54,7 @@ struct GpuProgram {
 };
 
 struct GpuCodegenOptions {
-  std::string arch = "sm_80";  // one of CudaArchitectures()
+  std::string arch = "sm_80";  // one of ir::CudaArchitectures()
   int opt_level = 3;           // 0..3
 };
 
@@ -66,6 +65,7 @@ std::vector<GpuLaunchSpec> SplitGpuLaunches(const ir::KernelFunction& kernel);
 
 // Compiles `kernel` to PTX for options.arch. Errors (unsupported construct, an unknown
 // architecture, libdevice missing when a math function needs it) name the kernel.
-GpuProgram CompileGpuKernel(const ir::KernelFunction& kernel, const GpuCodegenOptions& options = {});
+GpuProgram CompileGpuKernel(const ir::KernelFunction& kernel,
+                            const GpuCodegenOptions& options = {});
 
 }  // namespace tandem::backends

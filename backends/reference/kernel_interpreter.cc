@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 
 namespace tandem::backends {
 
@@ -26,8 +29,12 @@ struct Scalar {
   int64_t AsInt() const { return is_float ? static_cast<int64_t>(f) : i; }
 };
 
-Scalar Int(int64_t v) { return Scalar{false, v, 0}; }
-Scalar Float(double v) { return Scalar{true, 0, v}; }
+Scalar Int(int64_t v) {
+  return Scalar{false, v, 0};
+}
+Scalar Float(double v) {
+  return Scalar{true, 0, v};
+}
 
 int64_t FloorDivInt(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -40,7 +47,8 @@ Scalar Normalize(ir::DataType dtype, Scalar v) {
   if (ir::IsFloat(dtype)) {
     double d = v.AsDouble();
     if (dtype == ir::DataType::kFloat32) d = static_cast<float>(d);
-    if (dtype == ir::DataType::kFloat16) d = ir::HalfToFloat(ir::FloatToHalf(static_cast<float>(d)));
+    if (dtype == ir::DataType::kFloat16)
+      d = ir::HalfToFloat(ir::FloatToHalf(static_cast<float>(d)));
     return Float(d);
   }
   ir::Tensor probe(ir::Shape{1}, dtype);  // integer conversion rules of Tensor::SetDouble
@@ -55,19 +63,74 @@ Scalar Normalize(ir::DataType dtype, Scalar v) {
   return v;
 }
 
+// Which GPU thread touched each element of the buffers threads share, within one launch: the
+// thread-block simulation's check that threads of a launch never write an element another thread
+// of it writes or reads (nothing orders threads inside a launch; launches run one after another).
+class ThreadAccessLog {
+ public:
+  // Starts tracking `buffer` (a parameter or a root allocation).
+  void Track(const ir::Buffer& buffer) {
+    owners_[buffer.get()].assign(static_cast<size_t>(ir::NumElements(buffer->shape)), kNobody);
+  }
+  // A new launch: no element touched yet.
+  void StartLaunch() {
+    for (auto& [buffer, owners] : owners_) std::fill(owners.begin(), owners.end(), kNobody);
+  }
+  // An access by thread `thread` (0: not inside a thread-bound loop, not checked).
+  void Access(const ir::Buffer& buffer, int64_t offset, uint64_t thread, bool write,
+              const std::function<std::string()>& who) {
+    if (thread == 0) return;
+    auto it = owners_.find(buffer.get());
+    if (it == owners_.end()) return;
+    uint64_t& owner = it->second[static_cast<size_t>(offset)];
+    thread &= ~kWritten;
+    if (owner != kNobody && (owner & ~kWritten) != thread && (write || (owner & kWritten))) {
+      throw Error(fmt::format("race: {} {} {}[{}], which another thread of the same launch {}",
+                              who(), write ? "writes" : "reads", buffer->name, offset,
+                              owner & kWritten ? "writes" : "reads"));
+    }
+    if (owner == kNobody || write) owner = thread | (write ? kWritten : 0);
+  }
+
+ private:
+  static constexpr uint64_t kNobody = ~uint64_t{0} >> 1;
+  static constexpr uint64_t kWritten = uint64_t{1} << 63;
+  std::unordered_map<const ir::BufferNode*, std::vector<uint64_t>> owners_;
+};
+
 class Interpreter {
  public:
   void Bind(const ir::Buffer& buffer, const ir::Tensor& tensor) { buffers_[buffer.get()] = tensor; }
+
+  // Checks accesses between GPU threads (a kernel with thread bindings) from now on: `shared`
+  // are the buffers all threads see.
+  void SimulateThreads(const std::vector<ir::Buffer>& shared) {
+    simulate_threads_ = true;
+    for (const ir::Buffer& buffer : shared) {
+      if (buffer->scope != "local") log_.Track(buffer);
+    }
+  }
 
   void Exec(const Stmt& s) {
     if (!s) return;
     switch (s->kind) {
       case StmtKind::kFor: {
         const auto* loop = ir::As<ir::ForNode>(s);
+        bool bound = ir::IsThreadBinding(loop->for_kind);
+        uint64_t outer = thread_;
         for (int64_t v = 0; v < loop->extent; ++v) {
           vars_[loop->loop_var.get()] = Int(v);
+          if (bound) {
+            // A thread is named by the values of the indices bound around it.
+            thread_ = ((outer * 0x9E3779B97F4A7C15ull) ^
+                       (static_cast<uint64_t>(loop->for_kind) << 56) ^ static_cast<uint64_t>(v)) |
+                      1;
+            bound_.push_back({loop->for_kind, v});
+          }
           Exec(loop->body);
+          if (bound) bound_.pop_back();
         }
+        thread_ = outer;
         vars_.erase(loop->loop_var.get());
         break;
       }
@@ -78,6 +141,7 @@ class Interpreter {
         const auto* store = ir::As<ir::StoreNode>(s);
         Scalar value = Eval(store->value);
         int64_t offset = Offset(store->buffer, store->indices);
+        if (simulate_threads_) LogAccess(store->buffer, offset, true);
         Tensor(store->buffer).SetDouble(offset, value.AsDouble());
         if (!value.is_float) SetInt(store->buffer, offset, value.i);
         break;
@@ -91,13 +155,40 @@ class Interpreter {
         }
         break;
       }
-      case StmtKind::kBlockRealize: ExecBlock(ir::As<ir::BlockRealizeNode>(s)); break;
+      case StmtKind::kBlockRealize:
+        ExecBlock(ir::As<ir::BlockRealizeNode>(s));
+        break;
     }
   }
 
  private:
+  void LogAccess(const ir::Buffer& buffer, int64_t offset, bool write) {
+    log_.Access(buffer, offset, thread_, write, [&] {
+      std::string who = "thread (";
+      for (size_t k = 0; k < bound_.size(); ++k) {
+        who +=
+            fmt::format("{}{}={}", k ? ", " : "", ir::ToString(bound_[k].first), bound_[k].second);
+      }
+      return who + ")";
+    });
+  }
+
   void ExecBlock(const ir::BlockRealizeNode* realize) {
     const ir::Block& block = realize->block;
+    if (simulate_threads_ && !in_root_) {
+      // The root block: each of its statements is one launch.
+      in_root_ = true;
+      for (const ir::Buffer& b : block->alloc_buffers) {
+        buffers_[b.get()] = ir::Tensor(b->shape, b->dtype);
+        if (b->scope != "local") log_.Track(b);
+      }
+      const auto* seq = ir::As<ir::SeqNode>(block->body);
+      for (const Stmt& launch : seq ? seq->stmts : std::vector<Stmt>{block->body}) {
+        log_.StartLaunch();
+        Exec(launch);
+      }
+      return;
+    }
     std::vector<Scalar> values;
     for (const Expr& v : realize->iter_values) values.push_back(Eval(v));
     if (Eval(realize->predicate).AsInt() == 0) return;
@@ -105,8 +196,8 @@ class Interpreter {
     for (size_t k = 0; k < block->iter_vars.size(); ++k) {
       const ir::IterVar& iv = block->iter_vars[k];
       if (values[k].i < 0 || values[k].i >= iv.extent) {
-        throw Error(fmt::format("block '{}': iterator '{}' bound to {} outside [0, {})", block->name,
-                                iv.var->name, values[k].i, iv.extent));
+        throw Error(fmt::format("block '{}': iterator '{}' bound to {} outside [0, {})",
+                                block->name, iv.var->name, values[k].i, iv.extent));
       }
       if (iv.kind == ir::IterKind::kReduction && values[k].i != 0) first_reduction = false;
       vars_[iv.var.get()] = values[k];
@@ -123,7 +214,8 @@ class Interpreter {
   ir::Tensor& Tensor(const ir::Buffer& buffer) {
     auto it = buffers_.find(buffer.get());
     if (it == buffers_.end()) {
-      throw Error(fmt::format("buffer '{}' is used outside the block that allocates it", buffer->name));
+      throw Error(
+          fmt::format("buffer '{}' is used outside the block that allocates it", buffer->name));
     }
     return it->second;
   }
@@ -150,8 +242,10 @@ class Interpreter {
 
   Scalar Eval(const Expr& e) {
     switch (e->kind) {
-      case ExprKind::kIntImm: return Int(e->int_value);
-      case ExprKind::kFloatImm: return Float(e->float_value);
+      case ExprKind::kIntImm:
+        return Int(e->int_value);
+      case ExprKind::kFloatImm:
+        return Float(e->float_value);
       case ExprKind::kVar: {
         auto it = vars_.find(e.get());
         if (it == vars_.end()) throw Error(fmt::format("variable '{}' is not bound here", e->name));
@@ -159,17 +253,22 @@ class Interpreter {
       }
       case ExprKind::kLoad: {
         int64_t offset = Offset(e->buffer, e->operands);
+        if (simulate_threads_) LogAccess(e->buffer, offset, false);
         const ir::Tensor& t = Tensor(e->buffer);
         if (t.dtype() == ir::DataType::kInt64) return Int(t.data<int64_t>()[offset]);
         double d = t.GetDouble(offset);
         return ir::IsFloat(e->dtype) ? Float(d) : Int(static_cast<int64_t>(d));
       }
-      case ExprKind::kCast: return Normalize(e->dtype, Eval(e->operands[0]));
-      case ExprKind::kNot: return Int(Eval(e->operands[0]).AsInt() == 0);
+      case ExprKind::kCast:
+        return Normalize(e->dtype, Eval(e->operands[0]));
+      case ExprKind::kNot:
+        return Int(Eval(e->operands[0]).AsInt() == 0);
       case ExprKind::kSelect:
         return Eval(e->operands[0]).AsInt() != 0 ? Eval(e->operands[1]) : Eval(e->operands[2]);
-      case ExprKind::kCall: return EvalCall(e);
-      default: return EvalBinary(e);
+      case ExprKind::kCall:
+        return EvalCall(e);
+      default:
+        return EvalBinary(e);
     }
   }
 
@@ -178,7 +277,8 @@ class Interpreter {
     for (const Expr& a : e->operands) args.push_back(Eval(a).AsDouble());
     auto need = [&](size_t n) {
       if (args.size() != n) {
-        throw Error(fmt::format("intrinsic '{}' takes {} arguments but has {}", e->name, n, args.size()));
+        throw Error(
+            fmt::format("intrinsic '{}' takes {} arguments but has {}", e->name, n, args.size()));
       }
     };
     double r;
@@ -189,16 +289,26 @@ class Interpreter {
     } else {
       need(1);
       double x = args[0];
-      if (f == "exp") r = std::exp(x);
-      else if (f == "log") r = std::log(x);
-      else if (f == "sqrt") r = std::sqrt(x);
-      else if (f == "erf") r = std::erf(x);
-      else if (f == "tanh") r = std::tanh(x);
-      else if (f == "sigmoid") r = 1.0 / (1.0 + std::exp(-x));
-      else if (f == "abs") r = std::abs(x);
-      else if (f == "floor") r = std::floor(x);
-      else if (f == "ceil") r = std::ceil(x);
-      else throw Error(fmt::format("unknown intrinsic '{}'", f));
+      if (f == "exp")
+        r = std::exp(x);
+      else if (f == "log")
+        r = std::log(x);
+      else if (f == "sqrt")
+        r = std::sqrt(x);
+      else if (f == "erf")
+        r = std::erf(x);
+      else if (f == "tanh")
+        r = std::tanh(x);
+      else if (f == "sigmoid")
+        r = 1.0 / (1.0 + std::exp(-x));
+      else if (f == "abs")
+        r = std::abs(x);
+      else if (f == "floor")
+        r = std::floor(x);
+      else if (f == "ceil")
+        r = std::ceil(x);
+      else
+        throw Error(fmt::format("unknown intrinsic '{}'", f));
     }
     return Normalize(e->dtype, Float(r));
   }
@@ -207,9 +317,12 @@ class Interpreter {
     Scalar a = Eval(e->operands[0]), b = Eval(e->operands[1]);
     bool fl = a.is_float || b.is_float;
     switch (e->kind) {
-      case ExprKind::kAdd: return Normalize(e->dtype, fl ? Float(a.AsDouble() + b.AsDouble()) : Int(a.i + b.i));
-      case ExprKind::kSub: return Normalize(e->dtype, fl ? Float(a.AsDouble() - b.AsDouble()) : Int(a.i - b.i));
-      case ExprKind::kMul: return Normalize(e->dtype, fl ? Float(a.AsDouble() * b.AsDouble()) : Int(a.i * b.i));
+      case ExprKind::kAdd:
+        return Normalize(e->dtype, fl ? Float(a.AsDouble() + b.AsDouble()) : Int(a.i + b.i));
+      case ExprKind::kSub:
+        return Normalize(e->dtype, fl ? Float(a.AsDouble() - b.AsDouble()) : Int(a.i - b.i));
+      case ExprKind::kMul:
+        return Normalize(e->dtype, fl ? Float(a.AsDouble() * b.AsDouble()) : Int(a.i * b.i));
       case ExprKind::kDiv:
         if (fl) return Normalize(e->dtype, Float(a.AsDouble() / b.AsDouble()));
         if (b.i == 0) throw Error("integer division by zero");
@@ -225,22 +338,39 @@ class Interpreter {
         }
         if (b.i == 0) throw Error("integer division by zero in floormod");
         return Int(a.i - FloorDivInt(a.i, b.i) * b.i);
-      case ExprKind::kMin: return fl ? Float(std::min(a.AsDouble(), b.AsDouble())) : Int(std::min(a.i, b.i));
-      case ExprKind::kMax: return fl ? Float(std::max(a.AsDouble(), b.AsDouble())) : Int(std::max(a.i, b.i));
-      case ExprKind::kEQ: return Int(fl ? a.AsDouble() == b.AsDouble() : a.i == b.i);
-      case ExprKind::kNE: return Int(fl ? a.AsDouble() != b.AsDouble() : a.i != b.i);
-      case ExprKind::kLT: return Int(fl ? a.AsDouble() < b.AsDouble() : a.i < b.i);
-      case ExprKind::kLE: return Int(fl ? a.AsDouble() <= b.AsDouble() : a.i <= b.i);
-      case ExprKind::kGT: return Int(fl ? a.AsDouble() > b.AsDouble() : a.i > b.i);
-      case ExprKind::kGE: return Int(fl ? a.AsDouble() >= b.AsDouble() : a.i >= b.i);
-      case ExprKind::kAnd: return Int(a.AsInt() != 0 && b.AsInt() != 0);
-      case ExprKind::kOr: return Int(a.AsInt() != 0 || b.AsInt() != 0);
-      default: throw Error(fmt::format("cannot evaluate expression kind '{}'", ir::ToString(e->kind)));
+      case ExprKind::kMin:
+        return fl ? Float(std::min(a.AsDouble(), b.AsDouble())) : Int(std::min(a.i, b.i));
+      case ExprKind::kMax:
+        return fl ? Float(std::max(a.AsDouble(), b.AsDouble())) : Int(std::max(a.i, b.i));
+      case ExprKind::kEQ:
+        return Int(fl ? a.AsDouble() == b.AsDouble() : a.i == b.i);
+      case ExprKind::kNE:
+        return Int(fl ? a.AsDouble() != b.AsDouble() : a.i != b.i);
+      case ExprKind::kLT:
+        return Int(fl ? a.AsDouble() < b.AsDouble() : a.i < b.i);
+      case ExprKind::kLE:
+        return Int(fl ? a.AsDouble() <= b.AsDouble() : a.i <= b.i);
+      case ExprKind::kGT:
+        return Int(fl ? a.AsDouble() > b.AsDouble() : a.i > b.i);
+      case ExprKind::kGE:
+        return Int(fl ? a.AsDouble() >= b.AsDouble() : a.i >= b.i);
+      case ExprKind::kAnd:
+        return Int(a.AsInt() != 0 && b.AsInt() != 0);
+      case ExprKind::kOr:
+        return Int(a.AsInt() != 0 || b.AsInt() != 0);
+      default:
+        throw Error(fmt::format("cannot evaluate expression kind '{}'", ir::ToString(e->kind)));
     }
   }
 
   std::unordered_map<const ir::ExprNode*, Scalar> vars_;
   std::unordered_map<const ir::BufferNode*, ir::Tensor> buffers_;
+  // Thread-block simulation (kernels with thread bindings).
+  bool simulate_threads_ = false;
+  bool in_root_ = false;
+  uint64_t thread_ = 0;  // the thread running now; 0 outside thread-bound loops
+  std::vector<std::pair<ir::ForKind, int64_t>> bound_;
+  ThreadAccessLog log_;
 };
 
 }  // namespace
@@ -260,6 +390,12 @@ void RunKernelReference(const ir::KernelFunction& fn, const std::vector<ir::Tens
     }
     interpreter.Bind(b, args[i]);
   }
+  bool bound = false;
+  ir::VisitStmtTree(fn.body, [&](const Stmt& s) {
+    const auto* loop = ir::As<ir::ForNode>(s);
+    bound = bound || (loop && ir::IsThreadBinding(loop->for_kind));
+  });
+  if (bound) interpreter.SimulateThreads(fn.params);
   try {
     interpreter.Exec(fn.body);
   } catch (const Error& e) {

@@ -6,6 +6,13 @@
 // bounds-checked (an out-of-bounds access is an Error naming the buffer and the index), so a
 // wrong schedule shows up as an error rather than as memory corruption. Parallel and vectorized
 // loops run serially (their semantics are those of a serial loop).
+//
+// A kernel with loops bound to GPU thread indices is run as a simulation of its launches: each
+// statement of the root block is one launch (launches run in order), each combination of the
+// values of the bound loops around an access is one thread, and an element of a parameter or
+// root-allocated buffer that one thread of a launch writes while another thread of the same
+// launch reads or writes it is a race, reported as an Error naming both accesses' buffer and the
+// thread. (A GPU orders nothing between the threads of a launch.)
 #pragma once
 
 #include <vector>

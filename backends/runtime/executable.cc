@@ -1,4 +1,5 @@
 #include "backends/runtime/executable.h"
+#include "backends/runtime/execution_plan.h"
 #include "backends/runtime/thread_pool.h"
 #include "backends/target/resolved_target.h"
 
@@ -20,48 +21,6 @@ using ir::Error;
 namespace {
 
 constexpr int64_t kAlignment = 64;
-
-int64_t AlignUp(int64_t n) {
-  return ir::CheckedAdd(n, kAlignment - 1, "Build: the aligned arena size") / kAlignment *
-         kAlignment;
-}
-
-// An interval of the arena used by one tensor during [first, last] steps.
-struct Lifetime {
-  int slot;
-  int64_t bytes;
-  int first;
-  int last;
-  int64_t offset = -1;
-};
-
-// Best-fit placement: tensors in order of decreasing size, each at the lowest offset where it
-// overlaps no already-placed tensor whose lifetime intersects its own.
-int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
-  std::vector<Lifetime*> order;
-  for (Lifetime& l : lifetimes) order.push_back(&l);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Lifetime* a, const Lifetime* b) { return a->bytes > b->bytes; });
-  std::vector<Lifetime*> placed;
-  int64_t total = 0;
-  for (Lifetime* l : order) {
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (const Lifetime* p : placed) {
-      if (p->first <= l->last && l->first <= p->last)
-        busy.emplace_back(p->offset, p->offset + p->bytes);  // checked when p was placed
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto& [begin, end] : busy) {
-      if (l->bytes <= begin - offset) break;
-      offset = std::max(offset, end);
-    }
-    l->offset = offset;
-    total = std::max(total, ir::CheckedAdd(offset, l->bytes, "Build: the arena offset"));
-    placed.push_back(l);
-  }
-  return total;
-}
 
 // The compiled function of a call_extern's callee (compiled on its first call site).
 ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& node,
@@ -117,6 +76,13 @@ void Executable::RethrowStepError(const Step& step, std::exception_ptr error) {
 
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
   CheckHasCodeGenerator(target);
+  if (target.kind != "llvm") {
+    throw Error(fmt::format(
+        "Build makes CPU executables, not {} ones: a {} module runs through "
+        "backends::cuda::GpuExecutable (tandem compile --target {} --emit ptx prints its "
+        "kernels; tandem run and tune do not take the {} target yet)",
+        target.kind, target.kind, target.kind, target.kind));
+  }
   BuildOptions build;
   build.function = std::move(function);
   build.codegen.cpu = target.cpu;
@@ -177,127 +143,29 @@ std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOp
   auto exe = std::unique_ptr<Executable>(new Executable());
   exe->compiled_ = CompileKernels(KernelsOf(module), CodegenOptionsFor(module, options.codegen));
 
-  // Slots for every tensor value; tuples map to the slots of their fields.
-  std::vector<std::vector<int>> value_slots(fn.nodes.size());
-  auto new_slot = [&](Executable::SlotKind kind, const ir::TensorType& type) {
-    Executable::Slot slot;
-    slot.kind = kind;
-    slot.bytes = type.num_bytes();
-    exe->slots_.push_back(slot);
-    return static_cast<int>(exe->slots_.size() - 1);
-  };
-  for (size_t i = 0; i < fn.params.size(); ++i) {
-    const ir::Node& p = fn.node(fn.params[i]);
-    int s = new_slot(Executable::SlotKind::kInput, p.type.tensor());
-    exe->slots_[static_cast<size_t>(s)].index = static_cast<int64_t>(i);
-    value_slots[static_cast<size_t>(fn.params[i])] = {s};
-    exe->input_types_.push_back(p.type.tensor());
-  }
-  std::vector<int> step_of_node(fn.nodes.size(), -1);
-  for (size_t i = 0; i < fn.nodes.size(); ++i) {
-    const ir::Node& node = fn.nodes[i];
-    switch (node.kind) {
-      case ir::NodeKind::kInput:
-        break;
-      case ir::NodeKind::kConstant: {
-        int s = new_slot(Executable::SlotKind::kConstant, node.type.tensor());
-        exe->slots_[static_cast<size_t>(s)].constant = node.value;
-        value_slots[i] = {s};
-        break;
-      }
-      case ir::NodeKind::kTuple:
-        for (ir::ValueId f : node.inputs) {
-          for (int s : value_slots[static_cast<size_t>(f)]) value_slots[i].push_back(s);
-        }
-        break;
-      case ir::NodeKind::kTupleGetItem: {
-        // Fields of a tuple of tensors: one slot each (nested tuples are flattened in order).
-        const ir::Type& tuple = fn.type_of(node.inputs[0]);
-        size_t index = static_cast<size_t>(node.attrs.GetInt("index"));
-        size_t first = 0;
-        auto count = [](const ir::Type& t, auto&& self) -> size_t {
-          if (t.is_tensor()) return 1;
-          size_t n = 0;
-          for (const ir::Type& f : t.fields()) n += self(f, self);
-          return n;
-        };
-        for (size_t k = 0; k < index; ++k) first += count(tuple.fields()[k], count);
-        size_t n = count(tuple.fields()[index], count);
-        const auto& source = value_slots[static_cast<size_t>(node.inputs[0])];
-        value_slots[i].assign(source.begin() + static_cast<std::ptrdiff_t>(first),
-                              source.begin() + static_cast<std::ptrdiff_t>(first + n));
-        break;
-      }
-      case ir::NodeKind::kCallKernel:
-      case ir::NodeKind::kCallExtern: {
-        Executable::Step step;
-        step.kernel = node.callee;
-        step.op = node.op;
-        if (node.kind == ir::NodeKind::kCallKernel) {
-          step.entry = exe->compiled_->Lookup(node.callee);
-        } else {
-          step.external = CompileExternal(module, node, options.codegen, exe->external_functions_);
-        }
-        for (ir::ValueId id : node.inputs) {
-          for (int s : value_slots[static_cast<size_t>(id)]) step.args.push_back(s);
-        }
-        std::vector<ir::TensorType> results;
-        if (node.type.is_tensor()) {
-          results.push_back(node.type.tensor());
-        } else {
-          for (const ir::Type& f : node.type.fields()) results.push_back(f.tensor());
-        }
-        for (const ir::TensorType& t : results) {
-          int s = new_slot(Executable::SlotKind::kArena, t);
-          value_slots[i].push_back(s);
-          step.args.push_back(s);
-        }
-        step_of_node[i] = static_cast<int>(exe->steps_.size());
-        exe->steps_.push_back(std::move(step));
-        break;
-      }
-      case ir::NodeKind::kCall:
-        throw Error(
-            fmt::format("Build: node %{} still calls op '{}' after Legalize", node.name, node.op));
-    }
-  }
-
-  // Outputs: produced slots become output slots; inputs/constants returned directly are copied.
-  const std::vector<int>& result_slots = value_slots[static_cast<size_t>(fn.output)];
-  exe->output_types_ = fn.OutputTensorTypes();
-  std::map<int, int> output_of_slot;
-  for (size_t k = 0; k < result_slots.size(); ++k) {
-    int s = result_slots[k];
-    Executable::Slot& slot = exe->slots_[static_cast<size_t>(s)];
-    if (slot.kind == Executable::SlotKind::kArena && !output_of_slot.count(s)) {
-      slot.kind = Executable::SlotKind::kOutput;
-      slot.index = static_cast<int64_t>(k);
-      output_of_slot[s] = static_cast<int>(k);
+  ExecutionPlan plan = PlanExecution(fn, kAlignment);
+  exe->slots_ = std::move(plan.slots);
+  exe->output_copies_ = std::move(plan.output_copies);
+  exe->input_types_ = std::move(plan.input_types);
+  exe->output_types_ = std::move(plan.output_types);
+  exe->arena_bytes_ = plan.arena_bytes;
+  exe->unplanned_bytes_ = plan.unplanned_bytes;
+  for (ExecutionPlan::Call& call : plan.calls) {
+    const ir::Node& node = fn.node(call.node);
+    Executable::Step step;
+    step.kernel = node.callee;
+    step.op = node.op;
+    if (node.kind == ir::NodeKind::kCallKernel) {
+      step.entry = exe->compiled_->Lookup(node.callee);
     } else {
-      exe->output_copies_.push_back({s, static_cast<int>(k)});
+      step.external = CompileExternal(module, node, options.codegen, exe->external_functions_);
     }
+    step.args = std::move(call.args);
+    exe->steps_.push_back(std::move(step));
   }
-
-  // Liveness of arena slots over the steps, then placement.
-  std::map<int, Lifetime> lifetimes;
-  for (size_t st = 0; st < exe->steps_.size(); ++st) {
-    for (int s : exe->steps_[st].args) {
-      if (exe->slots_[static_cast<size_t>(s)].kind != Executable::SlotKind::kArena) continue;
-      auto [it, inserted] =
-          lifetimes.try_emplace(s, Lifetime{s, AlignUp(exe->slots_[static_cast<size_t>(s)].bytes),
-                                            static_cast<int>(st), static_cast<int>(st)});
-      if (!inserted) it->second.last = static_cast<int>(st);
-    }
-  }
-  std::vector<Lifetime> list;
-  for (auto& [s, l] : lifetimes) {
-    list.push_back(l);
-    exe->unplanned_bytes_ = ir::CheckedAdd(exe->unplanned_bytes_, l.bytes, "Build: the arena size");
-  }
-  exe->arena_bytes_ = PlanArena(list);
-  for (const Lifetime& l : list) exe->slots_[static_cast<size_t>(l.slot)].index = l.offset;
   if (exe->arena_bytes_ > 0) {
-    void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(AlignUp(exe->arena_bytes_)));
+    int64_t bytes = (exe->arena_bytes_ + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
     if (!p)
       throw Error(fmt::format("Build: cannot allocate an arena of {} bytes", exe->arena_bytes_));
     exe->arena_ =

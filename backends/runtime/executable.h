@@ -18,6 +18,7 @@
 
 #include "backends/external/external_backend.h"
 #include "backends/llvm/codegen.h"
+#include "backends/runtime/execution_plan.h"
 #include "ir/graph.h"
 #include "ir/target.h"
 #include "ir/tensor.h"
@@ -84,13 +85,8 @@ class Executable {
   friend std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized,
                                                     const BuildOptions& options);
 
-  enum class SlotKind { kInput, kConstant, kArena, kOutput };
-  struct Slot {
-    SlotKind kind = SlotKind::kArena;
-    int64_t index = 0;  // input / output number, or arena offset
-    ir::Tensor constant;
-    int64_t bytes = 0;
-  };
+  using SlotKind = ExecutionPlan::SlotKind;
+  using Slot = ExecutionPlan::Slot;
   struct Step {
     CompiledModule::KernelEntry entry = nullptr;
     ExternalFunction* external = nullptr;  // set for call_extern (entry is null then)
@@ -100,10 +96,7 @@ class Executable {
   };
   // Throws `error`, which a parallel loop of `step` left pending, as an Error naming the step.
   [[noreturn]] static void RethrowStepError(const Step& step, std::exception_ptr error);
-  struct OutputCopy {  // an output that is an input or a constant is copied into place
-    int slot;
-    int output;
-  };
+  using OutputCopy = ExecutionPlan::OutputCopy;
 
   ir::IRModule module_;
   BuildOptions build_options_;

@@ -73,6 +73,11 @@ const HostCpu& GetHostCpu() {
 ir::Target ResolveTarget(const ir::Target& target) {
   CheckHasCodeGenerator(target);
   ir::Target resolved = target;
+  if (resolved.kind == "cuda") {
+    if (resolved.arch.empty()) resolved.arch = ir::CudaArchitectures().front();
+    if (resolved.num_threads == 0) resolved.num_threads = 1;
+    return resolved;
+  }
   if (resolved.cpu == "host" || resolved.cpu.empty()) {
     const HostCpu& host = GetHostCpu();
     resolved.cpu = host.name;
@@ -111,7 +116,7 @@ int VectorUnitBits(const ir::Target& target) {
 }
 
 const std::vector<std::string>& CodeGeneratorKinds() {
-  static const std::vector<std::string> kinds = {"llvm"};
+  static const std::vector<std::string> kinds = {"llvm", "cuda"};
   return kinds;
 }
 

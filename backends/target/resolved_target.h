@@ -27,7 +27,8 @@ struct HostCpu {
 const HostCpu& GetHostCpu();
 
 // `target` with "host" replaced by GetHostCpu() and a thread count of 0 by the number of
-// hardware threads. Other fields are kept. Error for a target kind without a code generator.
+// hardware threads; a cuda target gets its architecture (the oldest supported when none is
+// given) and one thread. Other fields are kept. Error for a target kind without a code generator.
 ir::Target ResolveTarget(const ir::Target& target);
 
 // The features code compiled for `target` may use that this machine's processor lacks ("avx512f",
@@ -41,8 +42,8 @@ bool TargetHasFeatures(const ir::Target& target, const std::string& features);
 // The width in bits of the vector registers code for `target` uses by default (512, 256, 128).
 int VectorUnitBits(const ir::Target& target);
 
-// The target kinds that have a code generator ("llvm"), and the check Build and the tools make:
-// Error naming the kinds that exist when `target.kind` is not one of them.
+// The target kinds that have a code generator ("llvm", "cuda"), and the check Build and the tools
+// make: Error naming the kinds that exist when `target.kind` is not one of them.
 const std::vector<std::string>& CodeGeneratorKinds();
 void CheckHasCodeGenerator(const ir::Target& target);
 

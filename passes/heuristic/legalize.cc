@@ -27,7 +27,8 @@ void RegisterLegalize(PassRegistry& registry) {
       [](const ir::IRModule& module, PassContext& context, const Options& pass_options) {
         kernels::LegalizeOptions options;
         options.apply_default_schedule = pass_options.default_schedule;
-        options.schedule = backends::DefaultScheduleOptionsFor(context.target);
+        options.gpu = context.target.kind == "cuda";
+        if (!options.gpu) options.schedule = backends::DefaultScheduleOptionsFor(context.target);
         const ir::Instruction* replaying = context.replaying;
         if (replaying && replaying->kind == "Legalize" && tuning::CarriesSchedules(*replaying)) {
           // Replay: exactly the schedules taken when the trace was recorded.
@@ -36,7 +37,7 @@ void RegisterLegalize(PassRegistry& registry) {
               tuning::SearchSpaceFor(context.target, tuning::TargetDescriptor(context.target)));
           return kernels::Legalize(module, options);
         }
-        if (!context.tuning) return kernels::Legalize(module, options);
+        if (!context.tuning || options.gpu) return kernels::Legalize(module, options);
         // Apply-history-best: kernels with records in the run's database get their best
         // measured schedule, recorded as this pass's database choice.
         tuning::TuningSession& session = *context.tuning;

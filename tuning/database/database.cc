@@ -210,6 +210,10 @@ size_t Database::ImportJsonLines(std::istream& in) {
 
 std::string TargetDescriptor(const ir::Target& target) {
   ir::Target resolved = backends::ResolveTarget(target);
+  if (resolved.kind != "llvm") {
+    throw Error(fmt::format("no tuning records for the {} target yet: Tandem tunes CPU code only",
+                            resolved.kind));
+  }
   std::string libraries;
   const backends::ExternalBackendRegistry& registry = backends::ExternalBackendRegistry::Global();
   for (const std::string& name : registry.Names()) {

@@ -127,7 +127,7 @@ std::unique_ptr<Database> MakeInMemoryDatabase();
 // library (ExternalBackend::version), the code generation version (backends::kCodegenVersion)
 // and the database schema version, e.g. "llvm -cpu=x86-64-v3
 // -threads=2|vector-bits=256|llvm=16.0.6|onednn=2.6.3|codegen=1|schema=1". Error for a target
-// kind without a code generator.
+// kind other than llvm (GPU records are not defined yet).
 std::string TargetDescriptor(const ir::Target& target);
 
 // What records are stored and looked up under: the target descriptor and how candidates are

@@ -62,6 +62,12 @@ TuningSession::TuningSession(ir::Target target, std::shared_ptr<Database> databa
       runner_(std::move(runner)),
       options_(std::move(options)),
       random_(options_.seed) {
+  if (target_.kind != "llvm") {
+    throw ir::Error(
+        fmt::format("tuning for the {} target is not supported yet (Tandem tunes "
+                    "CPU code; {} kernels get their default schedules)",
+                    target_.kind, target_.kind));
+  }
   if (!database_ || !builder_ || !runner_) {
     throw ir::Error("TuningSession needs a database, a builder and a runner");
   }

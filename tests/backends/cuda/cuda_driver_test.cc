@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/external/external_backend.h"
 #include "ir/error.h"
 
 namespace tandem::backends::cuda {
@@ -83,7 +84,7 @@ TEST(CudaDriverTest, UnavailableIsAnErrorNotACrash) {
   const std::string reason = CudaUnavailableReason();
   if (CudaAvailable()) {
     EXPECT_EQ(reason, "");
-    EXPECT_TRUE(CudaInitializedInThisProcess());
+    EXPECT_EQ(CudaStateOfThisProcess(), CudaState::kInitializedHere);
     EXPECT_NO_THROW(Device());
     return;
   }
@@ -115,7 +116,7 @@ TEST(CudaDriverTest, DeviceInfo) {
   EXPECT_GT(info.max_registers_per_block, 0);
   EXPECT_GE(info.driver_version, 12000);
   EXPECT_GT(info.total_memory_bytes, int64_t{1} << 30);
-  EXPECT_TRUE(CudaInitializedInThisProcess());
+  EXPECT_EQ(CudaStateOfThisProcess(), CudaState::kInitializedHere);
 }
 
 TEST(CudaDriverTest, BufferRoundTrip) {

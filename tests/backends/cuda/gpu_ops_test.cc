@@ -21,8 +21,9 @@
 #include "backends/cuda/ptxas.h"
 #include "backends/llvm/nvptx_codegen.h"
 #include "backends/reference/interpreter.h"
-#include "kernels/compute/lower.h"
 #include "ir/kernel/functor.h"
+#include "ir/target.h"
+#include "kernels/compute/lower.h"
 #include "kernels/default_schedule.h"
 #include "kernels/schedule/block_analysis.h"
 #include "tests/backends/compiled_test_util.h"
@@ -58,7 +59,7 @@ GpuCase Prepare(const Case& c, size_t index) {
     kernels::Schedule schedule = kernels::ApplyGpuDefaultSchedule(prepared.plain);
     prepared.scheduled = schedule.function();
     prepared.trace = schedule.trace().ToText();
-    for (const std::string& arch : backends::CudaArchitectures()) {
+    for (const std::string& arch : ir::CudaArchitectures()) {
       prepared.programs.push_back(backends::CompileGpuKernel(prepared.scheduled, {arch, 3}));
     }
   } catch (const ir::Error& e) {
@@ -83,8 +84,8 @@ class GpuOps : public ::testing::TestWithParam<size_t> {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cout << "[ compile  ] " << Cases().size() << " cases scheduled for a GPU and compiled to "
-              << "PTX for " << backends::CudaArchitectures().size() << " architectures in "
-              << seconds << " s\n";
+              << "PTX for " << ir::CudaArchitectures().size() << " architectures in " << seconds
+              << " s\n";
   }
   static void TearDownTestSuite() {
     delete prepared_;
@@ -153,8 +154,9 @@ TEST_P(GpuOps, RunsOnTheDeviceAndMatchesReference) {
     std::vector<ir::Tensor> inputs = testing::CaseInputs(c, 7);
     std::vector<ir::Tensor> expected = backends::RunReference(testing::BuildCall(c), inputs);
     std::string mismatch = testing::Mismatch(kernel.Run(inputs), expected, kTolerance);
-    EXPECT_TRUE(mismatch.empty()) << arch << ": the GPU result differs from the reference: "
-                                  << mismatch << "\n"
+    EXPECT_TRUE(mismatch.empty()) << arch
+                                  << ": the GPU result differs from the reference: " << mismatch
+                                  << "\n"
                                   << kernels::testing::KernelText(prepared.scheduled);
   }
 }

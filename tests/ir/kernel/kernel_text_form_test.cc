@@ -443,8 +443,8 @@ TEST(KernelTextForm, ErrorsNameWhatAndWhere) {
                     "operands of '+' have different types f32 and i64");
   ExpectKernelError(head + "  for %i in 4 { %c[%i] = 1.0 }\n}", 2, 17, "undeclared buffer '%c'");
   ExpectKernelError(head + "  for %i in 4 paralel { }\n}", 2, 15,
-                    "expected a loop kind ('parallel', 'vectorized', 'unrolled'), 'annotations' or "
-                    "'{' but found 'paralel'");
+                    "expected a loop kind ('parallel', 'vectorized', 'unrolled', 'blockIdx.x', "
+                    "'threadIdx.x', ...), 'annotations' or '{' but found 'paralel'");
   ExpectKernelError(head + "  for %i in -4 { }\n}", 2, 13, "extent -4 is negative");
   ExpectKernelError(head + "  for %i in 4 { %b[%i] = select(%i < 1 < 2, 1.0, 2.0) }\n}", 2, 40,
                     "comparisons do not chain");
