@@ -10,9 +10,11 @@
 #include <iostream>
 #include <limits>
 
+#include "backends/cuda/gpu_executable.h"
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
+#include "backends/target/resolved_target.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
@@ -159,6 +161,76 @@ Command AddInterpretCommand(CLI::App& app) {
   };
 }
 
+namespace {
+
+// Builds `optimized` into a CPU executable, times it and prints its profile; the outputs.
+std::vector<ir::Tensor> RunOnCpu(const ir::IRModule& optimized, const ir::Target& target,
+                                 const PipelineOptions& pipeline, double pipeline_seconds,
+                                 const std::string& function, const std::vector<ir::Tensor>& inputs,
+                                 int repeat) {
+  auto start = std::chrono::steady_clock::now();
+  backends::BuildOptions build_options = backends::BuildOptionsFor(target, function);
+  auto exe = backends::Build(optimized, build_options);
+  double build_seconds = Seconds(start);
+  fmt::print(
+      "pipeline {}: {:.2f} s; build: {:.2f} s ({} kernel calls, arena {:.1f} MiB, {:.1f} MiB "
+      "without reuse)\n",
+      pipeline.text.empty() ? pipeline.name : pipeline.text, pipeline_seconds, build_seconds,
+      exe->num_kernel_calls(), static_cast<double>(exe->arena_bytes()) / (1 << 20),
+      static_cast<double>(exe->unplanned_bytes()) / (1 << 20));
+
+  std::vector<ir::Tensor> outputs = exe->Run(inputs);  // warm-up
+  std::vector<double> times;
+  exe->set_profiling(false);
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    start = std::chrono::steady_clock::now();
+    exe->RunInto(inputs, outputs);
+    times.push_back(Seconds(start));
+  }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  fmt::print("latency: median {:.3f} ms over {} runs (min {:.3f} ms, max {:.3f} ms)\n",
+             median * 1e3, times.size(), times.front() * 1e3, times.back() * 1e3);
+  // As many profiled runs as timed ones: a profile of a few runs on a busy host is noise.
+  exe->set_profiling(true);
+  int profiled_runs = std::max(1, repeat);
+  for (int r = 0; r < profiled_runs; ++r) exe->RunInto(inputs, outputs);
+  fmt::print("per-kernel profile ({} runs):\n{}", profiled_runs, exe->ProfileTable());
+  if (!exe->external_functions().empty()) {
+    fmt::print("external functions (implementation; activation reorders per call):\n");
+    for (const auto& [name, function] : exe->external_functions()) {
+      fmt::print("  {}: {}; {} reorders\n", name, function->Describe(),
+                 function->reorders_per_call());
+    }
+  }
+  return outputs;
+}
+
+// Builds `optimized` (lowered for a cuda target) into a GPU executable and times whole runs
+// (inputs copied in, outputs copied out); the outputs.
+std::vector<ir::Tensor> RunOnGpu(const ir::IRModule& optimized, const std::string& arch,
+                                 const std::string& function, const std::vector<ir::Tensor>& inputs,
+                                 int repeat) {
+  auto start = std::chrono::steady_clock::now();
+  auto exe = backends::cuda::GpuExecutable::Build(optimized, arch, function);
+  fmt::print("build for {}: {:.2f} s ({} kernel calls, device arena {:.1f} MiB)\n", arch,
+             Seconds(start), exe->num_kernel_calls(),
+             static_cast<double>(exe->arena_bytes()) / (1 << 20));
+  std::vector<ir::Tensor> outputs = exe->Run(inputs);  // warm-up
+  std::vector<double> times;
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    start = std::chrono::steady_clock::now();
+    outputs = exe->Run(inputs);
+    times.push_back(Seconds(start));
+  }
+  std::sort(times.begin(), times.end());
+  fmt::print("latency (with the copies to and from the device): median {:.3f} ms over {} runs\n",
+             times[times.size() / 2] * 1e3, times.size());
+  return outputs;
+}
+
+}  // namespace
+
 Command AddRunCommand(CLI::App& app) {
   auto model = std::make_shared<ModelOptions>();
   auto pipeline = std::make_shared<PipelineOptions>();
@@ -189,41 +261,14 @@ Command AddRunCommand(CLI::App& app) {
     auto start = std::chrono::steady_clock::now();
     ir::IRModule optimized = RunPipeline(module, *pipeline);
     double pipeline_seconds = Seconds(start);
-    start = std::chrono::steady_clock::now();
-    backends::BuildOptions build_options =
-        backends::BuildOptionsFor(PipelineTarget(*pipeline), io->function);
-    auto exe = backends::Build(optimized, build_options);
-    double build_seconds = Seconds(start);
-    fmt::print(
-        "pipeline {}: {:.2f} s; build: {:.2f} s ({} kernel calls, arena {:.1f} MiB, {:.1f} MiB "
-        "without reuse)\n",
-        pipeline->text.empty() ? pipeline->name : pipeline->text, pipeline_seconds, build_seconds,
-        exe->num_kernel_calls(), static_cast<double>(exe->arena_bytes()) / (1 << 20),
-        static_cast<double>(exe->unplanned_bytes()) / (1 << 20));
-
-    std::vector<ir::Tensor> outputs = exe->Run(inputs);  // warm-up
-    std::vector<double> times;
-    exe->set_profiling(false);
-    for (int r = 0; r < std::max(1, *repeat); ++r) {
-      start = std::chrono::steady_clock::now();
-      exe->RunInto(inputs, outputs);
-      times.push_back(Seconds(start));
-    }
-    std::sort(times.begin(), times.end());
-    double median = times[times.size() / 2];
-    fmt::print("latency: median {:.3f} ms over {} runs (min {:.3f} ms, max {:.3f} ms)\n",
-               median * 1e3, times.size(), times.front() * 1e3, times.back() * 1e3);
-    // As many profiled runs as timed ones: a profile of a few runs on a busy host is noise.
-    exe->set_profiling(true);
-    int profiled_runs = std::max(1, *repeat);
-    for (int r = 0; r < profiled_runs; ++r) exe->RunInto(inputs, outputs);
-    fmt::print("per-kernel profile ({} runs):\n{}", profiled_runs, exe->ProfileTable());
-    if (!exe->external_functions().empty()) {
-      fmt::print("external functions (implementation; activation reorders per call):\n");
-      for (const auto& [name, function] : exe->external_functions()) {
-        fmt::print("  {}: {}; {} reorders\n", name, function->Describe(),
-                   function->reorders_per_call());
-      }
+    ir::Target target = PipelineTarget(*pipeline);
+    std::vector<ir::Tensor> outputs;
+    if (target.kind == "cuda") {
+      outputs =
+          RunOnGpu(optimized, backends::ResolveTarget(target).arch, io->function, inputs, *repeat);
+    } else {
+      outputs =
+          RunOnCpu(optimized, target, *pipeline, pipeline_seconds, io->function, inputs, *repeat);
     }
     fmt::print("outputs:\n");
     for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));

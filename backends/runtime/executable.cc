@@ -79,9 +79,8 @@ BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
   if (target.kind != "llvm") {
     throw Error(fmt::format(
         "Build makes CPU executables, not {} ones: a {} module runs through "
-        "backends::cuda::GpuExecutable (tandem compile --target {} --emit ptx prints its "
-        "kernels; tandem run and tune do not take the {} target yet)",
-        target.kind, target.kind, target.kind, target.kind));
+        "backends::cuda::GpuExecutable (what tandem run uses for that target)",
+        target.kind, target.kind));
   }
   BuildOptions build;
   build.function = std::move(function);

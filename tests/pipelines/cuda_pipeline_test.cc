@@ -45,7 +45,7 @@ TEST(CudaTarget, TextNamesTheArchitectureAndRejectsWhatDoesNotApply) {
   }
   EXPECT_THROW(ir::ParseTarget("cuda -cpu=znver3"), ir::Error);
   EXPECT_THROW(ir::ParseTarget("llvm -arch=sm_90"), ir::Error);
-  // Running on the GPU is not there yet: building says so instead of building CPU code.
+  // Build makes CPU executables: for a cuda target it says so instead of building CPU code.
   EXPECT_THROW(backends::BuildOptionsFor(target), ir::Error);
 }
 
