@@ -35,7 +35,8 @@ namespace {
 constexpr double kReferenceFlopLimit = 3e8;
 
 void Check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw ir::Error(fmt::format("{}: {}", what, cudaGetErrorString(status)));
+  if (status != cudaSuccess)
+    throw ir::Error(fmt::format("{}: {}", what, cudaGetErrorString(status)));
 }
 void Check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
@@ -175,8 +176,8 @@ int Main(int argc, char** argv) {
     const backends::cuda::DeviceInfo& device = backends::cuda::Device();
     arch = backends::cuda::DeviceArchitecture();
     fmt::print("device: {} ({}, {} SMs, driver {}); code for {}; {} timed runs, median\n",
-               device.name, device.arch(), device.multiprocessor_count, device.driver_version,
-               arch, repeat);
+               device.name, device.arch(), device.multiprocessor_count, device.driver_version, arch,
+               repeat);
   } else {
     backends::CheckCudaArchitecture(arch);
   }
@@ -191,8 +192,9 @@ int Main(int argc, char** argv) {
     }
   }
   backends::OnednnContext context;
-  fmt::print("| workload | shapes | Tandem ms | Tandem GFLOP/s | cuBLAS ms | cuBLAS GFLOP/s | "
-             "Tandem/cuBLAS | launches | registers | checked against | rel. error |\n");
+  fmt::print(
+      "| workload | shapes | Tandem ms | Tandem GFLOP/s | cuBLAS ms | cuBLAS GFLOP/s | "
+      "Tandem/cuBLAS | launches | registers | checked against | rel. error |\n");
   fmt::print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
   for (const std::string& name : names) {
     Workload w = name == "GMM-4096" ? MakeSquareMatmul(4096, 1) : MakeWorkload(name, context, 1);
@@ -200,14 +202,15 @@ int Main(int argc, char** argv) {
         kernels::LowerGraphFunction(w.module.Get("main"), "gpu_" + std::to_string(w.name.size()));
     kernel = kernels::ApplyGpuDefaultSchedule(kernel).function();
     backends::GpuProgram program = backends::CompileGpuKernel(kernel, {arch, 3});
-    int registers = 0;
+    std::string registers = "-";
     if (!backends::cuda::PtxasPath().empty()) {
-      registers = backends::cuda::AssemblePtx(program.ptx, arch).max_registers;
+      backends::cuda::PtxasReport report = backends::cuda::AssemblePtx(program.ptx, arch);
+      registers = fmt::format("{} ({} B spilled)", report.max_registers, report.spill_bytes);
     }
     size_t launches = program.launches.size();
     if (!compile_only.empty()) {
-      fmt::print("| {} | {} | - | - | - | - | - | {} | {} | - | - |\n", w.name, w.shapes,
-                 launches, registers);
+      fmt::print("| {} | {} | - | - | - | - | - | {} | {} | - | - |\n", w.name, w.shapes, launches,
+                 registers);
       continue;
     }
     backends::cuda::GpuKernel compiled(std::move(program));
@@ -216,8 +219,8 @@ int Main(int argc, char** argv) {
     double gflops = w.flops / (ms * 1e6);
     std::string cublas_ms = "-", cublas_gflops = "-", ratio = "-", checked = "-", error = "-";
     if (auto product = CublasProduct(w)) {
-      CublasResult result = RunCublas(product->first, product->second[0], product->second[1],
-                                      repeat);
+      CublasResult result =
+          RunCublas(product->first, product->second[0], product->second[1], repeat);
       cublas_ms = fmt::format("{:.4f}", result.milliseconds);
       cublas_gflops = fmt::format("{:.0f}", w.flops / (result.milliseconds * 1e6));
       ratio = fmt::format("{:.3f}x", result.milliseconds / ms);
@@ -229,8 +232,8 @@ int Main(int argc, char** argv) {
       error = fmt::format("{:.1e}", ir::RelativeError(outputs[0], expected[0]));
     }
     fmt::print("| {} | {} | {:.4f} | {:.0f} | {} | {} | {} | {} | {} | {} | {} |\n", w.name,
-               w.shapes, ms, gflops, cublas_ms, cublas_gflops, ratio, launches, registers,
-               checked, error);
+               w.shapes, ms, gflops, cublas_ms, cublas_gflops, ratio, launches, registers, checked,
+               error);
     std::fflush(stdout);
   }
   return 0;

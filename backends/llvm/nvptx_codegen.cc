@@ -275,9 +275,11 @@ GpuProgram CompileGpuKernel(const ir::KernelFunction& kernel, const GpuCodegenOp
   program.arch = options.arch;
   program.params = kernel.params;
   program.num_outputs = kernel.num_outputs;
-  // 1. Launches.
-  program.launches = SplitGpuLaunches(kernel);
-  if (const auto* root = ir::As<ir::BlockRealizeNode>(kernel.body)) {
+  // 1. Launches (register tiles staged in whole-output "local" buffers shrunk to the tile first,
+  // so that each thread holds its own tile).
+  ir::KernelFunction compacted = codegen::CompactLocalBuffers(kernel);
+  program.launches = SplitGpuLaunches(compacted);
+  if (const auto* root = ir::As<ir::BlockRealizeNode>(compacted.body)) {
     program.scratch = root->block->alloc_buffers;
   }
   auto machine = NvptxTargetMachine(options.arch, options.opt_level);

@@ -37,11 +37,62 @@ size_t LeadingSpatialLoops(const Schedule& s, const std::string& name) {
   return count;
 }
 
+// Outputs per thread along each of the two tiled axes of a register tile.
+constexpr int64_t kRegisterTile = 4;
+
 }  // namespace
+
+// A reduction that reuses its operands (matmul, convolution) gets a register tile per thread:
+//   1. its last two leading spatial loops split by up to kRegisterTile (a divisor of each);
+//   2. loop order [outer spatial] [reduction] [tile], the outer spatial loops fused, split by
+//      the threads per block and bound to blockIdx.x and threadIdx.x;
+//   3. the tile accumulated in a "local" cache_write block computed under the thread loop (the
+//      code generator shrinks it to the tile, in registers), the tile loops unrolled.
+// Skipped (false) when the block has no such reuse, fewer than two spatial loops, a tile below 4
+// outputs or too few tiles to give every thread of one block one.
+bool DefaultScheduler::ScheduleGpuRegisterTile(const std::string& name, int64_t threads) {
+  const ir::Block& block = BlockOf(s_, name);
+  if (!IsReduction(block) || !HasDataReuse(block)) return false;
+  size_t spatial = LeadingSpatialLoops(s_, name);
+  if (spatial < 2) return false;
+  std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(name));
+  int64_t tile_a = LargestDivisor(s_.LoopExtent(loops[spatial - 2]), kRegisterTile);
+  int64_t tile_b = LargestDivisor(s_.LoopExtent(loops[spatial - 1]), kRegisterTile);
+  int64_t outputs = 1;
+  for (size_t k = 0; k < spatial; ++k) outputs *= s_.LoopExtent(loops[k]);
+  if (tile_a * tile_b < 4 || outputs / (tile_a * tile_b) < threads) return false;
+  return TrySteps(s_, [&] {
+    // 1. Tile.
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> all = s_.GetLoops(b);
+    std::vector<LoopRV> a = s_.Split(all[spatial - 2], {-1, tile_a});
+    std::vector<LoopRV> c = s_.Split(all[spatial - 1], {-1, tile_b});
+    // 2. Order and threads.
+    std::vector<LoopRV> outer(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(spatial - 2));
+    outer.push_back(a[0]);
+    outer.push_back(c[0]);
+    std::vector<LoopRV> order = outer;
+    order.insert(order.end(), all.begin() + static_cast<std::ptrdiff_t>(spatial), all.end());
+    order.push_back(a[1]);
+    order.push_back(c[1]);
+    s_.Reorder(order);
+    LoopRV fused = s_.Fuse(outer);
+    std::vector<LoopRV> parts = s_.Split(fused, {-1, std::min(s_.LoopExtent(fused), threads)});
+    s_.Bind(parts[0], "blockIdx.x");
+    s_.Bind(parts[1], "threadIdx.x");
+    // 3. Accumulators.
+    BlockRV writeback = s_.CacheWrite(b, 0, "local");
+    s_.ReverseComputeAt(writeback, parts[1]);
+    done_.insert(s_.BlockName(writeback));
+    s_.Unroll(a[1]);
+    s_.Unroll(c[1]);
+  });
+}
 
 // Steps:
 //   1. pointwise producers inlined, as on the CPU (rule 1);
-//   2. for each block, in program order: its leading spatial loops fused into one loop of
+//   2. a reduction with operand reuse: a register tile per thread (ScheduleGpuRegisterTile);
+//   3. every other block, in program order: its leading spatial loops fused into one loop of
 //      extent E, split by the threads per block T (E itself when smaller; the last thread block
 //      guarded when T does not divide E), the outer part bound to blockIdx.x and the inner to
 //      threadIdx.x. Reduction loops stay inside each thread, serial. A block with no spatial
@@ -49,10 +100,14 @@ size_t LeadingSpatialLoops(const Schedule& s, const std::string& name) {
 Schedule DefaultScheduler::RunGpu(const GpuScheduleOptions& options) {
   // 1. Producers.
   InlinePointwiseProducers();
-  // 2. Blocks.
   int64_t threads = std::max(1, options.threads_per_block);
+  // 2. Register tiles.
   for (const std::string& name : s_.BlockNames()) {
-    if (!Exists(name)) continue;
+    if (Exists(name) && ScheduleGpuRegisterTile(name, threads)) done_.insert(name);
+  }
+  // 3. Other blocks (the write-back blocks of register tiles are placed already).
+  for (const std::string& name : s_.BlockNames()) {
+    if (!Exists(name) || done_.count(name)) continue;
     size_t spatial = LeadingSpatialLoops(s_, name);
     if (spatial == 0) continue;
     TrySteps(s_, [&] {

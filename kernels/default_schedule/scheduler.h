@@ -40,6 +40,9 @@ class DefaultScheduler {
   // Rule 1 (default_schedule.cc).
   void InlinePointwiseProducers();
 
+  // The GPU rule for reductions with operand reuse (gpu_schedule.cc).
+  bool ScheduleGpuRegisterTile(const std::string& name, int64_t threads);
+
   // Rule 2 (register_tiled_schedule.cc). The loops of a register-tiled block once split:
   // outer spatial loops (those the vector operands depend on first), reduction loops, the tile
   // loops of the broadcast and second axes, and the vector loop.
