@@ -3,6 +3,8 @@
 #
 #   scripts/setup.sh              Release build in build/
 #   scripts/setup.sh --sanitize   AddressSanitizer + UBSan build (RelWithDebInfo) in build-asan/
+#   scripts/setup.sh --fuzz       only the packages, plus clang and its libFuzzer runtime
+#                                 (scripts/fuzz.sh builds the fuzzers)
 #
 # Safe to run any number of times: installed packages are left alone and the build is
 # incremental.
@@ -22,14 +24,19 @@ log() { printf '==> [setup] %s\n' "$*"; }
 die() { printf '==> [setup] error: %s\n' "$*" >&2; exit 1; }
 
 sanitize=0
+fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --sanitize) sanitize=1 ;;
+    --fuzz)
+      fuzz=1
+      PACKAGES+=(clang-14 libclang-rt-14-dev)
+      ;;
     -h | --help)
       sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
-    *) die "unknown argument '$arg' (expected --sanitize or --help)" ;;
+    *) die "unknown argument '$arg' (expected --sanitize, --fuzz or --help)" ;;
   esac
 done
 
@@ -57,6 +64,8 @@ else
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -q "${missing[@]}"
 fi
+
+((fuzz)) && exit 0
 
 # --- Configure and build ---------------------------------------------------------------------
 if ((sanitize)); then
