@@ -103,7 +103,8 @@ Attrs NormalizeAttrs(const OpDef& op, size_t num_inputs, const Attrs& attrs) {
                   where);
     }
   }
-  for (const auto& [name, value] : attrs.values()) {
+  for (const auto& entry : attrs.values()) {
+    const std::string& name = entry.first;
     bool known = std::any_of(op.attrs.begin(), op.attrs.end(),
                              [&](const AttrSpec& s) { return s.name == name; });
     if (!known) {

@@ -83,9 +83,10 @@ void RegisterAnnotateBackend(PassRegistry& registry) {
                       "comma-separated op names to annotate (empty: every op)"}},
        .check = [parse](const Options& options) { parse(options); }},
       [parse](const ir::IRModule& module, PassContext&, const Options& options) {
-        auto [backend, ops] = parse(options);
-        return MapGraphFunctions(
-            module, [&](const ir::GraphFunction& fn) { return Annotate(fn, backend, ops); });
+        auto parsed = parse(options);  // (backend, ops)
+        return MapGraphFunctions(module, [&](const ir::GraphFunction& fn) {
+          return Annotate(fn, parsed.first, parsed.second);
+        });
       });
 }
 

@@ -139,7 +139,8 @@ class TuneBackendPlacement : public TuningPass {
     }
     std::vector<Choice> choices;
     for (size_t k = 0; k < distinct.size(); ++k) {
-      const auto& [label, placements] = distinct[k];
+      const auto& label = distinct[k].first;
+      const auto& placements = distinct[k].second;
       ir::Instruction instruction;
       instruction.kind = name();
       instruction.attrs.Set("pass", DecisionText());

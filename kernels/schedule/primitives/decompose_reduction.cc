@@ -136,7 +136,8 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
     if (reduction) {
       // Dropped for the init, which must run for every spatial point; that is only right
       // when the condition does not also restrict the spatial loops.
-      for (const auto& [copied, copy] : loop_map) {
+      for (const auto& entry : loop_map) {
+        const auto* copied = entry.first;
         ir::VisitExprTree(c, [&](const Expr& e) {
           if (e.get() == copied) {
             throw fail(fmt::format("the predicate ties loop '{}' to a reduction loop", e->name));
