@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "ir/error.h"
+#include "ir/file_read.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 #include "tuning/database/database.h"
@@ -189,6 +190,11 @@ void Import(const std::string& path, const std::string& input) {
   std::ifstream file;
   if (input != "-") {
     if (!fs::exists(input)) throw Error("no such file to import", {.file = input});
+    std::string kind = ir::NotRegularFileKind(input);
+    if (!kind.empty()) {
+      throw Error(fmt::format("the file to import is {}, not a regular file", kind),
+                  {.file = input});
+    }
     file.open(input, std::ios::binary);
     if (!file) throw Error("cannot open the file to import", {.file = input});
   }
