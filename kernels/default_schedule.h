@@ -60,11 +60,13 @@ struct GpuScheduleOptions {
 // The default schedule for a GPU (kernels/default_schedule/gpu_schedule.cc): pointwise producers
 // inlined as by ApplyDefaultSchedule; a reduction that reuses its operands (matmul, convolution)
 // with enough outputs gets a register tile per thread (up to 4 x 4 outputs of its last two
-// spatial axes, accumulated in a "local" cache_write block, tile loops unrolled); every other
+// spatial axes, accumulated in a "local" cache_write block, tile loops unrolled); a reduction
+// with fewer outputs than a block has threads and a long reduction (a norm, a global sum) is
+// factored (rfactor) into per-thread partials that a second launch combines; every other
 // block has its leading spatial loops fused, split by the threads per block and bound to
 // blockIdx.x and threadIdx.x, what is left of the nest (reduction loops) running inside each
-// thread. Every block whose nest starts with a spatial loop ends with its loops bound; a full
-// reduction runs on one thread. The result computes what the kernel computes (the kernel
+// thread. Every block whose nest starts with a spatial loop ends with its loops bound; a short
+// full reduction runs on one thread. The result computes what the kernel computes (the kernel
 // interpreter's thread simulation checks it, races included).
 Schedule ApplyGpuDefaultSchedule(const ir::KernelFunction& kernel,
                                  const GpuScheduleOptions& options = {});

@@ -89,10 +89,58 @@ bool DefaultScheduler::ScheduleGpuRegisterTile(const std::string& name, int64_t 
   });
 }
 
+// A reduction with fewer outputs than a block has threads and a long innermost reduction (a
+// norm, a global sum, the statistics of a layer norm) is spread over threads through partials:
+//   1. the reduction loops (all after the spatial ones) fused and split by the largest divisor of
+//      their extent up to the threads per block (at least 32, leaving at least 2 steps each);
+//   2. the inner part factored out (rfactor) into partial results, its loop moved right after
+//      the spatial loops so that the flat rule binds it to threads with them;
+//   3. the partials combined by the original block, which the flat rule schedules too (one
+//      thread per output). The partials and their combination are two launches, so nothing
+//      orders threads inside a launch. This reassociates the reduction, as on the CPU.
+bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_t threads) {
+  const ir::Block block = BlockOf(s_, name);
+  if (!IsReduction(block) || block->iter_vars.back().kind != ir::IterKind::kReduction ||
+      SpatialExtent(block) >= threads) {
+    return false;
+  }
+  size_t spatial = 0;
+  while (spatial < block->iter_vars.size() &&
+         block->iter_vars[spatial].kind == ir::IterKind::kSpatial) {
+    ++spatial;
+  }
+  if (CountIterators(block, ir::IterKind::kSpatial) != spatial) return false;
+  int64_t extent = ReductionExtent(block);
+  int64_t lanes = LargestDivisor(extent, threads);
+  if (lanes < 32 || extent / lanes < 2) return false;
+  size_t rank = 0;
+  for (const ir::BufferRegion& w : block->writes) rank = w.buffer->shape.size();
+  return TrySteps(s_, [&] {
+    // 1. Split.
+    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(name));
+    if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
+    std::vector<LoopRV> reductions(loops.begin() + static_cast<std::ptrdiff_t>(spatial),
+                                   loops.end());
+    LoopRV reduction = reductions.size() > 1 ? s_.Fuse(reductions) : reductions[0];
+    std::vector<LoopRV> parts = s_.Split(reduction, {-1, lanes});
+    // 2. Partials, their loop right after the spatial ones.
+    BlockRV partials = s_.RFactor(parts[1], static_cast<int>(rank));
+    std::vector<LoopRV> rf_loops = s_.GetLoops(partials);
+    std::vector<LoopRV> order(rf_loops.begin(),
+                              rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial));
+    order.push_back(rf_loops.back());
+    order.insert(order.end(), rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial),
+                 rf_loops.end() - 1);
+    s_.Reorder(order);
+  });
+}
+
 // Steps:
 //   1. pointwise producers inlined, as on the CPU (rule 1);
-//   2. a reduction with operand reuse: a register tile per thread (ScheduleGpuRegisterTile);
-//   3. every other block, in program order: its leading spatial loops fused into one loop of
+//   2. a reduction with operand reuse: a register tile per thread (ScheduleGpuRegisterTile); a
+//      reduction with few outputs: per-thread partials (ScheduleGpuSplitReduction);
+//   3. every block left (partials and their combination included), in program order: its
+//      leading spatial loops fused into one loop of
 //      extent E, split by the threads per block T (E itself when smaller; the last thread block
 //      guarded when T does not divide E), the outer part bound to blockIdx.x and the inner to
 //      threadIdx.x. Reduction loops stay inside each thread, serial. A block with no spatial
@@ -101,9 +149,12 @@ Schedule DefaultScheduler::RunGpu(const GpuScheduleOptions& options) {
   // 1. Producers.
   InlinePointwiseProducers();
   int64_t threads = std::max(1, options.threads_per_block);
-  // 2. Register tiles.
+  // 2. Register tiles, then partials of reductions with few outputs.
   for (const std::string& name : s_.BlockNames()) {
     if (Exists(name) && ScheduleGpuRegisterTile(name, threads)) done_.insert(name);
+  }
+  for (const std::string& name : s_.BlockNames()) {
+    if (Exists(name) && !done_.count(name)) ScheduleGpuSplitReduction(name, threads);
   }
   // 3. Other blocks (the write-back blocks of register tiles are placed already).
   for (const std::string& name : s_.BlockNames()) {

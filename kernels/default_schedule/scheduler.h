@@ -42,6 +42,7 @@ class DefaultScheduler {
 
   // The GPU rule for reductions with operand reuse (gpu_schedule.cc).
   bool ScheduleGpuRegisterTile(const std::string& name, int64_t threads);
+  bool ScheduleGpuSplitReduction(const std::string& name, int64_t threads);
 
   // Rule 2 (register_tiled_schedule.cc). The loops of a register-tiled block once split:
   // outer spatial loops (those the vector operands depend on first), reduction loops, the tile

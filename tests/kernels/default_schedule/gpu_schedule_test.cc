@@ -35,5 +35,18 @@ TEST(GpuDefaultSchedule, SmallOrReuseFreeBlocksAreSpreadFlat) {
   EXPECT_LT(CompareKernels(relu, r.function()), 1e-5);
 }
 
+TEST(GpuDefaultSchedule, FewOutputsReduceThroughPerThreadPartials) {
+  // Four row sums of 4096 and one sum of everything: partials bound to threads, then combined.
+  for (ir::Attrs attrs : {ir::Attrs{{"axes", std::vector<int64_t>{1}}}, ir::Attrs{}}) {
+    ir::KernelFunction sum = testing::LowerOp("sum", {testing::F32({4, 4096})}, attrs);
+    Schedule s = ApplyGpuDefaultSchedule(sum);
+    std::string trace = s.trace().ToText();
+    EXPECT_NE(trace.find("rfactor("), std::string::npos) << trace;
+    EXPECT_NE(trace.find("threadIdx.x"), std::string::npos) << trace;
+    // The interpreter's thread simulation checks the launches for races too.
+    EXPECT_LT(CompareKernels(sum, s.function()), 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace tandem::kernels
