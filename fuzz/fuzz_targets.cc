@@ -22,12 +22,25 @@ std::string Text(const uint8_t* data, size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-// A parse that succeeded must print to text that parses again: a finding otherwise.
-[[noreturn]] void RoundTripFailed(const std::string& what, const ir::Error& error,
-                                  const std::string& printed) {
-  std::cerr << what << " printed text that does not parse again: " << error.what() << "\n"
-            << printed << "\n";
-  std::abort();
+// Parses `text`; when that succeeds, the printed result must parse again (a finding otherwise:
+// the process aborts after printing the error and the printed text). `what` names the kind of
+// text in that report.
+template <typename Parse, typename Print>
+int ParsePrintParse(const std::string& text, const char* what, Parse parse, Print print) {
+  std::string printed;
+  try {
+    printed = print(parse(text));
+  } catch (const ir::Error&) {
+    return 0;
+  }
+  try {
+    parse(printed);
+  } catch (const ir::Error& e) {
+    std::cerr << what << " printed text that does not parse again: " << e.what() << "\n"
+              << printed << "\n";
+    std::abort();
+  }
+  return 0;
 }
 
 }  // namespace
@@ -41,51 +54,21 @@ int OnnxImporter(const uint8_t* data, size_t size) {
 }
 
 int PipelineText(const uint8_t* data, size_t size) {
-  passes::PassPtr pipeline;
-  try {
-    pipeline = passes::ParsePipeline(Text(data, size));
-  } catch (const ir::Error&) {
-    return 0;
-  }
-  std::string printed = passes::PrintPipeline(*pipeline);
-  try {
-    passes::ParsePipeline(printed);
-  } catch (const ir::Error& e) {
-    RoundTripFailed("a pipeline", e, printed);
-  }
-  return 0;
+  return ParsePrintParse(
+      Text(data, size), "a pipeline", [](const std::string& t) { return passes::ParsePipeline(t); },
+      [](const passes::PassPtr& pipeline) { return passes::PrintPipeline(*pipeline); });
 }
 
 int GraphText(const uint8_t* data, size_t size) {
-  ir::IRModule module;
-  try {
-    module = ir::ParseModule(Text(data, size), "fuzz");
-  } catch (const ir::Error&) {
-    return 0;
-  }
-  std::string printed = ir::PrintModule(module);
-  try {
-    ir::ParseModule(printed, "printed");
-  } catch (const ir::Error& e) {
-    RoundTripFailed("a module", e, printed);
-  }
-  return 0;
+  return ParsePrintParse(
+      Text(data, size), "a module", [](const std::string& t) { return ir::ParseModule(t, "fuzz"); },
+      [](const ir::IRModule& module) { return ir::PrintModule(module); });
 }
 
 int KernelText(const uint8_t* data, size_t size) {
-  ir::KernelFunction kernel;
-  try {
-    kernel = ir::ParseKernel(Text(data, size), "fuzz");
-  } catch (const ir::Error&) {
-    return 0;
-  }
-  std::string printed = ir::PrintKernel(kernel);
-  try {
-    ir::ParseKernel(printed, "printed");
-  } catch (const ir::Error& e) {
-    RoundTripFailed("a kernel", e, printed);
-  }
-  return 0;
+  return ParsePrintParse(
+      Text(data, size), "a kernel", [](const std::string& t) { return ir::ParseKernel(t, "fuzz"); },
+      [](const ir::KernelFunction& kernel) { return ir::PrintKernel(kernel); });
 }
 
 int Records(const uint8_t* data, size_t size) {
