@@ -19,6 +19,8 @@
 // inside the timed region. For each workload oneDNN gets several programs (plain vs blocked
 // activations, packed vs plain GEMM operand ...); each takes its turns like a contender and the
 // one with the best pass median is reported (a small bias in oneDNN's favour under noise).
+// The MM-* workloads are the exception: their weights are graph constants, as in a model, so
+// Tandem's pipelines may pack them at compile time (run with --pipeline default_heuristic).
 // Tandem runs Build's default schedules through Executable::RunInto with preallocated outputs.
 // Both use the same number of threads (--threads, default 2): oneDNN (OpenMP) through
 // omp_set_num_threads, Tandem through ThreadPool::Global().SetNumThreads.
@@ -42,8 +44,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backends/llvm/codegen.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
+#include "bench/fma_peak.h"
 #include "bench/interleaved_timing.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
@@ -128,7 +132,7 @@ std::string ErrorText(double error) {
 }
 
 void PrintTable(const std::vector<Row>& rows, const Options& options,
-                const std::string& load_at_start) {
+                const std::string& load_at_start, const FmaPeak& peak) {
   const dnnl_version_t* version = dnnl_version();
   std::cout << fmt::format(
       "Tandem default schedules{} vs oneDNN {}.{}.{} ({} threads each; f32; latency = best of {} "
@@ -145,19 +149,24 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
         "chunks no worker has claimed). Rerun on a quiet machine for numbers to publish.\n\n",
         cores);
   }
-  std::cout << "| workload | shapes | MFLOP | Tandem us | Tandem GFLOP/s | oneDNN us | oneDNN "
-               "GFLOP/s | oneDNN/Tandem | rel. error |\n";
-  std::cout << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  std::cout << fmt::format(
+      "FMA peak of this machine: {:.1f} GFLOP/s ({}, {} threads, measured by this run); % peak "
+      "= Tandem GFLOP/s over it.\n\n",
+      peak.gflops, peak.unit, options.threads);
+  std::cout << "| workload | shapes | MFLOP | Tandem us | Tandem GFLOP/s | % peak | oneDNN us | "
+               "oneDNN GFLOP/s | oneDNN/Tandem | rel. error |\n";
+  std::cout << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const Row& r : rows) {
     if (!r.error.empty()) {
-      std::cout << fmt::format("| {} | {} | | failed | | | | | |\n", r.name, r.shapes);
+      std::cout << fmt::format("| {} | {} | | failed | | | | | | |\n", r.name, r.shapes);
       continue;
     }
     double t = r.tandem.best(), o = r.onednn.best();
     std::cout << fmt::format(
-        "| {} | {} | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.3f} | {} |\n", r.name,
-        r.shapes, r.flops / 1e6, t * 1e6, r.flops / t / 1e9, o * 1e6, r.flops / o / 1e9, o / t,
-        ErrorText(r.relative_error));
+        "| {} | {} | {:.2f} | {:.1f} | {:.2f} | {:.0f}% | {:.1f} | {:.2f} | {:.3f} | {} |\n",
+        r.name, r.shapes, r.flops / 1e6, t * 1e6, r.flops / t / 1e9,
+        peak.gflops > 0 ? 100.0 * r.flops / t / 1e9 / peak.gflops : 0.0, o * 1e6, r.flops / o / 1e9,
+        o / t, ErrorText(r.relative_error));
   }
   std::cout << "\noneDNN/Tandem > 1 means Tandem is faster. rel. error = ||Tandem - oneDNN|| / "
                "||oneDNN|| on one random input, (!) when above 1e-3.\n"
@@ -233,10 +242,11 @@ int Main(int argc, char** argv) {
     std::string load_at_start = LoadAverage();
     omp_set_num_threads(options.threads);
     backends::ThreadPool::Global().SetNumThreads(options.threads);
+    FmaPeak peak = MeasureFmaPeak(options.threads, backends::TargetVectorUnit("host").f32_lanes);
     OnednnContext context;
     std::vector<Row> rows = RunEachWorkload<Row>(
         names, [&](const std::string& name) { return RunWorkload(name, context, options); });
-    PrintTable(rows, options, load_at_start);
+    PrintTable(rows, options, load_at_start, peak);
     if (!options.csv.empty()) WriteCsv(rows, options.csv);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

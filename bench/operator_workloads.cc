@@ -244,6 +244,36 @@ Workload GemmWorkload(const std::string& name, int64_t size, OnednnContext& cont
   return workload;
 }
 
+// A dense layer's GEMM: activations [m, k] (an input) times constant weights [k, n], as a model
+// has them after import: Tandem's pipelines may pack the constant at compile time, and oneDNN
+// gets its weights reordered into its own layout once at setup.
+Workload DenseWorkload(const std::string& name, int64_t m, int64_t k, int64_t n,
+                       OnednnContext& context, uint64_t seed) {
+  Workload workload;
+  workload.name = name;
+  ir::GraphBuilder builder("main");
+  ir::ValueId a = RandomInput(builder, workload, "a", {m, k}, seed);
+  ir::Tensor weights = ir::Tensor::Random(F32({k, n}), seed + 1000, -0.5, 0.5);
+  ir::ValueId w = builder.Constant(weights, "w");
+  Finish(builder, workload, builder.Call("matmul", {a, w}));
+  workload.shapes = fmt::format("matmul [{},{}] x constant [{},{}]", m, k, k, n);
+  workload.flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+  workload.keep_alive = {weights};
+  memory user_a = WrapTensor(workload.inputs[0], {m, k}, Tag::ab, context);
+  memory user_w = WrapTensor(workload.keep_alive[0], {k, n}, Tag::ab, context);
+  memory user_c = WrapTensor(workload.onednn_output, {m, n}, Tag::ab, context);
+  memory::desc w_desc({k, n}, memory::data_type::f32, Tag::any);
+  dnnl::matmul::desc desc(user_a.get_desc(), w_desc, user_c.get_desc());
+  dnnl::matmul::primitive_desc descriptor(desc, context.engine);
+  OnednnProgram program("weights packed at setup");
+  memory packed = ReorderNow(user_w, descriptor.weights_desc(), context);
+  program.Add(dnnl::matmul(descriptor),
+              {{DNNL_ARG_SRC, user_a}, {DNNL_ARG_WEIGHTS, packed}, {DNNL_ARG_DST, user_c}},
+              std::string("matmul:") + descriptor.impl_info_str());
+  workload.onednn_programs.push_back(std::move(program));
+  return workload;
+}
+
 Workload TransposeBatchMatmulWorkload(OnednnContext& context, uint64_t seed) {
   const int64_t seq = 128, heads = 12, dim = 64;
   Workload workload;
@@ -369,6 +399,23 @@ Factory Gemm(std::string name, int64_t size) {
   };
 }
 
+Factory Dense(std::string name, int64_t m, int64_t k, int64_t n) {
+  return [name, m, k, n](OnednnContext& context, uint64_t seed) {
+    return DenseWorkload(name, m, k, n, context, seed);
+  };
+}
+
+// A depthwise conv2d over [1, channels, size, size], kernel x kernel, padding kernel / 2.
+std::pair<std::string, Factory> Depthwise(int64_t channels, int64_t size, int64_t kernel,
+                                          int64_t stride) {
+  std::string name = fmt::format("DW-{}x{}-k{}s{}", channels, size, kernel, stride);
+  return {name, Conv(name, {.data = {1, channels, size, size},
+                            .weight = {channels, 1, kernel, kernel},
+                            .stride = stride,
+                            .padding = kernel / 2,
+                            .groups = channels})};
+}
+
 const std::vector<std::pair<std::string, Factory>>& Factories() {
   static const std::vector<std::pair<std::string, Factory>> factories = {
       {"C1D",
@@ -409,6 +456,25 @@ const std::vector<std::pair<std::string, Factory>>& Factories() {
       {"TBG", TransposeBatchMatmulWorkload},
       {"NRM", NormWorkload},
       {"SFM", SoftmaxWorkload},
+      // The GEMMs of a transformer encoder layer (hidden 768, feed-forward 3072, 128 tokens):
+      // attention projections, feed-forward up and down.
+      {"MM-128x768x768", Dense("MM-128x768x768", 128, 768, 768)},
+      {"MM-128x768x3072", Dense("MM-128x768x3072", 128, 768, 3072)},
+      {"MM-128x3072x768", Dense("MM-128x3072x768", 128, 3072, 768)},
+      // The depthwise convolutions of a mobile inverted-bottleneck network (224x224 input):
+      // 3x3 and 5x5 at stride 1 and 2, from 32 channels at 112x112 to 1152 at 7x7.
+      Depthwise(32, 112, 3, 1),
+      Depthwise(96, 112, 3, 2),
+      Depthwise(144, 56, 3, 1),
+      Depthwise(144, 56, 5, 2),
+      Depthwise(240, 28, 5, 1),
+      Depthwise(240, 28, 3, 2),
+      Depthwise(480, 14, 3, 1),
+      Depthwise(480, 14, 5, 1),
+      Depthwise(672, 14, 5, 1),
+      Depthwise(672, 14, 5, 2),
+      Depthwise(1152, 7, 5, 1),
+      Depthwise(1152, 7, 3, 1),
   };
   return factories;
 }

@@ -30,8 +30,10 @@
 
 #include <fmt/format.h>
 
+#include "backends/llvm/codegen.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
+#include "bench/fma_peak.h"
 #include "bench/interleaved_timing.h"
 #include "bench/operator_workloads.h"
 #include "ir/error.h"
@@ -197,7 +199,14 @@ Row RunWorkload(const std::string& name, OnednnContext& context, const Options& 
   backends::BuildOptions build_options;
   build_options.legalize.schedule.num_threads = options.threads;
   std::unique_ptr<backends::Executable> tuned = backends::Build(row.xgboost.module, build_options);
-  std::unique_ptr<backends::Executable> defaults = backends::Build(workload.module, build_options);
+  // The untuned contender is what a user gets without tuning: the default_heuristic pipeline
+  // (constant weights packed, operators fused), then default schedules.
+  passes::PassContext heuristic_context;
+  heuristic_context.target.num_threads = options.threads;
+  ir::IRModule heuristic = heuristic_context.RunPipeline(
+      *pipelines::PipelineRegistry::Global().Create("default_heuristic", heuristic_context.target),
+      workload.module);
+  std::unique_ptr<backends::Executable> defaults = backends::Build(heuristic, build_options);
   row.kernels = tuned->num_kernel_calls();
   std::vector<ir::Tensor> tuned_out, default_out;
   for (const ir::TensorType& type : tuned->output_types()) tuned_out.emplace_back(type);
@@ -227,7 +236,7 @@ std::string Trials95(const TuneRun& run) {
 }
 
 void PrintTable(const std::vector<Row>& rows, const Options& options,
-                const std::string& load_at_start) {
+                const std::string& load_at_start, const FmaPeak& peak) {
   const dnnl_version_t* version = dnnl_version();
   std::cout << fmt::format(
       "Tandem tuned ({} trials per workload, batch {}, {} search, XGBoost cost model) vs "
@@ -239,24 +248,30 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
     std::cout << "WARNING: other processes competed for the cores during this run; rerun on a "
                  "quiet machine for numbers to publish.\n\n";
   }
-  std::cout << "| workload | MFLOP | tuned us | tuned GFLOP/s | default us | oneDNN us | "
+  std::cout << fmt::format(
+      "FMA peak of this machine: {:.1f} GFLOP/s ({}, {} threads, measured by this run); % peak "
+      "= tuned GFLOP/s over it.\n\n",
+      peak.gflops, peak.unit, options.threads);
+  std::cout << "| workload | MFLOP | tuned us | tuned GFLOP/s | % peak | default us | oneDNN us | "
                "oneDNN/tuned | tuning s | measured (failed) | trials to 95% (xgboost"
             << (options.compare_random ? " / random" : "") << ") | rel. error |\n"
-            << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+            << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+               "|\n";
   for (const Row& r : rows) {
     if (!r.error.empty()) {
-      std::cout << fmt::format("| {} | | failed | | | | | | | | |\n", r.name);
+      std::cout << fmt::format("| {} | | failed | | | | | | | | | |\n", r.name);
       continue;
     }
     double t = r.tuned.best(), o = r.onednn.best();
     std::string to95 = Trials95(r.xgboost);
     if (options.compare_random) to95 += " / " + Trials95(r.random);
     std::cout << fmt::format(
-        "| {} | {:.2f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.3f} | {:.0f} | {} ({}) | {} | "
-        "{:.1e} |\n",
-        r.name, r.flops / 1e6, t * 1e6, r.flops / t / 1e9, r.defaults.best() * 1e6, o * 1e6, o / t,
-        r.xgboost.tuning_seconds, r.xgboost.counts.measured, r.xgboost.counts.failed, to95,
-        r.relative_error);
+        "| {} | {:.2f} | {:.1f} | {:.1f} | {:.0f}% | {:.1f} | {:.1f} | {:.3f} | {:.0f} | {} ({}) | "
+        "{} | {:.1e} |\n",
+        r.name, r.flops / 1e6, t * 1e6, r.flops / t / 1e9,
+        peak.gflops > 0 ? 100.0 * r.flops / t / 1e9 / peak.gflops : 0.0, r.defaults.best() * 1e6,
+        o * 1e6, o / t, r.xgboost.tuning_seconds, r.xgboost.counts.measured,
+        r.xgboost.counts.failed, to95, r.relative_error);
   }
   std::cout << "\noneDNN/tuned > 1 means Tandem is faster. default = Tandem's untuned default "
                "schedules. tuning s = wall time of the default_tuning pipeline (XGBoost run). "
@@ -326,11 +341,12 @@ int Main(int argc, char** argv) {
     std::string load_at_start = LoadAverage();
     omp_set_num_threads(options.threads);
     backends::ThreadPool::Global().SetNumThreads(options.threads);
+    FmaPeak peak = MeasureFmaPeak(options.threads, backends::TargetVectorUnit("host").f32_lanes);
     OnednnContext context;
     std::vector<Row> rows = RunEachWorkload<Row>(
         names, [&](const std::string& name) { return RunWorkload(name, context, options); },
         [&](const std::vector<Row>& done) { WriteSummary(done, options); });
-    PrintTable(rows, options, load_at_start);
+    PrintTable(rows, options, load_at_start, peak);
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
