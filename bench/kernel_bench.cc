@@ -24,6 +24,8 @@
 #include "kernels/compute/lower.h"
 #include "kernels/default_schedule.h"
 #include "kernels/legalize.h"
+#include "passes/pass.h"
+#include "passes/pipeline_text.h"
 
 namespace tandem::bench {
 namespace {
@@ -31,6 +33,9 @@ namespace {
 struct Options {
   std::string op = "gmm";
   std::string workload;
+  std::string graph_passes =
+      "InferType, SimplifyExpr, FoldConstant, DenseToMatmul, PackMatmulWeights, PackConvWeights, "
+      "FuseOps";
   std::vector<int64_t> shape;
   std::string schedule = "hand";
   std::vector<int64_t> tiles;
@@ -114,6 +119,10 @@ int Main(int argc, char** argv) {
   app.add_option("--op", options.op, "gmm, conv (NCHW) or conv16c (NCHW16c)");
   app.add_option("--workload", options.workload,
                  "every kernel of an operator-benchmark workload (C2D, GMM-512, ...) instead");
+  app.add_option("--graph-passes", options.graph_passes,
+                 "with --workload: the graph passes run before lowering (constant weights "
+                 "packed, operators fused, as the default pipelines do)")
+      ->capture_default_str();
   app.add_option("--shape", options.shape,
                  "gmm: M [N K]; conv: C O H W kernel stride pad (default per op)");
   app.add_option("--schedule", options.schedule, "none, default or hand");
@@ -142,9 +151,13 @@ int Main(int argc, char** argv) {
     if (!options.workload.empty()) {
       OnednnContext context;
       Workload workload = MakeWorkload(options.workload, context);
+      passes::PassContext pass_context;
+      pass_context.target.num_threads = options.threads;
+      ir::IRModule graph =
+          pass_context.RunPipeline(*passes::ParsePipeline(options.graph_passes), workload.module);
       kernels::LegalizeOptions legalize;
       legalize.apply_default_schedule = false;
-      ir::IRModule legal = kernels::Legalize(workload.module, legalize);
+      ir::IRModule legal = kernels::Legalize(graph, legalize);
       for (const auto& [name, kernel] : legal.kernel_functions()) kernels.push_back(*kernel);
       description = workload.shapes;
       flops = workload.flops;

@@ -456,6 +456,9 @@ const std::vector<std::pair<std::string, Factory>>& Factories() {
       {"TBG", TransposeBatchMatmulWorkload},
       {"NRM", NormWorkload},
       {"SFM", SoftmaxWorkload},
+      // GMM-512 and GMM-1024 with constant weights, as a dense layer has them.
+      {"MM-512x512x512", Dense("MM-512x512x512", 512, 512, 512)},
+      {"MM-1024x1024x1024", Dense("MM-1024x1024x1024", 1024, 1024, 1024)},
       // The GEMMs of a transformer encoder layer (hidden 768, feed-forward 3072, 128 tokens):
       // attention projections, feed-forward up and down.
       {"MM-128x768x768", Dense("MM-128x768x768", 128, 768, 768)},

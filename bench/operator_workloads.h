@@ -24,6 +24,15 @@
 //   NRM   sqrt(sum(x*x)) over x[1,256,256] (all axes) -> scalar                  131,073
 //   SFM   softmax over the last axis of x[256,256]                               327,680
 //
+// Beyond the paper (weights of MM-* are graph constants, as in a model; the others inputs):
+//
+//   MM-MxKxN      matmul [M,K] x constant [K,N]: 512^3 and 1024^3 (GMM with constant
+//                 weights) and a transformer layer's 128x768x768, 128x768x3072,
+//                 128x3072x768                                          2 * M * K * N
+//   DW-CxH-kKsS   depthwise conv2d x[1,C,H,H] w[C,1,K,K] stride S pad K/2 groups C: the twelve
+//                 of a mobile inverted-bottleneck network (32x112 to 1152x7, 3x3 and 5x5,
+//                 stride 1 and 2)                           2 * C * outH * outW * K * K
+//
 // FLOP conventions: convolutions count every kernel tap of every output, padding included
 // (2 * N * O * prod(out spatial) * C/groups * prod(kernel)); T2D counts each input pixel times
 // each kernel tap (2 * N * Cin * H * W * Cout * kH * kW, the scatter form; the zero-inserted

@@ -26,7 +26,7 @@ bool Plain(const std::string& layout) {
 }
 
 // The panel width for `node`, or 0 when it is not packed.
-int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) {
+int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, const PanelSpec& spec) {
   if (node.kind != ir::NodeKind::kCall || node.op != "conv2d") return 0;
   if (node.attrs.GetInt("groups") != 1) return 0;
   const std::string& data_layout = node.attrs.GetString("data_layout");
@@ -36,17 +36,17 @@ int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, int64_t bloc
   if (weight == nullptr || !ir::IsFloat(weight->dtype())) return 0;
   const std::string& tag = weight->type().layout;
   if (!tag.empty() && tag != kernel_layout) return 0;
-  block = PanelWidth(weight->dtype(), block);
+  int64_t block = PanelWidth(weight->dtype(), spec);
   int64_t out_channels = weight->shape()[kernel_layout.find('O')];
   return out_channels % block == 0 && out_channels > block ? block : 0;
 }
 
-ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, int64_t block) {
+ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& spec) {
   return RewriteNodes(fn,
                       [&](ir::ValueId id, ir::GraphFunction& out,
                           const std::vector<ir::ValueId>& map) -> ir::ValueId {
                         const ir::Node& node = fn.node(id);
-                        int64_t panel = PanelFor(fn, node, block);
+                        int64_t panel = PanelFor(fn, node, spec);
                         if (panel == 0) return -1;
                         std::string packed_layout = fmt::format("OIHW{}o", panel);
                         ir::Tensor packed = EvaluateConstant(
@@ -67,7 +67,7 @@ void RegisterPackConvWeights(PassRegistry& registry) {
       "Give a channels-last conv2d with a constant weight the kernel layout OIHW{nb}o (panels of "
       "nb output channels) at compile time, so that a register tile streams contiguous weights "
       "(after backend placement, like PackMatmulWeights).",
-      PackConvWeights);
+      /*default_vectors=*/0, PackConvWeights);
 }
 
 }  // namespace tandem::passes

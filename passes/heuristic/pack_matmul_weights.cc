@@ -7,9 +7,11 @@
 // every step of k touches another page and every row falls into the same few cache sets (on the
 // BERT feed-forward GEMMs the tile ran at ~55% of the FMA peak, ~80% with panels). In panels
 // the tile streams one contiguous block. oneDNN packs its weights itself, so the pass runs after
-// backend placement and leaves call_extern nodes alone. nb defaults to one 64-byte cache line of
-// elements (16 f32): a panel row is one line, read by one AVX-512 vector or two AVX2 vectors (the
-// 6x16 GEMM tile of AVX2). Values are unchanged (the same products in the same order of k).
+// backend placement and leaves call_extern nodes alone. nb defaults to two vector registers of
+// the target and at least one 64-byte cache line (32 f32 with AVX-512, 16 with AVX2): a register
+// tile two vectors wide then reads one panel row per k, which halves the broadcasts per FMA
+// against a one-vector tile (AVX-512: the 8x32 tile instead of 16x16). Values are unchanged (the
+// same products in the same order of k).
 #include <fmt/format.h>
 
 #include "passes/graph_utils.h"
@@ -37,7 +39,7 @@ ir::Tensor PackColumns(const ir::Tensor& weight, int64_t block) {
   return EvaluateConstant("transpose", {reshaped}, ir::Attrs{{"axes", axes}});
 }
 
-bool Packable(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) {
+bool Packable(const ir::GraphFunction& fn, const ir::Node& node, const PanelSpec& spec) {
   if (node.kind != ir::NodeKind::kCall) return false;
   if (node.op == "batch_matmul") {
     if (node.attrs.GetInt("transpose_a") != 0 || node.attrs.GetInt("transpose_b") != 0) {
@@ -51,19 +53,19 @@ bool Packable(const ir::GraphFunction& fn, const ir::Node& node, int64_t block) 
   if (weight == nullptr || weight->rank() < 2 || data.rank() < 2) return false;
   if (!data.layout.empty() || !weight->type().layout.empty()) return false;
   if (!ir::IsFloat(weight->dtype())) return false;
-  block = PanelWidth(weight->dtype(), block);
+  int64_t block = PanelWidth(weight->dtype(), spec);
   int64_t n = weight->shape().back();
   return n % block == 0 && n > block;
 }
 
-ir::GraphFunction PackMatmulWeights(const ir::GraphFunction& fn, int64_t block) {
+ir::GraphFunction PackMatmulWeights(const ir::GraphFunction& fn, const PanelSpec& spec) {
   return RewriteNodes(fn,
                       [&](ir::ValueId id, ir::GraphFunction& out,
                           const std::vector<ir::ValueId>& map) -> ir::ValueId {
                         const ir::Node& node = fn.node(id);
-                        if (!Packable(fn, node, block)) return -1;
+                        if (!Packable(fn, node, spec)) return -1;
                         const ir::Tensor& weight = *ConstantValue(fn, node.inputs[1]);
-                        ir::Tensor packed = PackColumns(weight, PanelWidth(weight.dtype(), block));
+                        ir::Tensor packed = PackColumns(weight, PanelWidth(weight.dtype(), spec));
                         return ReplaceWeight(fn, node, out, map, "packed_matmul", packed, {},
                                              "_packed");
                       });
@@ -77,7 +79,7 @@ void RegisterPackMatmulWeights(PassRegistry& registry) {
       "Turn matmul/batch_matmul with a constant weight [..., K, N] into packed_matmul with the "
       "weight cut into column panels [..., N/nb, K, nb] at compile time, so that a register tile "
       "streams contiguous memory (after backend placement: oneDNN packs its own).",
-      PackMatmulWeights);
+      /*default_vectors=*/2, PackMatmulWeights);
 }
 
 }  // namespace tandem::passes

@@ -6,6 +6,7 @@
 
 #include <variant>
 
+#include "backends/llvm/codegen.h"
 #include "ir/error.h"
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
@@ -60,32 +61,45 @@ ir::ValueId ReplaceWeight(const ir::GraphFunction& fn, const ir::Node& node, ir:
 }
 
 void RegisterPanelPackingPass(
-    PassRegistry& registry, const std::string& name, const std::string& doc,
-    std::function<ir::GraphFunction(const ir::GraphFunction&, int64_t block)> rewrite) {
+    PassRegistry& registry, const std::string& name, const std::string& doc, int default_vectors,
+    std::function<ir::GraphFunction(const ir::GraphFunction&, const PanelSpec& spec)> rewrite) {
   struct Options {
     int64_t block = 0;
   };
+  std::string default_text =
+      default_vectors > 0
+          ? fmt::format(
+                "0: {} vector registers of the target, at least a 64-byte cache line; "
+                "32 f32 with AVX-512, 16 with AVX2",
+                default_vectors)
+          : "0: one 64-byte cache line of elements, 16 f32";
   RegisterFunctionPass<Options>(
       registry,
       {.name = name,
        .summary = doc,
        .required = {"InferType"},
-       .arguments = {{"block", &Options::block,
-                      "panel width nb (0: one 64-byte cache line of elements, 16 f32)"}}},
-      [name, rewrite](const ir::IRModule& module, PassContext&, const Options& options) {
+       .arguments = {{"block", &Options::block, "panel width nb (" + default_text + ")"}}},
+      [name, rewrite, default_vectors](const ir::IRModule& module, PassContext& context,
+                                       const Options& options) {
         int64_t block = options.block;
         if (block < 0 || block == 1) {
-          throw ir::Error(fmt::format("{}: block must be 0 (a cache line) or at least 2 but is {}",
+          throw ir::Error(fmt::format("{}: block must be 0 (the default) or at least 2 but is {}",
                                       name, block));
         }
+        PanelSpec spec{.block = block, .default_bytes = 64};
+        if (default_vectors > 0 && context.target.kind == "llvm") {
+          int64_t vector_bytes =
+              int64_t{4} * backends::DefaultScheduleOptionsFor(context.target).vector_lanes;
+          spec.default_bytes =
+              std::max<int64_t>(spec.default_bytes, default_vectors * vector_bytes);
+        }
         return MapGraphFunctions(module,
-                                 [&](const ir::GraphFunction& fn) { return rewrite(fn, block); });
+                                 [&](const ir::GraphFunction& fn) { return rewrite(fn, spec); });
       });
 }
 
-int64_t PanelWidth(ir::DataType dtype, int64_t block) {
-  constexpr int64_t kCacheLineBytes = 64;
-  return block > 0 ? block : std::max<int64_t>(2, kCacheLineBytes / ir::SizeOf(dtype));
+int64_t PanelWidth(ir::DataType dtype, const PanelSpec& spec) {
+  return spec.block > 0 ? spec.block : std::max<int64_t>(2, spec.default_bytes / ir::SizeOf(dtype));
 }
 
 void RegisterGraphRewritePass(PassRegistry& registry, const std::string& name,

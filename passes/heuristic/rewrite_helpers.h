@@ -33,16 +33,23 @@ ir::ValueId ReplaceWeight(const ir::GraphFunction& fn, const ir::Node& node, ir:
 ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
                                const std::string& name);
 
+// The panel width of a weight-packing pass: `block` elements when positive, else
+// `default_bytes` of elements (at least 2).
+struct PanelSpec {
+  int64_t block = 0;
+  int64_t default_bytes = 64;
+};
+
 // Registers a weight-packing pass (PackMatmulWeights, PackConvWeights): it needs InferType,
-// takes the argument `block` (the panel width nb; 0, the default, asks for one 64-byte cache
-// line of elements, see PanelWidth; 1 and negative widths are an ir::Error naming the pass) and
-// rewrites every graph function with `rewrite(function, block)`.
+// takes the argument `block` (the panel width nb; 1 and negative widths are an ir::Error naming
+// the pass) and rewrites every graph function with `rewrite(function, spec)`. When `block` is 0
+// (the default) the panel is `default_vectors` vector registers of the pass context's target
+// wide, and at least one 64-byte cache line (default_vectors 0: one cache line).
 void RegisterPanelPackingPass(
-    PassRegistry& registry, const std::string& name, const std::string& doc,
-    std::function<ir::GraphFunction(const ir::GraphFunction&, int64_t block)> rewrite);
-// The panel width of a weight-packing pass for elements of `dtype`: `block`, or one 64-byte
-// cache line of elements when `block` is 0.
-int64_t PanelWidth(ir::DataType dtype, int64_t block);
+    PassRegistry& registry, const std::string& name, const std::string& doc, int default_vectors,
+    std::function<ir::GraphFunction(const ir::GraphFunction&, const PanelSpec& spec)> rewrite);
+// The panel width of a weight-packing pass for elements of `dtype` (see PanelSpec).
+int64_t PanelWidth(ir::DataType dtype, const PanelSpec& spec);
 
 // Registers a heuristic pass without arguments that needs InferType and rewrites every graph
 // function of the module (extern functions excepted) with `rewrite`.

@@ -23,8 +23,10 @@
 namespace tandem::passes::rewrite_testing {
 
 // Runs `pipeline` (pipeline text) on `module`, verifying the IR after every pass.
-inline ir::IRModule Run(const std::string& pipeline, const ir::IRModule& module) {
+inline ir::IRModule Run(const std::string& pipeline, const ir::IRModule& module,
+                        const ir::Target& target = {}) {
   PassContext context;
+  context.target = target;
   context.verify_each = true;
   return context.RunPipeline(*ParsePipeline(pipeline), module);
 }
