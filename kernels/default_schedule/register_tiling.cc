@@ -15,14 +15,18 @@ namespace {
 // units a tile needs about 2 x this many accumulators to keep them busy (a padded
 // 12-accumulator 6x16 tile ran a BERT-sized GEMM faster than the 8-accumulator 4x16 tile).
 constexpr double kAccumulatorChainCycles = 6;
+// A GEMM register tile with more accumulators is preferred to the best-rated one when it rates
+// at least this fraction of it (a 12x32 tile padded over 128 rows to an exact 8x32 one).
+constexpr double kGemmTileTolerance = 0.95;
 // Largest stride (elements) of a vector load the code generator loads as a span and shuffles
 // (backends/llvm: kMaxStridedLoad); larger strides are gathers.
 constexpr int64_t kMaxLoadStride = 4;
 
-// Vector registers a register tile may hold as accumulators; the rest hold the operands (at
-// least 4: a few vector operands and a broadcast). 16 of AVX-512's 32, 12 of AVX2's 16.
+// Vector registers a register tile may hold as accumulators; the rest hold the operands (a
+// quarter of the file, at least 4: a few vector operands and broadcasts). 24 of AVX-512's 32,
+// 12 of AVX2's 16.
 int64_t AccumulatorRegisters(int64_t vector_registers) {
-  return std::clamp<int64_t>(vector_registers - 4, 4, 16);
+  return std::clamp<int64_t>(vector_registers - std::max<int64_t>(4, vector_registers / 4), 4, 24);
 }
 
 // Vector registers a vector tile of `lanes` takes: the code generator emits power-of-two
@@ -207,17 +211,24 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
       {static_cast<double>(accumulators) / 2, loads / 2, gemm_ ? kAccumulatorChainCycles : 0.0});
   double efficiency = vt.efficiency * (b ? b->efficiency : 1.0) * (v ? v->efficiency : 1.0);
   double lanes = static_cast<double>(vector_tile * tb * tv) * efficiency / cycles;
-  bool tie = lanes > best_ * 0.9999 && lanes < best_ * 1.0001;
+  // Rates within `tolerance` of each other count as equal and the tile with more accumulators
+  // wins: for a GEMM the model counts a padded row tile's wasted lanes but not what a larger
+  // tile saves (loop overhead and operand traffic per FMA), so its tolerance is wider.
+  double tolerance = gemm_ ? kGemmTileTolerance : 0.9999;
+  bool faster = lanes * tolerance > best_;
+  bool close = !faster && lanes >= best_ * tolerance;
   // With no broadcast operand (a depthwise convolution) tiles along h and along w rate the
   // same; where the windows overlap (stride 1) the innermost axis wins: its tile reads a few
   // neighbouring vectors of a few rows instead of one vector from each of many rows. At
   // stride 2 the tile along h measured faster.
   bool innermost = mix_.broadcast_count == 0 && v && v->axis > plan_.second_axis &&
                    WindowsOverlapAlong(model_, block_, v->axis);
-  bool better = lanes > best_ * 1.0001 ||
-                (tie && (accumulators > best_accumulators_ ||
-                         (accumulators == best_accumulators_ &&
-                          (loads < best_loads_ || (loads == best_loads_ && innermost)))));
+  bool better =
+      faster || (close && (accumulators > best_accumulators_ ||
+                           (accumulators == best_accumulators_ &&
+                            (lanes > best_ * 1.0001 ||
+                             (lanes >= best_ * 0.9999 &&
+                              (loads < best_loads_ || (loads == best_loads_ && innermost)))))));
   if (!better) return;
   best_ = lanes;
   best_accumulators_ = accumulators;
