@@ -214,6 +214,54 @@ Workload ConvolutionWorkload(const std::string& name, const Convolution& c, Oned
   return workload;
 }
 
+// A depthwise conv2d in channels-last layouts, as a network converted to NHWC runs it: data
+// [1, H, W, C], weights HWIO [K, K, 1, C]; oneDNN reads and writes the same NHWC memory (no
+// reorder), its weights reordered once at setup.
+Workload ChannelsLastDepthwiseWorkload(const std::string& name, int64_t channels, int64_t size,
+                                       int64_t kernel, int64_t stride, OnednnContext& context,
+                                       uint64_t seed) {
+  Workload workload;
+  workload.name = name;
+  int64_t padding = kernel / 2;
+  ir::GraphBuilder builder("main");
+  ir::ValueId x = RandomInput(builder, workload, "x", {1, size, size, channels}, seed);
+  ir::ValueId w =
+      RandomInput(builder, workload, "w", {kernel, kernel, 1, channels}, seed, -0.5, 0.5);
+  ir::Attrs attrs{{"strides", std::vector<int64_t>{stride, stride}},
+                  {"padding", std::vector<int64_t>(4, padding)},
+                  {"dilation", std::vector<int64_t>{1, 1}},
+                  {"groups", channels},
+                  {"data_layout", std::string("NHWC")},
+                  {"kernel_layout", std::string("HWIO")}};
+  Finish(builder, workload, builder.Call("conv2d", {x, w}, attrs));
+  const ir::Shape& out = workload.onednn_output.shape();  // [1, OH, OW, C]
+  workload.shapes =
+      fmt::format("depthwise conv2d NHWC x[1,{0},{0},{1}] w[{2},{2},1,{1}] s{3} p{4} -> {5}", size,
+                  channels, kernel, stride, padding, ir::ShapeToString(out));
+  workload.flops =
+      2.0 * static_cast<double>(ir::NumElements(out)) * static_cast<double>(kernel * kernel);
+  // Logical oneDNN dims: data {N, C, H, W} in NHWC memory; weights {G, O/G, I/G, KH, KW}.
+  memory user_src = WrapTensor(workload.inputs[0], {1, channels, size, size}, Tag::acdb, context);
+  memory user_dst =
+      WrapTensor(workload.onednn_output, {1, channels, out[1], out[2]}, Tag::acdb, context);
+  memory::dims weight_dims = {channels, 1, 1, kernel, kernel};
+  memory user_weight = WrapTensor(workload.inputs[1], weight_dims,
+                                  {1, channels, channels, kernel * channels, channels}, context);
+  memory::desc weight_any(weight_dims, memory::data_type::f32, Tag::any);
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, user_src.get_desc(),
+      weight_any, user_dst.get_desc(), {stride, stride}, {padding, padding}, {padding, padding});
+  dnnl::convolution_forward::primitive_desc descriptor(desc, context.engine);
+  OnednnProgram program("NHWC activations");
+  memory packed_weight = ReorderNow(user_weight, descriptor.weights_desc(), context);
+  program.Add(
+      dnnl::convolution_forward(descriptor),
+      {{DNNL_ARG_SRC, user_src}, {DNNL_ARG_WEIGHTS, packed_weight}, {DNNL_ARG_DST, user_dst}},
+      std::string("conv:") + descriptor.impl_info_str());
+  workload.onednn_programs.push_back(std::move(program));
+  return workload;
+}
+
 // ---- matmul ----
 
 Workload GemmWorkload(const std::string& name, int64_t size, OnednnContext& context,
@@ -416,6 +464,16 @@ std::pair<std::string, Factory> Depthwise(int64_t channels, int64_t size, int64_
                             .groups = channels})};
 }
 
+// The same depthwise convolution channels-last (see ChannelsLastDepthwiseWorkload).
+std::pair<std::string, Factory> ChannelsLastDepthwise(int64_t channels, int64_t size,
+                                                      int64_t kernel, int64_t stride) {
+  std::string name = fmt::format("DWL-{}x{}-k{}s{}", channels, size, kernel, stride);
+  return {name, [=](OnednnContext& context, uint64_t seed) {
+            return ChannelsLastDepthwiseWorkload(name, channels, size, kernel, stride, context,
+                                                 seed);
+          }};
+}
+
 const std::vector<std::pair<std::string, Factory>>& Factories() {
   static const std::vector<std::pair<std::string, Factory>> factories = {
       {"C1D",
@@ -478,6 +536,18 @@ const std::vector<std::pair<std::string, Factory>>& Factories() {
       Depthwise(672, 14, 5, 2),
       Depthwise(1152, 7, 5, 1),
       Depthwise(1152, 7, 3, 1),
+      ChannelsLastDepthwise(32, 112, 3, 1),
+      ChannelsLastDepthwise(96, 112, 3, 2),
+      ChannelsLastDepthwise(144, 56, 3, 1),
+      ChannelsLastDepthwise(144, 56, 5, 2),
+      ChannelsLastDepthwise(240, 28, 5, 1),
+      ChannelsLastDepthwise(240, 28, 3, 2),
+      ChannelsLastDepthwise(480, 14, 3, 1),
+      ChannelsLastDepthwise(480, 14, 5, 1),
+      ChannelsLastDepthwise(672, 14, 5, 1),
+      ChannelsLastDepthwise(672, 14, 5, 2),
+      ChannelsLastDepthwise(1152, 7, 5, 1),
+      ChannelsLastDepthwise(1152, 7, 3, 1),
   };
   return factories;
 }

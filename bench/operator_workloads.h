@@ -32,6 +32,7 @@
 //   DW-CxH-kKsS   depthwise conv2d x[1,C,H,H] w[C,1,K,K] stride S pad K/2 groups C: the twelve
 //                 of a mobile inverted-bottleneck network (32x112 to 1152x7, 3x3 and 5x5,
 //                 stride 1 and 2)                           2 * C * outH * outW * K * K
+//   DWL-CxH-kKsS  the same channels-last: x[1,H,H,C] w HWIO [K,K,1,C] (oneDNN on NHWC memory)
 //
 // FLOP conventions: convolutions count every kernel tap of every output, padding included
 // (2 * N * O * prod(out spatial) * C/groups * prod(kernel)); T2D counts each input pixel times
