@@ -77,6 +77,10 @@ class BestOf : public TuningPass {
         options_(std::move(options)),
         alternative_(std::move(alternative)) {}
 
+  std::vector<std::pair<std::string, PassPtr>> side_pipelines() const override {
+    return {{kAlternative, alternative_}};
+  }
+
   // The alternative chain runs on this pass's input, as the eval passes do.
   void Validate(const std::vector<std::string>& preceding) const override {
     TuningPass::Validate(preceding);

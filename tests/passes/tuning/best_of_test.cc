@@ -202,6 +202,16 @@ TEST_F(BestOfPass, PipelineTextRoundTripsAndBadArgumentsFailWhenTheTextIsParsed)
             std::string::npos);
   EXPECT_NE(error(R"(BestOf(share=1.5, alternative="InferType"))").find("between 0 and 1"),
             std::string::npos);
+  // The tree shows the alternative's structure under its name.
+  EXPECT_EQ(passes::PrintPipelineTree(*passes::ParsePipeline(text, registry_)),
+            "BestOf(share=0.25, alternative=[...])  [tuning]\n"
+            "  eval:\n"
+            "    MockTune(choices=3, label=\"a\", keep=1)  [tuning]\n"
+            "      eval:\n"
+            "        MockTune(choices=3, label=\"b\")  [tuning]\n"
+            "  alternative:\n"
+            "    MockTune(choices=3, label=\"b\")  [tuning]\n"
+            "    MockTune(choices=3, label=\"a\")  [tuning]\n");
   // The alternative runs where the eval passes would: its required passes must run earlier.
   passes::PassContext context;
   EXPECT_THROW(
