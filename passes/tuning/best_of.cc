@@ -91,6 +91,7 @@ class BestOf : public TuningPass {
 
   Candidate Tune(const Candidate& candidate, PassContext& context) const override {
     tuning::TuningSession& session = context.Tuning();
+    // 1. Two copies of the candidate, each with this pass's instruction naming its chain.
     size_t index = candidate.trace.size();
     Candidate alternative = Branch(candidate, kAlternative);
     Candidate primary = Branch(candidate, kEval);
