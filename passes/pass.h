@@ -60,6 +60,10 @@ class Pass {
   // The passes this pass runs on what it produces (eval passes of a tuning pass, or the members
   // of a Sequential).
   virtual std::vector<PassPtr> nested() const { return {}; }
+  // Pipelines this pass runs besides its nested passes, each under the name of the argument that
+  // gives it as pipeline text (BestOf's alternative chain): PrintPipelineTree shows their
+  // structure under that name.
+  virtual std::vector<std::pair<std::string, PassPtr>> side_pipelines() const { return {}; }
   // Checks that the required passes of this pass (and of what it nests) run before them;
   // `preceding` names the passes that run before this one. Throws ir::Error naming both
   // passes on a violation.

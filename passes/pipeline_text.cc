@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "ir/error.h"
@@ -202,9 +203,14 @@ void PrintTree(const Pass& pass, int indent, std::string& out) {
     for (const PassPtr& p : pass.nested()) PrintTree(*p, indent, out);
     return;
   }
+  std::vector<std::pair<std::string, PassPtr>> sides = pass.side_pipelines();
   std::vector<std::string> parts;
-  for (const auto& [key, value] : pass.arguments())
-    parts.push_back(key + "=" + ir::ToString(value));
+  for (const auto& [key, value] : pass.arguments()) {
+    bool side =
+        std::any_of(sides.begin(), sides.end(), [&](const auto& s) { return s.first == key; });
+    // A side pipeline's text is shown as its structure below.
+    parts.push_back(key + "=" + (side ? std::string("[...]") : ir::ToString(value)));
+  }
   out += std::string(static_cast<size_t>(indent) * 2, ' ') + pass.name();
   if (!parts.empty()) out += fmt::format("({})", fmt::join(parts, ", "));
   if (pass.info().is_tuning) out += "  [tuning]";
@@ -213,6 +219,10 @@ void PrintTree(const Pass& pass, int indent, std::string& out) {
   if (!nested.empty()) {
     out += std::string(static_cast<size_t>(indent + 1) * 2, ' ') + "eval:\n";
     for (const PassPtr& p : nested) PrintTree(*p, indent + 2, out);
+  }
+  for (const auto& [key, pipeline] : sides) {
+    out += std::string(static_cast<size_t>(indent + 1) * 2, ' ') + key + ":\n";
+    PrintTree(*pipeline, indent + 2, out);
   }
 }
 

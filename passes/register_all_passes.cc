@@ -27,6 +27,7 @@ void RegisterTuneKernels(PassRegistry& registry);
 void RegisterPlaceOnBackend(PassRegistry& registry);
 void RegisterTuneBackendPlacement(PassRegistry& registry);
 void RegisterTuneConvAlgorithm(PassRegistry& registry);
+void RegisterBestOf(PassRegistry& registry);
 
 void RegisterAllPasses(PassRegistry& registry) {
   RegisterInferType(registry);
@@ -52,6 +53,7 @@ void RegisterAllPasses(PassRegistry& registry) {
   RegisterPlaceOnBackend(registry);
   RegisterTuneBackendPlacement(registry);
   RegisterTuneConvAlgorithm(registry);
+  RegisterBestOf(registry);
 }
 
 }  // namespace tandem::passes

@@ -1,8 +1,29 @@
 // The built-in pipelines. Each is plain pipeline text, so `tandem pipelines NAME` shows exactly
 // what runs; target-specific variants are registered with a target kind.
+#include <string>
+
+#include "ir/attrs.h"
 #include "pipelines/pipeline_registry.h"
 
 namespace tandem::pipelines {
+
+namespace {
+
+// The heuristic graph passes `sequential` and `joint` both start with.
+constexpr const char* kGraphPrefix =
+    "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
+    "DenseToMatmul";
+
+// What `sequential` runs after kGraphPrefix; `joint` runs the same chain as its BestOf
+// alternative, so that the candidate sequential would pick is always among joint's finalists.
+constexpr const char* kSequentialChain =
+    "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
+    "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, FuseOps]), "
+    "FoldConstant, InferType, "
+    "TuneBackendPlacement(eval=[PackMatmulWeights, PackConvWeights, FuseOps]), FuseOps, "
+    "DeadCodeElimination, TuneKernels";
+
+}  // namespace
 
 void RegisterBuiltinPipelines(PipelineRegistry& registry) {
   registry.Register(
@@ -64,36 +85,32 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "TuneKernels(trials=8, skip_tuned=1)]), "
                      "DeadCodeElimination",
                      ""});
-  registry.Register(
-      {"sequential",
-       "Layout, then the convolution algorithm, then backend placement, then "
-       "kernels, each tuned alone: every decision is taken with the later ones at "
-       "their defaults.",
-       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
-       "CombineParallelMatmul, DenseToMatmul, "
-       "TuneLayout(eval=[FoldConstant, FuseOps]), InferType, "
-       "TuneConvAlgorithm(per_conv=1, eval=[FoldConstant, InferType, FuseOps]), "
-       "FoldConstant, InferType, "
-       "TuneBackendPlacement(eval=[PackMatmulWeights, PackConvWeights, FuseOps]), FuseOps, "
-       "DeadCodeElimination, "
-       "TuneKernels",
-       ""});
+  registry.Register({"sequential",
+                     "Layout, then the convolution algorithm, then backend placement, then "
+                     "kernels, each tuned alone: every decision is taken with the later ones at "
+                     "their defaults.",
+                     std::string(kGraphPrefix) + ", " + kSequentialChain, ""});
   registry.Register(
       {"joint",
-       "Layout, convolution algorithm, backend placement and kernels tuned jointly: every "
-       "layout is screened with each convolution algorithm that applies in it (direct, "
-       "Winograd F(2x2,3x3) or F(4x4,3x3)) and its all-own and all-backend placements; in the "
-       "best layout every 3x3 convolution is measured alone with each algorithm and placement, "
-       "the uniform and per-convolution choices are screened again and the best gets its "
-       "placement tuned (pieces measured, dynamic program), the whole-module placements are "
-       "screened again and the best gets its kernels tuned with the rest of the budget; every "
-       "decision is taken on end-to-end measurements and the best measured candidate wins.",
-       "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, CombineParallelMatmul, "
-       "DenseToMatmul, TuneLayout(keep=1, eval=[FoldConstant, InferType, "
-       "TuneConvAlgorithm(keep=1, per_conv=1, eval=[FoldConstant, InferType, "
-       "TuneBackendPlacement(keep=1, eval=[PackMatmulWeights, PackConvWeights, FuseOps, "
-       "TuneKernels(skip_tuned=1)])])]), "
-       "DeadCodeElimination",
+       "Layout, convolution algorithm, backend placement and kernels tuned jointly, and never "
+       "worse than `sequential` up to the noise: BestOf runs the sequential chain first under "
+       "half of the trial budget, then the joint search under the rest (kernels the first "
+       "tuned are reused), and keeps the faster of the two results, both confirmed in the same "
+       "measurement rounds (the joint one unless the sequential one gains the minimum gain). "
+       "The joint search: every layout is screened with each convolution algorithm that "
+       "applies in it (direct, Winograd F(2x2,3x3) or F(4x4,3x3)) and its all-own and "
+       "all-backend placements; in the best layout every 3x3 convolution is measured alone "
+       "with each algorithm and placement, the uniform and per-convolution choices are "
+       "screened again and the best gets its placement tuned (pieces measured, dynamic "
+       "program), the whole-module placements are screened again and the best gets its "
+       "kernels tuned with the rest of its budget; every decision is taken on end-to-end "
+       "measurements and the best measured candidate wins.",
+       std::string(kGraphPrefix) + ", BestOf(share=0.5, alternative=" +
+           ir::ToString(ir::AttrValue(std::string(kSequentialChain))) +
+           ", eval=[TuneLayout(keep=1, eval=[FoldConstant, InferType, "
+           "TuneConvAlgorithm(keep=1, per_conv=1, eval=[FoldConstant, InferType, "
+           "TuneBackendPlacement(keep=1, eval=[PackMatmulWeights, PackConvWeights, FuseOps, "
+           "TuneKernels(skip_tuned=1)])])]), DeadCodeElimination])",
        ""});
   registry.Register({"unscheduled",
                      "Lowering without any schedule: every kernel is its plain compute definition "

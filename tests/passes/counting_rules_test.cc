@@ -76,6 +76,20 @@ TEST_F(CountingRules, SevenRulesOfTheSeed) {
   ExpectCounts(T(3, "b", T(2, "a") + ", " + T(5, "c")), 21);
 }
 
+// BestOf(eval=[U], alternative="V") evaluates |U| + |V|: each chain once, and nothing more when
+// both end measured (docs/tuning.md, counting rules).
+TEST_F(CountingRules, BestOfCountsBothChainsOnce) {
+  // The alternative's text is a string: its quotes escaped.
+  auto best_of = [](const std::string& alternative, const std::string& eval) {
+    std::string escaped;
+    for (char c : alternative) escaped += c == '"' ? std::string("\\\"") : std::string(1, c);
+    return fmt::format(R"(BestOf(alternative="{}", eval=[{}]))", escaped, eval);
+  };
+  ExpectCounts(best_of(T(3, "b"), T(2, "a")), 5);
+  ExpectCounts(best_of(T(3, "b") + ", " + T(5, "c"), T(2, "a", T(3, "b"))), 14);
+  ExpectCounts(T(2, "c", best_of(T(3, "b"), T(2, "a"))), 10);
+}
+
 TEST_F(CountingRules, FindsTheKnownOptimumAndRecordsEveryDecision) {
   ir::IRModule out = Run(T(3, "b", T(2, "a", T(5, "c"))));
   EXPECT_EQ(out.attrs().GetInt("mock.a"), 1);
