@@ -5,6 +5,7 @@
 
 #include "ir/error.h"
 #include "kernels/case_split.h"
+#include "kernels/default_schedule/access_model.h"
 #include "kernels/default_schedule/scheduler.h"
 #include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/primitives.h"
@@ -26,11 +27,43 @@ constexpr double kLargePadGrowth = 1.1;
 // this many times (a transform reading a whole tile per element keeps its producer separate).
 constexpr int64_t kMaxInlineLoads = 4;
 
+// True when `producer` pads (or otherwise changes the extent of) only outer axes of its input,
+// and `consumer` reads it contiguously along its own innermost spatial iterator (a channels-last
+// depthwise convolution reading its padded image along the channels): inlined, the bounds check
+// is then the same for a whole vector, one uniform select per load.
+bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& consumer) {
+  if (producer->writes.size() != 1) return false;
+  const ir::Buffer& written = producer->writes[0].buffer;
+  for (const ir::BufferRegion& r : producer->reads) {
+    if (r.buffer->shape.empty() || written->shape.empty() ||
+        r.buffer->shape.back() != written->shape.back()) {
+      return false;
+    }
+  }
+  AccessModel model(consumer);
+  int innermost = -1;
+  for (size_t k = 0; k < consumer->iter_vars.size(); ++k) {
+    if (consumer->iter_vars[k].kind == ir::IterKind::kSpatial) innermost = static_cast<int>(k);
+  }
+  if (!model.valid() || innermost < 0) return false;
+  bool read = false;
+  for (size_t l = 0; l < model.loads().size(); ++l) {
+    if (model.load_exprs()[l]->buffer != written) continue;
+    std::optional<int64_t> stride = model.Stride(model.loads()[l], innermost);
+    if (!stride || *stride != 1) return false;
+    read = true;
+  }
+  return read;
+}
+
 // True when `consumer`, which reads what `producer` writes, would recompute an inlined
 // `producer` too often: a spatial block that loads it more than kMaxInlineLoads times, or a
 // reduction that reads each of its elements many times.
 bool KeepsProducerSeparate(const ir::Block& producer, const ir::Block& consumer) {
   if (!IsReduction(consumer)) return LoadsOf(consumer, producer) > kMaxInlineLoads;
+  // A pad read as vectors whose bounds hold for every lane costs one select per load inlined,
+  // less than a pass of its own over the data whatever the reuse (channels-last depthwise).
+  if (ReadAsUniformlyBoundedVectors(producer, consumer)) return false;
   // A reduction that reads each element once (sum of squares) or a few times (a depthwise
   // convolution's padding) takes the producer: a separate pass over the data would cost more
   // than recomputing it.
@@ -38,24 +71,16 @@ bool KeepsProducerSeparate(const ir::Block& producer, const ir::Block& consumer)
   int64_t elements = 1;
   for (const ir::BufferRegion& w : producer->writes) elements = ir::NumElements(w.buffer->shape);
   if (iterations > kMaxInlineReuse * elements) return true;
-  // Except a pad of a large image read a few times per element (a depthwise convolution's 9
-  // taps): its own pass costs little more than a copy, while inlined, every tap pays for a
-  // bounds select. On a small image the border is a large part of the padded buffer and the
-  // selects are the cheaper (the pad measured faster separate at 56x56 and 112x112, slower at
-  // 7x7).
-  // Only a pad of the innermost (contiguous) axis pays per lane: one that pads outer axes only
-  // (a channels-last image's h and w) has the same bounds for a whole vector, so inlined it
-  // costs one uniform select per tap.
+  // Except a pad of a large image read a few times per element along its innermost axis (an
+  // NCHW depthwise convolution's 9 taps along w): its own pass costs little more than a copy,
+  // while inlined, every lane of every tap pays for a bounds select. On a small image the
+  // border is a large part of the padded buffer and the selects are the cheaper (the pad
+  // measured faster separate at 56x56 and 112x112, slower at 7x7).
   int64_t read_elements = 0;
-  bool pads_innermost = false;
   for (const ir::BufferRegion& r : producer->reads) {
     read_elements = std::max(read_elements, ir::NumElements(r.buffer->shape));
-    for (const ir::BufferRegion& w : producer->writes) {
-      pads_innermost = pads_innermost || (!r.buffer->shape.empty() && !w.buffer->shape.empty() &&
-                                          w.buffer->shape.back() != r.buffer->shape.back());
-    }
   }
-  return pads_innermost && iterations > kMaxPaddedReuse * elements &&
+  return iterations > kMaxPaddedReuse * elements &&
          static_cast<double>(elements) <= kLargePadGrowth * static_cast<double>(read_elements);
 }
 

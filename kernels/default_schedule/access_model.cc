@@ -73,6 +73,18 @@ ir::Expr AccessModel::FlatIndex(const ir::Buffer& buffer,
 }
 
 bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis) {
+  int innermost = -1;
+  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
+    if (block->iter_vars[k].kind == ir::IterKind::kSpatial) innermost = static_cast<int>(k);
+  }
+  bool contiguous = innermost >= 0 && innermost != axis;
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> step = model.Stride(load, axis);
+    if (step && *step != 0) {
+      std::optional<int64_t> lane = model.Stride(load, innermost);
+      contiguous = contiguous && lane && *lane == 1;
+    }
+  }
   bool moves = false;
   for (const ir::Expr& load : model.loads()) {
     std::optional<int64_t> step = model.Stride(load, axis);
@@ -83,7 +95,9 @@ bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int a
     for (size_t k = 0; k < block->iter_vars.size(); ++k) {
       if (block->iter_vars[k].kind != ir::IterKind::kReduction) continue;
       std::optional<int64_t> tap = model.Stride(load, static_cast<int>(k));
-      overlaps = overlaps || (tap && *tap == *step);
+      if (!tap || *tap == 0) continue;
+      bool strided = contiguous && *step % *tap == 0 && block->iter_vars[k].extent * *tap > *step;
+      overlaps = overlaps || *tap == *step || strided;
     }
     if (!overlaps) return false;
   }

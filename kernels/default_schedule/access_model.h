@@ -60,7 +60,10 @@ class AccessModel {
 // True when every load of `model` that moves along spatial iterator `axis` moves by the same
 // step along one of the block's reduction iterators: neighbouring outputs along `axis` read
 // overlapping windows (a stride-1 convolution's taps), so a tile along it with its taps
-// unrolled loads each input vector once for several outputs.
+// unrolled loads each input vector once for several outputs. When every such load is
+// contiguous along the block's innermost spatial iterator (the vector lanes; a channels-last
+// depthwise convolution), a strided window counts too: the step along `axis` is a multiple of
+// a reduction iterator's step and the taps span more than it (kernel 5 at stride 2).
 bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis);
 
 }  // namespace tandem::kernels::default_schedule

@@ -218,9 +218,11 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
   bool faster = lanes * tolerance > best_;
   bool close = !faster && lanes >= best_ * tolerance;
   // With no broadcast operand (a depthwise convolution) tiles along h and along w rate the
-  // same; where the windows overlap (stride 1) the innermost axis wins: its tile reads a few
-  // neighbouring vectors of a few rows instead of one vector from each of many rows. At
-  // stride 2 the tile along h measured faster.
+  // same; where the windows overlap (WindowsOverlapAlong: stride 1, or channels-last with the
+  // taps spanning more than the stride) the innermost axis wins: its tile reads a few
+  // neighbouring vectors of a few rows instead of one vector from each of many rows. Where
+  // they do not (an NCHW stride-2 window, read by strided vector loads) the tile along h
+  // measured faster.
   bool innermost = mix_.broadcast_count == 0 && v && v->axis > plan_.second_axis &&
                    WindowsOverlapAlong(model_, block_, v->axis);
   bool better =

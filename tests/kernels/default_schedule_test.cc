@@ -110,6 +110,34 @@ TEST(DefaultSchedule, DepthwisePadIsSeparateOnLargeImagesOnly) {
   EXPECT_FALSE(has_pad_stage(8));
 }
 
+// Channels-last, the pad's bounds depend on h and w only, the same for a whole vector of
+// channels: it is inlined at every size and kernel (one uniform select per loaded vector), even
+// where the taps read each element more often than a producer is otherwise recomputed (5x5).
+// A regular channels-last convolution, which broadcasts its input, keeps a large pad separate.
+TEST(DefaultSchedule, ChannelsLastDepthwisePadIsInlined) {
+  const int64_t channels = 16;
+  auto has_pad_stage = [&](int64_t size, int64_t kernel_size, bool depthwise) {
+    int64_t pad = kernel_size / 2;
+    int64_t groups = depthwise ? channels : 1;
+    ir::KernelFunction kernel =
+        LowerOp("conv2d",
+                {F32({1, size, size, channels}),
+                 F32({kernel_size, kernel_size, channels / groups, channels})},
+                ir::Attrs{{"data_layout", std::string("NHWC")},
+                          {"kernel_layout", std::string("HWIO")},
+                          {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
+                          {"groups", groups}});
+    Schedule s = ApplyDefaultSchedule(kernel, DefaultScheduleOptions{.num_threads = 2});
+    EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    std::vector<std::string> names = s.BlockNames();
+    return std::find(names.begin(), names.end(), "pad") != names.end();
+  };
+  EXPECT_FALSE(has_pad_stage(48, 3, true));
+  EXPECT_FALSE(has_pad_stage(28, 5, true));
+  EXPECT_FALSE(has_pad_stage(8, 3, true));
+  EXPECT_TRUE(has_pad_stage(48, 3, false));
+}
+
 // A transpose whose innermost output axis is short (NCHW -> NHWC of 3 channels) is not
 // vectorized across the fused loops (each vector would be a gather with per-lane index
 // arithmetic): its outer loops run in parallel and the channel loop is unrolled.
@@ -256,7 +284,7 @@ namespace {
 // along w with the taps unrolled (each input vector loaded once for several outputs; MobileNetV2's
 // stride-1 depthwise convolutions ran 1.3-3x faster); at stride 2 the windows do not overlap and
 // the tile stays along h with the taps rolled, which measured faster there.
-TEST(DefaultSchedule, DepthwiseConvolutionTilesAlongWidthWithTapsUnrolledAtStrideOne) {
+TEST(DefaultSchedule, DepthwiseConvolutionTilesAlongWidthWithTapsUnrolledWhereWindowsOverlap) {
   auto schedule = [](int64_t stride) {
     ir::KernelFunction kernel =
         LowerOp("conv2d", {testing::F32({1, 28, 28, 32}), testing::F32({3, 3, 1, 32})},
@@ -277,11 +305,21 @@ TEST(DefaultSchedule, DepthwiseConvolutionTilesAlongWidthWithTapsUnrolledAtStrid
   EXPECT_GT(unit_tiles["w_1"], 1) << unit.trace().ToText();
   EXPECT_EQ(unit_tiles["kh"], 3) << unit.trace().ToText();
   EXPECT_EQ(unit_tiles["kw"], 3) << unit.trace().ToText();
+  // Stride 2 under 3 taps: neighbouring outputs along w still share input columns (read as
+  // contiguous channel vectors), so the same structure.
   Schedule strided = schedule(2);
   std::map<std::string, int64_t> strided_tiles = UnrolledTileLoops(strided);
-  EXPECT_GT(strided_tiles["h_1"], 1) << strided.trace().ToText();
-  EXPECT_EQ(strided_tiles.count("kh"), 0u) << strided.trace().ToText();
-  EXPECT_EQ(strided_tiles.count("kw"), 0u) << strided.trace().ToText();
+  EXPECT_EQ(strided_tiles.count("h_1"), 0u) << strided.trace().ToText();
+  EXPECT_GT(strided_tiles["w_1"], 1) << strided.trace().ToText();
+  EXPECT_EQ(strided_tiles["kh"], 3) << strided.trace().ToText();
+  EXPECT_EQ(strided_tiles["kw"], 3) << strided.trace().ToText();
+  // Stride 3 under 3 taps: the windows no longer overlap; the tile goes along h and the taps
+  // stay a loop.
+  Schedule disjoint = schedule(3);
+  std::map<std::string, int64_t> disjoint_tiles = UnrolledTileLoops(disjoint);
+  EXPECT_GT(disjoint_tiles["h_1"], 1) << disjoint.trace().ToText();
+  EXPECT_EQ(disjoint_tiles.count("kh"), 0u) << disjoint.trace().ToText();
+  EXPECT_EQ(disjoint_tiles.count("kw"), 0u) << disjoint.trace().ToText();
 }
 
 }  // namespace
