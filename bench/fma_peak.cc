@@ -1,7 +1,5 @@
 #include "bench/fma_peak.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,54 +12,49 @@ namespace {
 
 constexpr int kChains = 12;
 
-// The empty asm statements keep each accumulator in a register and stop the compiler from
-// folding the chains; the result is returned so that the loop is not removed.
-__attribute__((target("avx512f"))) float FmaLoop512(int64_t iterations) {
-  __m512 a0 = _mm512_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
-         a8 = a0, a9 = a0, a10 = a0, a11 = a0;
-  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-6f);
+// A vector of `N` f32 lanes (GCC vector extension): its arithmetic compiles to the instruction
+// set of the function it is inlined into.
+template <int N>
+struct Lanes;
+template <>
+struct Lanes<16> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct Lanes<8> {
+  typedef float type __attribute__((vector_size(32)));
+};
+
+// Twelve independent chains a = a * x + y. The empty asm statements keep each accumulator in a
+// register and stop the compiler from folding the chains; the sum is returned so that the loop
+// is not removed. Inlined into the target-specific wrappers below, where a * x + y contracts
+// to one FMA.
+template <int N>
+__attribute__((always_inline)) inline float FmaChains(int64_t iterations) {
+  using V = typename Lanes<N>::type;
+  // Named accumulators (an array would live in memory).
+  V a0 = V{} + 1.0f, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
+    a9 = a0, a10 = a0, a11 = a0;
+  const V x = V{} + 0.999999f, y = V{} + 1e-6f;
   for (int64_t n = 0; n < iterations; ++n) {
-    a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y);
-    a2 = _mm512_fmadd_ps(a2, x, y), a3 = _mm512_fmadd_ps(a3, x, y);
-    a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y);
-    a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y);
-    a8 = _mm512_fmadd_ps(a8, x, y), a9 = _mm512_fmadd_ps(a9, x, y);
-    a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y);
+    a0 = a0 * x + y, a1 = a1 * x + y, a2 = a2 * x + y, a3 = a3 * x + y;
+    a4 = a4 * x + y, a5 = a5 * x + y, a6 = a6 * x + y, a7 = a7 * x + y;
+    a8 = a8 * x + y, a9 = a9 * x + y, a10 = a10 * x + y, a11 = a11 * x + y;
     asm volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));
     asm volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
   }
-  __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-  sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
+  V sum = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)) + ((a8 + a9) + (a10 + a11));
   float total = 0;
-  for (float lane : lanes) total += lane;
+  for (int l = 0; l < N; ++l) total += sum[l];
   return total;
 }
 
+__attribute__((target("avx512f"))) float FmaLoop512(int64_t iterations) {
+  return FmaChains<16>(iterations);
+}
+
 __attribute__((target("avx2,fma"))) float FmaLoop256(int64_t iterations) {
-  __m256 a0 = _mm256_set1_ps(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
-         a8 = a0, a9 = a0, a10 = a0, a11 = a0;
-  const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-6f);
-  for (int64_t n = 0; n < iterations; ++n) {
-    a0 = _mm256_fmadd_ps(a0, x, y), a1 = _mm256_fmadd_ps(a1, x, y);
-    a2 = _mm256_fmadd_ps(a2, x, y), a3 = _mm256_fmadd_ps(a3, x, y);
-    a4 = _mm256_fmadd_ps(a4, x, y), a5 = _mm256_fmadd_ps(a5, x, y);
-    a6 = _mm256_fmadd_ps(a6, x, y), a7 = _mm256_fmadd_ps(a7, x, y);
-    a8 = _mm256_fmadd_ps(a8, x, y), a9 = _mm256_fmadd_ps(a9, x, y);
-    a10 = _mm256_fmadd_ps(a10, x, y), a11 = _mm256_fmadd_ps(a11, x, y);
-    asm volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5));
-    asm volatile("" : "+x"(a6), "+x"(a7), "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11));
-  }
-  __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-  sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, sum);
-  float total = 0;
-  for (float lane : lanes) total += lane;
-  return total;
+  return FmaChains<8>(iterations);
 }
 
 }  // namespace
