@@ -1,8 +1,11 @@
 #include "frontend/onnx_importer.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
+#include <filesystem>
 #include <new>
 #include <set>
 #include <unordered_map>
@@ -323,14 +326,37 @@ ir::IRModule ImportModelProto(const onnx::ModelProto& model, const OnnxImportOpt
   return module;
 }
 
+// Parses `bytes` into `model` with messages nested at most `nesting` deep; false on failure.
+bool ParseNested(const std::string& bytes, int nesting, onnx::ModelProto& model) {
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetRecursionLimit(nesting);
+  return model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+}
+
 }  // namespace
 
 ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source_name,
                              const OnnxImportOptions& options) {
   ir::ErrorLocation where{.file = source_name};
   if (bytes.empty()) throw Error("not a valid ONNX model file: it is empty", where);
+  if (static_cast<int64_t>(bytes.size()) > kMaxOnnxModelBytes) {
+    throw Error(fmt::format("the ONNX model is {} bytes, over the limit of {} bytes (2 GiB, "
+                            "protobuf's limit for one message)",
+                            bytes.size(), kMaxOnnxModelBytes),
+                where);
+  }
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) {
+  if (!ParseNested(bytes, kMaxOnnxNesting, model)) {
+    // Parsed again with room for deeper nesting (still bounded): success means that nesting,
+    // not corrupt data, was what failed.
+    onnx::ModelProto deeper;
+    if (ParseNested(bytes, 4 * kMaxOnnxNesting, deeper)) {
+      throw Error(fmt::format("the ONNX model nests its messages deeper than the limit of {} "
+                              "levels (graphs inside attributes inside nodes ...)",
+                              kMaxOnnxNesting),
+                  where);
+    }
     throw Error(fmt::format("not a valid ONNX model file: {} (the protobuf data is truncated or "
                             "corrupt, or the file is not an ONNX model)",
                             source_name),
@@ -348,6 +374,14 @@ ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source
 }
 
 ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  std::error_code error;
+  std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (!error && size > static_cast<std::uintmax_t>(kMaxOnnxModelBytes)) {
+    throw Error(fmt::format("the ONNX model is {} bytes, over the limit of {} bytes (2 GiB, "
+                            "protobuf's limit for one message)",
+                            size, kMaxOnnxModelBytes),
+                {.file = path});
+  }
   return ImportOnnxModel(ReadFileBytes(path, "ONNX model"), path, options);
 }
 

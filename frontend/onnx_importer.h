@@ -13,6 +13,7 @@
 // "source" = "onnx", "opset" (the ai.onnx opset) and "producer" (when the file names one).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -20,6 +21,13 @@
 #include "ir/type.h"
 
 namespace tandem::frontend {
+
+// Limits on what the importer reads, each named by the Error that a model beyond it gets:
+// the serialized size (protobuf's own limit for one message; larger models keep their weights
+// in external data, which Tandem does not read) and the nesting of messages (a graph inside an
+// attribute inside a node ...), so that a hostile file cannot exhaust the stack while parsing.
+inline constexpr int64_t kMaxOnnxModelBytes = (int64_t{1} << 31) - 1;
+inline constexpr int kMaxOnnxNesting = 64;
 
 struct OnnxImportOptions {
   // Name of the graph function the model becomes.

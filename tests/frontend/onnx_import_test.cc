@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 
@@ -221,6 +223,29 @@ TEST(OnnxImport, ModelLevelErrors) {
   ExpectError([] { ImportOnnxModel("", "empty.onnx"); }, {"empty.onnx", "empty"});
   ExpectError([] { ImportOnnxModel("\x08\x07\x12", "cut.onnx"); },
               {"not a valid ONNX model file", "cut.onnx"});
+}
+
+// Messages nested beyond kMaxOnnxNesting (graphs in attributes of nodes of graphs ...) are an
+// error naming the limit, not a parse that recurses as deep as the file says; a model nested
+// less deeply parses and fails later, on what the importer does not support.
+TEST(OnnxImport, NestingBeyondTheLimitIsNamed) {
+  auto nested = [](int levels) {
+    OnnxModel model;
+    model.Input("x", {2}).Node("Identity", {"x"}, {"y"}).Output("y");
+    onnx::GraphProto* graph = model.graph();
+    for (int level = 0; level < levels; ++level) {  // node -> attribute -> graph per level
+      onnx::NodeProto* node = graph->add_node();
+      node->set_op_type("If");
+      onnx::AttributeProto* attribute = node->add_attribute();
+      attribute->set_name("then_branch");
+      attribute->set_type(onnx::AttributeProto::GRAPH);
+      graph = attribute->mutable_g();
+    }
+    return model;
+  };
+  ExpectError([&] { nested(40).Import(); },
+              {fmt::format("deeper than the limit of {} levels", kMaxOnnxNesting)});
+  ExpectError([&] { nested(2).Import(); }, {"If"});
 }
 
 TEST(OnnxImport, FileErrors) {
