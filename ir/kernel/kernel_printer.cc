@@ -8,6 +8,7 @@
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "ir/kernel/kernel_parser.h"
 #include "ir/lexer.h"
@@ -212,9 +213,28 @@ class KernelPrinter {
       default:
         break;
     }
+    if (IsBinary(e->kind) && e->operands.size() == 2 && own != kCompare) {
+      // Left-associative: a left operand of the same precedence prints without parentheses, so
+      // a chain `a + b - c ...` (thousands of terms deep) is walked down its left spine in a
+      // loop and printed left to right; only the right operands recurse.
+      std::vector<const Expr*> spine{&e};
+      while (true) {
+        const Expr& left = (*spine.back())->operands[0];
+        if (!left.defined() || !IsBinary(left->kind) || left->operands.size() != 2 ||
+            PrecedenceOf(left->kind) != own) {
+          break;
+        }
+        spine.push_back(&left);
+      }
+      std::string text = Expression((*spine.back())->operands[0], own);
+      for (auto it = spine.rbegin(); it != spine.rend(); ++it) {
+        text += " " + ToString((**it)->kind) + " " + Expression((**it)->operands[1], own + 1);
+      }
+      return text;
+    }
     if (IsBinary(e->kind) && e->operands.size() == 2) {
-      // Left-associative; comparisons do not chain, so both of their operands bind tighter.
-      int left = own == kCompare ? own + 1 : own;
+      // Comparisons do not chain, so both of their operands bind tighter.
+      int left = own + 1;
       return Expression(e->operands[0], left) + " " + ToString(e->kind) + " " +
              Expression(e->operands[1], own + 1);
     }

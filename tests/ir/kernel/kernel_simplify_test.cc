@@ -403,7 +403,8 @@ TEST_F(KernelSimplifyStmt, FoldsProvableConditions) {
   };
   EXPECT_EQ(in_loop(MakeIfThenElse(i < 8, store)), store);
   EXPECT_EQ(in_loop(MakeIfThenElse(i >= 8, store, other)), other);
-  const SeqNode* empty = As<SeqNode>(in_loop(MakeIfThenElse(i >= 8, store)));
+  Stmt folded = in_loop(MakeIfThenElse(i >= 8, store));  // kept alive: As returns a raw pointer
+  const SeqNode* empty = As<SeqNode>(folded);
   ASSERT_NE(empty, nullptr);
   EXPECT_TRUE(empty->stmts.empty());
   Stmt seq = in_loop(MakeSeq({MakeIfThenElse(i > 9, store), other}));
