@@ -504,7 +504,8 @@ CgValue KernelCodegen::EvalSelect(const Expr& e) {
     llvm::Function* fn = function_;
     auto* then_block = llvm::BasicBlock::Create(context_, "select.true", fn);
     auto* else_block = llvm::BasicBlock::Create(context_, "select.false", fn);
-    auto* merge = llvm::BasicBlock::Create(context_, "select.end");
+    PendingBlock pending_merge(context_, "select.end", fn);
+    llvm::BasicBlock* merge = pending_merge.get();
     builder_.CreateCondBr(condition.value, then_block, else_block);
     builder_.SetInsertPoint(then_block);
     CgValue t = Eval(e->operands[1]);
@@ -519,7 +520,7 @@ CgValue KernelCodegen::EvalSelect(const Expr& e) {
     builder_.SetInsertPoint(else_end);
     llvm::Value* fv = vector ? Materialize(f) : f.value;
     builder_.CreateBr(merge);
-    merge->insertInto(fn);
+    pending_merge.Insert();
     builder_.SetInsertPoint(merge);
     llvm::PHINode* phi = builder_.CreatePHI(tv->getType(), 2);
     phi->addIncoming(tv, then_end);

@@ -101,6 +101,28 @@ struct GpuLaunch {
 // The slot of a thread-binding loop kind in GpuLaunch::extents.
 int ThreadIndexSlot(ir::ForKind kind);
 
+// A basic block created without a parent, so that it can be placed after the code emitted
+// before it (a loop's exit, an if's merge). Insert() appends it to the function. If emitting
+// the code before it throws, the destructor appends it instead, so that the function (discarded
+// with the failed module) owns it rather than nobody.
+class PendingBlock {
+ public:
+  PendingBlock(llvm::LLVMContext& context, const llvm::Twine& name, llvm::Function* function)
+      : block_(llvm::BasicBlock::Create(context, name)), function_(function) {}
+  ~PendingBlock() {
+    if (block_->getParent() == nullptr) block_->insertInto(function_);
+  }
+  PendingBlock(const PendingBlock&) = delete;
+  PendingBlock& operator=(const PendingBlock&) = delete;
+
+  llvm::BasicBlock* get() const { return block_; }
+  void Insert() { block_->insertInto(function_); }
+
+ private:
+  llvm::BasicBlock* block_;
+  llvm::Function* function_;
+};
+
 class KernelCodegen {
  public:
   // `gpu`: null for a CPU kernel; for a GPU kernel, the launch it is generated for (it must

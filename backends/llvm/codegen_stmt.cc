@@ -304,7 +304,8 @@ void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::st
                              const std::function<void(llvm::Value*)>& body, bool guard_empty) {
   llvm::BasicBlock* preheader = builder_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(context_, name + ".loop", function_);
-  auto* exit = llvm::BasicBlock::Create(context_, name + ".exit");
+  PendingBlock pending_exit(context_, name + ".exit", function_);
+  llvm::BasicBlock* exit = pending_exit.get();
   if (guard_empty) {
     builder_.CreateCondBr(builder_.CreateICmpSLT(begin, end), header, exit);
   } else {
@@ -319,7 +320,7 @@ void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::st
   llvm::BasicBlock* latch = builder_.GetInsertBlock();
   builder_.CreateCondBr(builder_.CreateICmpSLT(next, end), header, exit);
   counter->addIncoming(next, latch);
-  exit->insertInto(function_);
+  pending_exit.Insert();
   builder_.SetInsertPoint(exit);
 }
 
@@ -336,19 +337,22 @@ void KernelCodegen::EmitConditional(const CgValue& condition,
       return;
     }
     auto* then_block = llvm::BasicBlock::Create(context_, "then", function_);
-    auto* else_block = else_case ? llvm::BasicBlock::Create(context_, "else") : nullptr;
-    auto* merge = llvm::BasicBlock::Create(context_, "endif");
+    std::optional<PendingBlock> pending_else;
+    if (else_case) pending_else.emplace(context_, "else", function_);
+    llvm::BasicBlock* else_block = pending_else ? pending_else->get() : nullptr;
+    PendingBlock pending_merge(context_, "endif", function_);
+    llvm::BasicBlock* merge = pending_merge.get();
     builder_.CreateCondBr(condition.value, then_block, else_block ? else_block : merge);
     builder_.SetInsertPoint(then_block);
     then_case();
     builder_.CreateBr(merge);
     if (else_block) {
-      else_block->insertInto(function_);
+      pending_else->Insert();
       builder_.SetInsertPoint(else_block);
       else_case();
       builder_.CreateBr(merge);
     }
-    merge->insertInto(function_);
+    pending_merge.Insert();
     builder_.SetInsertPoint(merge);
     return;
   }
