@@ -326,6 +326,15 @@ ir::IRModule ImportModelProto(const onnx::ModelProto& model, const OnnxImportOpt
   return module;
 }
 
+// Error when a model of `bytes` bytes is over kMaxOnnxModelBytes.
+void CheckModelSize(std::uintmax_t bytes, const ir::ErrorLocation& where) {
+  if (bytes <= static_cast<std::uintmax_t>(kMaxOnnxModelBytes)) return;
+  throw Error(fmt::format("the ONNX model is {} bytes, over the limit of {} bytes (2 GiB, "
+                          "protobuf's limit for one message)",
+                          bytes, kMaxOnnxModelBytes),
+              where);
+}
+
 // Parses `bytes` into `model` with messages nested at most `nesting` deep; false on failure.
 bool ParseNested(const std::string& bytes, int nesting, onnx::ModelProto& model) {
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
@@ -340,12 +349,7 @@ ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source
                              const OnnxImportOptions& options) {
   ir::ErrorLocation where{.file = source_name};
   if (bytes.empty()) throw Error("not a valid ONNX model file: it is empty", where);
-  if (static_cast<int64_t>(bytes.size()) > kMaxOnnxModelBytes) {
-    throw Error(fmt::format("the ONNX model is {} bytes, over the limit of {} bytes (2 GiB, "
-                            "protobuf's limit for one message)",
-                            bytes.size(), kMaxOnnxModelBytes),
-                where);
-  }
+  CheckModelSize(bytes.size(), where);
   onnx::ModelProto model;
   if (!ParseNested(bytes, kMaxOnnxNesting, model)) {
     // Parsed again with room for deeper nesting (still bounded): success means that nesting,
@@ -376,12 +380,7 @@ ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source
 ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
   std::error_code error;
   std::uintmax_t size = std::filesystem::file_size(path, error);
-  if (!error && size > static_cast<std::uintmax_t>(kMaxOnnxModelBytes)) {
-    throw Error(fmt::format("the ONNX model is {} bytes, over the limit of {} bytes (2 GiB, "
-                            "protobuf's limit for one message)",
-                            size, kMaxOnnxModelBytes),
-                {.file = path});
-  }
+  if (!error) CheckModelSize(size, {.file = path});
   return ImportOnnxModel(ReadFileBytes(path, "ONNX model"), path, options);
 }
 

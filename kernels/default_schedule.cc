@@ -41,10 +41,7 @@ bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& c
     }
   }
   AccessModel model(consumer);
-  int innermost = -1;
-  for (size_t k = 0; k < consumer->iter_vars.size(); ++k) {
-    if (consumer->iter_vars[k].kind == ir::IterKind::kSpatial) innermost = static_cast<int>(k);
-  }
+  int innermost = InnermostSpatialAxis(consumer);
   if (!model.valid() || innermost < 0) return false;
   bool read = false;
   for (size_t l = 0; l < model.loads().size(); ++l) {

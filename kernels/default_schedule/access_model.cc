@@ -72,11 +72,16 @@ ir::Expr AccessModel::FlatIndex(const ir::Buffer& buffer,
   return ir::Simplify(flat, ranges_);
 }
 
-bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis) {
+int InnermostSpatialAxis(const ir::Block& block) {
   int innermost = -1;
   for (size_t k = 0; k < block->iter_vars.size(); ++k) {
     if (block->iter_vars[k].kind == ir::IterKind::kSpatial) innermost = static_cast<int>(k);
   }
+  return innermost;
+}
+
+bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis) {
+  int innermost = InnermostSpatialAxis(block);
   bool contiguous = innermost >= 0 && innermost != axis;
   for (const ir::Expr& load : model.loads()) {
     std::optional<int64_t> step = model.Stride(load, axis);

@@ -57,6 +57,9 @@ class AccessModel {
   int64_t lane_tile_ = 0;
 };
 
+// The block's innermost spatial iterator (the vector axis of its register tile), or -1.
+int InnermostSpatialAxis(const ir::Block& block);
+
 // True when every load of `model` that moves along spatial iterator `axis` moves by the same
 // step along one of the block's reduction iterators: neighbouring outputs along `axis` read
 // overlapping windows (a stride-1 convolution's taps), so a tile along it with its taps

@@ -225,13 +225,15 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
   // measured faster.
   bool innermost = mix_.broadcast_count == 0 && v && v->axis > plan_.second_axis &&
                    WindowsOverlapAlong(model_, block_, v->axis);
-  bool better =
-      faster || (close && (accumulators > best_accumulators_ ||
-                           (accumulators == best_accumulators_ &&
-                            (lanes > best_ * 1.0001 ||
-                             (lanes >= best_ * 0.9999 &&
-                              (loads < best_loads_ || (loads == best_loads_ && innermost)))))));
-  if (!better) return;
+  auto better = [&] {
+    if (faster) return true;
+    if (!close) return false;
+    if (accumulators != best_accumulators_) return accumulators > best_accumulators_;
+    if (lanes > best_ * 1.0001) return true;
+    if (lanes < best_ * 0.9999) return false;
+    return loads < best_loads_ || (loads == best_loads_ && innermost);
+  };
+  if (!better()) return;
   best_ = lanes;
   best_accumulators_ = accumulators;
   best_loads_ = loads;
@@ -267,9 +269,7 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   AccessModel model(block);
   if (!model.valid()) return std::nullopt;
   RegisterTile plan;
-  for (size_t k = 0; k < block->iter_vars.size(); ++k) {
-    if (block->iter_vars[k].kind == ir::IterKind::kSpatial) plan.vector_axis = static_cast<int>(k);
-  }
+  plan.vector_axis = InnermostSpatialAxis(block);
   if (plan.vector_axis < 0) return std::nullopt;
   int64_t extent = block->iter_vars[static_cast<size_t>(plan.vector_axis)].extent;
   if (extent < 4 || model.Stride(model.store(), plan.vector_axis) != 1) return std::nullopt;
