@@ -50,8 +50,9 @@ struct MeasureResult {
   double stddev_seconds = 0;
   double max_relative_error = 0;  // against the expected outputs (0 when none were given)
   // The failure was caused by the measuring setup (invalid options, a worker process that could
-  // not be started), not by the candidate: it says nothing about the candidate, so it is never
-  // committed as the candidate's result (TuningSession turns it into a run error).
+  // not be started, memory exhausted while measuring), not by the candidate: it says nothing about
+  // the candidate, so it is never committed as the candidate's result (TuningSession turns it into
+  // a run error).
   bool setup_failure = false;
 
   bool ok() const { return error.empty(); }

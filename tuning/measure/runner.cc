@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <new>
 #include <optional>
 #include <thread>
 
@@ -114,6 +115,12 @@ MeasureResult MeasureHere(const RunInput& input, const MeasureOptions& options) 
       if (auto failure = check()) return *failure;
     }
     return MeasureResult::FromRunSeconds(std::move(run_seconds), max_relative_error);
+  } catch (const std::bad_alloc&) {
+    // Memory is a property of the machine at this moment (other processes, other workers), not
+    // of the candidate: not its result.
+    return MeasureResult::SetupFailure(
+        "out of memory while measuring (the machine has too little free memory for this "
+        "candidate's inputs, outputs and buffers)");
   } catch (const std::exception& e) {
     return MeasureResult::Failure(fmt::format("run failed: {}", e.what()));
   } catch (...) {

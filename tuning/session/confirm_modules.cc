@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ir/structural.h"
+#include "tuning/session/record_reuse.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem::tuning {
@@ -59,7 +60,7 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
   std::map<std::string, MeasureResult> by_hash;
   for (const std::string& hash : distinct) {
     std::optional<TuningRecord> record = database_->FindRecord(hash, target_descriptor_, key);
-    if (!record) break;
+    if (!record || !RecordAnswersUnder(*record, options_.measure)) break;
     by_hash[hash] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                  : MeasureResult::Failure(record->error);
   }
@@ -81,7 +82,8 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
         modules, build_options(),
         [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts, rounds,
         &measure);
-    std::string measured_by = MeasuredBy(fmt::format("graph-confirm-{}-rounds", rounds), measure);
+    std::string measured_by =
+        MeasuredByJson(fmt::format("graph-confirm-{}-rounds", rounds), measure);
     for (size_t k = 0; k < distinct.size(); ++k) {
       database_->CommitWorkload({distinct[k], "graph", GraphWorkloadText(modules[k])});
       TuningRecord record;

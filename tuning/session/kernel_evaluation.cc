@@ -7,6 +7,7 @@
 #include "ir/kernel/kernel_structural.h"
 #include "ir/structural.h"
 #include "kernels/default_schedule.h"
+#include "tuning/session/record_reuse.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem::tuning {
@@ -49,7 +50,9 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
     ++counts.requested;
     hashes[i] =
         candidates[i].hash.empty() ? CandidateHash(candidates[i].scheduled) : candidates[i].hash;
-    if (auto record = database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i])) {
+    std::optional<TuningRecord> record =
+        database_->FindRecord(task.workload_hash, target_descriptor_, hashes[i]);
+    if (record && RecordAnswersUnder(*record, options_.measure)) {
       if (!AcceptAnswer(JobTrialName(task.workload_hash, hashes[i]), counts)) {
         results[i] = MeasureResult::Failure(BudgetSpentReason());
         continue;
@@ -76,7 +79,7 @@ std::vector<MeasureResult> TuningSession::EvaluateKernels(
       modules, build, [&](size_t) -> const Reference& { return reference; }, counts);
 
   database_->CommitWorkload({task.workload_hash, "kernel", ir::PrintKernel(task.kernel)});
-  std::string measured_by = MeasuredBy("kernel", options_.measure);
+  std::string measured_by = MeasuredByJson("kernel", options_.measure);
   for (size_t k = 0; k < to_measure.size(); ++k) {
     size_t i = to_measure[k];
     results[i] = std::move(measured[k]);

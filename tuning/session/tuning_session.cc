@@ -1,4 +1,5 @@
 #include "tuning/session/tuning_session.h"
+#include "tuning/session/record_reuse.h"
 
 #include <fmt/format.h>
 
@@ -150,17 +151,6 @@ const TuningSession::Reference& TuningSession::ReferenceFor(const ir::IRModule& 
   return references_.emplace(signature, std::move(reference)).first->second;
 }
 
-std::string TuningSession::MeasuredBy(const std::string& runner, const MeasureOptions& m) const {
-  nlohmann::json json = {{"runner", runner},
-                         {"warmup_runs", m.warmup_runs},
-                         {"min_warmup_seconds", m.min_warmup_seconds},
-                         {"repeats", m.repeats},
-                         {"min_repeat_seconds", m.min_repeat_seconds},
-                         {"flush_cache", m.flush_cache},
-                         {"num_threads", m.num_threads}};
-  return json.dump();
-}
-
 std::vector<MeasureResult> TuningSession::BuildAndRun(
     const std::vector<ir::IRModule>& modules, const backends::BuildOptions& build,
     const std::function<const Reference&(size_t)>& reference_for, EvaluationCounts& counts,
@@ -188,13 +178,14 @@ std::vector<MeasureResult> TuningSession::BuildAndRun(
   }
   std::vector<MeasureResult> measured =
       runner_->Run(interleaved, measure != nullptr ? *measure : options_.measure);
-  // A failure of the measuring setup says nothing about the candidates: the run stops with it
-  // and nothing of this batch is committed.
+  // A failure of the measuring setup (invalid options, a worker that could not start, memory
+  // exhausted while measuring) says nothing about the candidates: the run stops with it and
+  // nothing of this batch is committed.
   for (const MeasureResult& result : measured) {
     if (result.setup_failure) {
       throw ir::Error(
-          fmt::format("measuring failed before any candidate ran: {} (nothing of "
-                      "this batch was recorded)",
+          fmt::format("measuring failed for a reason outside the candidates: {} (nothing "
+                      "of this batch was recorded)",
                       result.error));
     }
   }
@@ -313,7 +304,8 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
   for (size_t i = 0; i < requests.size(); ++i) {
     ++counts.requested;
     hashes[i] = ir::HashToHex(ir::StructuralHash(requests[i].module));
-    if (auto record = database_->FindRecord(hashes[i], target_descriptor_, "")) {
+    std::optional<TuningRecord> record = database_->FindRecord(hashes[i], target_descriptor_, "");
+    if (record && RecordAnswersUnder(*record, options_.measure)) {
       if (!AcceptAnswer(JobTrialName(hashes[i], ""), counts)) {
         results[i] = MeasureResult::Failure(BudgetSpentReason());
         continue;
@@ -341,7 +333,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
     std::vector<MeasureResult> measured = BuildAndRun(
         modules, build_options(),
         [&](size_t k) -> const Reference& { return ReferenceFor(modules[k]); }, counts);
-    std::string measured_by = MeasuredBy("graph", options_.measure);
+    std::string measured_by = MeasuredByJson("graph", options_.measure);
     if (!charge_budget) uncharged_measurements_ += static_cast<int64_t>(to_measure.size());
     for (size_t k = 0; k < to_measure.size(); ++k) {
       size_t i = to_measure[k];

@@ -286,8 +286,6 @@ class TuningSession {
   };
   const Reference& ReferenceFor(const ir::IRModule& module);
   const Reference& KernelReferenceFor(const TuningTask& task);
-  // How `measure` measures, as JSON; `runner` says what was measured ("graph", "kernel").
-  std::string MeasuredBy(const std::string& runner, const MeasureOptions& measure) const;
   // Builds `modules` in parallel and measures the ones that built against the reference
   // `reference_for(k)` returns for module k (asked only for modules that built), in `rounds`
   // interleaved rounds whose runs are pooled, with `measure` (the session's options when null).

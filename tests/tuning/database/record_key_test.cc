@@ -8,8 +8,9 @@
 #include "backends/llvm/codegen.h"
 #include "ir/structural.h"
 #include "tests/common/mock_tuning.h"
-#include "tuning/measure/builder.h"
 #include "tuning/database/database.h"
+#include "tuning/measure/builder.h"
+#include "tuning/session/record_reuse.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem {
@@ -90,6 +91,100 @@ TEST(RecordKey, OtherMeasurementOptionsMeasureAgain) {
   Session other = MakeSession(database, flushed);
   other.session->EvaluateModules({{module, {}}}, "Test");
   EXPECT_EQ(other.runner->runs, 1);
+}
+
+// A runner whose every candidate fails with `error` (a time-out, a wrong result, a crash).
+class FailingRunner : public tuning::Runner {
+ public:
+  explicit FailingRunner(std::string error) : error_(std::move(error)) {}
+  std::vector<tuning::MeasureResult> Run(const std::vector<tuning::RunInput>& inputs,
+                                         const tuning::MeasureOptions&) override {
+    runs += static_cast<int64_t>(inputs.size());
+    return std::vector<tuning::MeasureResult>(inputs.size(),
+                                              tuning::MeasureResult::Failure(error_));
+  }
+  int64_t runs = 0;
+
+ private:
+  std::string error_;
+};
+
+// Evaluates the mock module once with `runner` under `measure`; how many runs it took.
+int64_t EvaluateWith(std::shared_ptr<tuning::Database> database,
+                     std::shared_ptr<tuning::Runner> runner, tuning::MeasureOptions measure) {
+  tuning::TuningSession::Options options;
+  options.measure = measure;
+  tuning::TuningSession session(ir::ParseTarget("llvm -cpu=x86-64-v3 -threads=2"), database,
+                                std::make_shared<tuning::LocalBuilder>(), runner, options);
+  session.EvaluateModules({{testing::MockModule(), {}}}, "Test");
+  if (auto* failing = dynamic_cast<FailingRunner*>(runner.get())) return failing->runs;
+  return static_cast<testing::MockRunner*>(runner.get())->runs;
+}
+
+TEST(RecordKey, ATimeOutIsMeasuredAgainUnderALongerTimeout) {
+  std::shared_ptr<tuning::Database> database = tuning::MakeInMemoryDatabase();
+  tuning::MeasureOptions short_timeout;
+  short_timeout.timeout_seconds = 1;
+  auto runner = std::make_shared<FailingRunner>("timed out after 1 s");
+  EXPECT_EQ(EvaluateWith(database, runner, short_timeout), 1);
+  EXPECT_EQ(EvaluateWith(database, runner, short_timeout), 1);  // the same timeout: reused
+  tuning::MeasureOptions shorter = short_timeout;
+  shorter.timeout_seconds = 0.5;
+  EXPECT_EQ(EvaluateWith(database, runner, shorter), 1);  // would time out again: reused
+  tuning::MeasureOptions longer = short_timeout;
+  longer.timeout_seconds = 30;
+  EXPECT_EQ(EvaluateWith(database, std::make_shared<testing::MockRunner>(), longer), 1);
+  // The new success is the latest record and answers from now on.
+  EXPECT_EQ(EvaluateWith(database, std::make_shared<testing::MockRunner>(), longer), 0);
+}
+
+TEST(RecordKey, AWrongResultIsMeasuredAgainUnderALooserTolerance) {
+  std::shared_ptr<tuning::Database> database = tuning::MakeInMemoryDatabase();
+  tuning::MeasureOptions strict;
+  strict.tolerance = 1e-7;
+  auto runner =
+      std::make_shared<FailingRunner>("wrong result: relative error 3e-06 > 1e-07 on output 0");
+  EXPECT_EQ(EvaluateWith(database, runner, strict), 1);
+  EXPECT_EQ(EvaluateWith(database, runner, strict), 1);  // reused
+  tuning::MeasureOptions loose;
+  loose.tolerance = 1e-4;
+  EXPECT_EQ(EvaluateWith(database, std::make_shared<testing::MockRunner>(), loose), 1);
+  // A success under 1e-4 does not answer for a run that asks for 1e-7.
+  EXPECT_EQ(EvaluateWith(database, std::make_shared<testing::MockRunner>(), strict), 1);
+}
+
+TEST(RecordKey, AFailureOfTheCandidateItselfIsReusedUnderAnyTimeoutAndTolerance) {
+  std::shared_ptr<tuning::Database> database = tuning::MakeInMemoryDatabase();
+  auto runner = std::make_shared<FailingRunner>("crashed: signal 11 (SIGSEGV)");
+  EXPECT_EQ(EvaluateWith(database, runner, {}), 1);
+  tuning::MeasureOptions other;
+  other.timeout_seconds = 99;
+  other.tolerance = 0.5;
+  EXPECT_EQ(EvaluateWith(database, runner, other), 1);  // reused
+}
+
+TEST(RecordKey, RecordsThatDoNotSayTheirTimeoutOrToleranceAnswerOnlyAsSuccesses) {
+  tuning::TuningRecord success;
+  success.run_seconds = {1e-3};
+  success.measured_by = R"({"runner":"graph","repeats":3})";
+  tuning::TuningRecord timed_out = success;
+  timed_out.run_seconds.clear();
+  timed_out.error = "timed out after 30 s";
+  tuning::TuningRecord wrong = timed_out;
+  wrong.error = "wrong result: relative error 1 > 0.0001 on output 0";
+  tuning::MeasureOptions options;
+  EXPECT_TRUE(tuning::RecordAnswersUnder(success, options));
+  EXPECT_FALSE(tuning::RecordAnswersUnder(timed_out, options));
+  EXPECT_FALSE(tuning::RecordAnswersUnder(wrong, options));
+  // Unreadable text answers the same way.
+  for (tuning::TuningRecord* record : {&success, &timed_out, &wrong})
+    record->measured_by = "[[1e400";
+  EXPECT_TRUE(tuning::RecordAnswersUnder(success, options));
+  EXPECT_FALSE(tuning::RecordAnswersUnder(timed_out, options));
+  EXPECT_FALSE(tuning::RecordAnswersUnder(wrong, options));
+  // What the session writes says both.
+  timed_out.measured_by = tuning::MeasuredByJson("graph", options);
+  EXPECT_TRUE(tuning::RecordAnswersUnder(timed_out, options));
 }
 
 }  // namespace
