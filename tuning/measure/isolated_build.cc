@@ -17,6 +17,8 @@
 //     as timed out (the run goes on).
 // glibc's fork keeps malloc and stdio usable in the child; stdio buffers are flushed before
 // forking so that a child that calls exit() does not write the parent's pending output again.
+// (AddressSanitizer's allocator in GCC's libasan is not kept usable: under it, a child can block
+// on an allocator lock another thread held at the fork, and time out.)
 //
 // The build, step by step:
 //   1. The parent legalizes the candidate (in process, like any build) and checks that its
@@ -34,10 +36,10 @@
 //   4. The parent reads the pipe until end of file under a deadline of timeout_seconds from the
 //      fork; past it, it kills the child. It reaps the child in every case.
 //   5. A signal, a non-zero exit, an LLVM fatal error or a missed deadline is the candidate's
-//      error. Otherwise the parent inserts the objects into its KernelObjectCache and links the
-//      legalized module in process, finding every kernel in the cache. (An object the cache
-//      drops before that, past its byte budget, is compiled again in this process: correct, not
-//      isolated.)
+//      error. Otherwise the parent inserts the objects into its KernelObjectCache (in-process
+//      work, under the shared lock like the rest) and links the legalized module in process,
+//      finding every kernel in the cache. (An object the cache drops before that, past its byte
+//      budget, is compiled again in this process: correct, not isolated.)
 // The pipe only goes from child to parent, so the parent never gets SIGPIPE from it. A child
 // outlives no parent thread that forked it: PR_SET_PDEATHSIG kills it with the thread.
 #include "tuning/measure/isolated_build.h"
@@ -308,6 +310,9 @@ BuildOutput BuildIsolated(const BuildInput& input, double timeout_seconds,
       error = fmt::format("build failed: {}", e.what());
     }
     if (!error.empty()) return Failure(std::move(error), start);
+    // The cache's lock, held by this thread while another forks, would be held forever in that
+    // child: inserting is in-process work.
+    std::shared_lock<std::shared_mutex> no_fork = NoForkMeanwhile();
     backends::KernelObjectCache& cache = backends::KernelObjectCache::Global();
     for (backends::KernelObject& object : report.objects) {
       cache.Insert(object.symbol, std::move(object.object));
