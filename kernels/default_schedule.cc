@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 #include "kernels/case_split.h"
 #include "kernels/default_schedule/access_model.h"
 #include "kernels/default_schedule/scheduler.h"
@@ -53,11 +54,32 @@ bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& c
   return read;
 }
 
+// True when `block`'s value calls an intrinsic that costs tens of instructions per element
+// (exp, log, sqrt, erf, tanh, sigmoid, pow; not abs, floor or ceil).
+bool CallsCostlyIntrinsic(const ir::Block& block) {
+  bool costly = false;
+  ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {
+    ir::VisitExprTree(top, [&](const ir::Expr& e) {
+      if (e->kind == ir::ExprKind::kCall && e->name != "abs" && e->name != "floor" &&
+          e->name != "ceil") {
+        costly = true;
+      }
+    });
+  });
+  return costly;
+}
+
 // True when `consumer`, which reads what `producer` writes, would recompute an inlined
-// `producer` too often: a spatial block that loads it more than kMaxInlineLoads times, or a
-// reduction that reads each of its elements many times.
+// `producer` too often: a spatial block that loads it more than kMaxInlineLoads times, or that
+// broadcasts a costly producer (a squeeze-excite scale: one sigmoid per channel, multiplied into
+// every pixel of the channel), or a reduction that reads each of its elements many times.
 bool KeepsProducerSeparate(const ir::Block& producer, const ir::Block& consumer) {
-  if (!IsReduction(consumer)) return LoadsOf(consumer, producer) > kMaxInlineLoads;
+  if (!IsReduction(consumer)) {
+    if (LoadsOf(consumer, producer) > kMaxInlineLoads) return true;
+    int64_t elements = 1;
+    for (const ir::BufferRegion& w : producer->writes) elements = ir::NumElements(w.buffer->shape);
+    return SpatialExtent(consumer) > kMaxInlineReuse * elements && CallsCostlyIntrinsic(producer);
+  }
   // A pad read as vectors whose bounds hold for every lane costs one select per load inlined,
   // less than a pass of its own over the data whatever the reuse (channels-last depthwise).
   if (ReadAsUniformlyBoundedVectors(producer, consumer)) return false;

@@ -1,10 +1,12 @@
 // Default schedules keep every kernel's result, and Legalize keeps every graph's result.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "backends/reference/interpreter.h"
 #include "ir/kernel/functor.h"
+#include "ir/kernel/kernel_parser.h"
 #include "kernels/default_schedule.h"
 #include "kernels/legalize.h"
 #include "tests/kernels/schedule_test_util.h"
@@ -320,6 +322,48 @@ TEST(DefaultSchedule, DepthwiseConvolutionTilesAlongWidthWithTapsUnrolledWhereWi
   EXPECT_GT(disjoint_tiles["h_1"], 1) << disjoint.trace().ToText();
   EXPECT_EQ(disjoint_tiles.count("kh"), 0u) << disjoint.trace().ToText();
   EXPECT_EQ(disjoint_tiles.count("kw"), 0u) << disjoint.trace().ToText();
+}
+
+// A squeeze-excite scale: `unary` of a per-channel value, multiplied into every pixel of the
+// channel (16 channels of 32x32). With a costly `unary` the per-channel stage stays separate
+// (one sigmoid per channel, not one per pixel); a cheap one is recomputed per pixel.
+ir::KernelFunction ChannelScale(const std::string& unary, int64_t size) {
+  return ir::ParseKernel(fmt::format(R"(
+  kernel @scale(%s: f32[16], %x: f32[16,{0},{0}]) -> (%y: f32[16,{0},{0}]) {{
+    block root() alloc(%t: f32[16] global) {{
+      for %c in 16 {{
+        block unary(%vc: spatial 16 = %c) reads(%s[%vc]) writes(%t[%vc]) {{
+          %t[%vc] = {1}
+        }}
+      }}
+      for %c in 16 {{
+        for %h in {0} {{
+          for %w in {0} {{
+            block multiply(%vc: spatial 16 = %c, %vh: spatial {0} = %h, %vw: spatial {0} = %w)
+                reads(%t[%vc], %x[%vc, %vh, %vw]) writes(%y[%vc, %vh, %vw]) {{
+              %y[%vc, %vh, %vw] = %t[%vc] * %x[%vc, %vh, %vw]
+            }}
+          }}
+        }}
+      }}
+    }}
+  }})",
+                                     size, unary));
+}
+
+TEST(DefaultSchedule, ACostlyProducerABroadcastReadsIsComputedOncePerElement) {
+  auto separate = [](const std::string& unary, int64_t size) {
+    ir::KernelFunction kernel = ChannelScale(unary, size);
+    Schedule s = ApplyDefaultSchedule(kernel, DefaultScheduleOptions{.num_threads = 2});
+    EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    std::vector<std::string> names = s.BlockNames();
+    return std::find(names.begin(), names.end(), "unary") != names.end();
+  };
+  EXPECT_TRUE(separate("sigmoid(%s[%vc])", 32));
+  EXPECT_TRUE(separate("exp(%s[%vc] * 0.5)", 32));
+  EXPECT_FALSE(separate("%s[%vc] + 1.0", 32));    // cheap: recomputed
+  EXPECT_FALSE(separate("abs(%s[%vc])", 32));     // cheap: recomputed
+  EXPECT_FALSE(separate("sigmoid(%s[%vc])", 2));  // read 4 times per element: recomputed
 }
 
 }  // namespace
