@@ -150,18 +150,20 @@ class LayoutConverter {
     return t.is_tensor() && t.tensor().num_elements() == 1 && t.tensor().rank() <= 4;
   }
 
-  // A channel bias in the converted layout.
+  // A channel bias in the converted layout. A per-channel value computed in the converted
+  // layout (a squeeze-excite scale: 1x1 convolutions of a pooled activation) already is one.
   ir::ValueId ConvertBias(ir::ValueId id) {
     const ir::Shape& s = fn_.type_of(id).tensor().shape;
     bool four = s.size() == 4;
+    if (four && layout_of_[static_cast<size_t>(id)] == layout_)
+      return map_[static_cast<size_t>(id)];
     std::string from = four ? "NCHW" : "CHW";
     std::string to =
         layout_ == "NHWC" ? (four ? "NHWC" : "HWC") : (four ? layout_ : layout_.substr(1));
     auto key = std::make_pair(id, "bias:" + to);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    ir::ValueId result =
-        Transform(map_[static_cast<size_t>(id)], from, to, fn_.node(id).name + "_" + SafeName(to));
+    ir::ValueId result = Transform(Original(id), from, to, fn_.node(id).name + "_" + SafeName(to));
     cache_[key] = result;
     return result;
   }

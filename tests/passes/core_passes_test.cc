@@ -1,5 +1,6 @@
 // InferType, FoldConstant, DeadCodeElimination, FuseOps, ConvertLayout, Legalize: IR text in and
 // expected IR text out, and semantic preservation on the test models.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/passes/pass_test_util.h"
@@ -160,6 +161,36 @@ graph @main(%x: f32[1,4,6,6]) -> f32[1,4] {
   EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", out), inputs)[0],
                               backends::RunReference(module, inputs)[0]),
             1e-6);
+}
+
+// A squeeze-excite block: the pooled activation's 1x1 convolutions run in NHWC too, and their
+// per-channel result scales the activation with no transform (it already is a channel bias in
+// NHWC); in NCHW8c the pooled value's channels are blocked the same way.
+TEST(ConvertLayout, KeepsASqueezeExciteScaleInTheConvertedLayout) {
+  ir::IRModule module = ir::ParseModule(R"(
+graph @main(%x: f32[1,8,6,6]) -> f32[1,8,6,6] {
+  %w = constant f32[8,8,1,1] base64"AABAvwAAAL8AAIC+AAAAAAAAgD4AAAA/AABAPwAAQL8AAAC/AACAvgAAAAAAAIA+AAAAPwAAQD8AAEC/AAAAvwAAgL4AAAAAAACAPgAAAD8AAEA/AABAvwAAAL8AAIC+AAAAAAAAgD4AAAA/AABAPwAAQL8AAAC/AACAvgAAAAAAAIA+AAAAPwAAQD8AAEC/AAAAvwAAgL4AAAAAAACAPgAAAD8AAEA/AABAvwAAAL8AAIC+AAAAAAAAgD4AAAA/AABAPwAAQL8AAAC/AACAvgAAAAAAAIA+AAAAPwAAQD8AAEC/AAAAvwAAgL4AAAAAAACAPgAAAD8AAEA/AABAvw=="
+  %c = conv2d(%x, %w) : f32[1,8,6,6]
+  %g = global_avg_pool2d(%c) : f32[1,8,1,1]
+  %s1 = conv2d(%g, %w) : f32[1,8,1,1]
+  %s2 = sigmoid(%s1) : f32[1,8,1,1]
+  %y = multiply(%c, %s2) : f32[1,8,6,6]
+  return %y
+})");
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 3);
+  std::vector<ir::Tensor> expected = backends::RunReference(module, inputs);
+  for (const char* layout : {"NHWC", "NCHW8c"}) {
+    SCOPED_TRACE(layout);
+    ir::IRModule out = RunText(
+        fmt::format("InferType, ConvertLayout(layout=\"{}\"), FoldConstant", layout), module);
+    EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", out), inputs)[0],
+                                expected[0]),
+              1e-5);
+    if (std::string(layout) == "NHWC") {
+      // The data in and the result out: weights fold, the scale needs none.
+      EXPECT_EQ(CountOps(out, "layout_transform"), 2);
+    }
+  }
 }
 
 TEST(Passes, PreserveSemanticsOnTestModels) {
