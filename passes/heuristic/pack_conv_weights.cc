@@ -7,7 +7,10 @@
 // at O = 512), so a register tile touches a new page every few steps, as the plain weight of a
 // matmul does (see PackMatmulWeights). In panels the tile streams one contiguous block. oneDNN
 // takes blocked constant weights too (it reorders them at build), but the pass runs after
-// backend placement like PackMatmulWeights. nb defaults to one 64-byte cache line of elements.
+// backend placement like PackMatmulWeights. nb defaults to two vector registers of the target
+// (32 f32 on AVX-512, 16 on AVX2), so that a register tile two vectors wide reads one panel row
+// per step, as for PackMatmulWeights; one 64-byte cache line of elements where that width does
+// not divide the output channels.
 // Grouped and depthwise convolutions are left alone (their weight rows are short). Values are
 // unchanged (the same products in the same order).
 #include <fmt/format.h>
@@ -36,8 +39,13 @@ int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, const PanelS
   if (weight == nullptr || !ir::IsFloat(weight->dtype())) return 0;
   const std::string& tag = weight->type().layout;
   if (!tag.empty() && tag != kernel_layout) return 0;
-  int64_t block = PanelWidth(weight->dtype(), spec);
   int64_t out_channels = weight->shape()[kernel_layout.find('O')];
+  int64_t block = PanelWidth(weight->dtype(), spec);
+  // The default panel (two vector registers) falls back to one cache line of elements when it
+  // does not divide the output channels (240 channels: panels of 16 on AVX-512).
+  if (spec.block == 0 && out_channels % block != 0) {
+    block = PanelWidth(weight->dtype(), PanelSpec{.block = 0, .default_bytes = 64});
+  }
   return out_channels % block == 0 && out_channels > block ? block : 0;
 }
 
@@ -67,7 +75,7 @@ void RegisterPackConvWeights(PassRegistry& registry) {
       "Give a channels-last conv2d with a constant weight the kernel layout OIHW{nb}o (panels of "
       "nb output channels) at compile time, so that a register tile streams contiguous weights "
       "(after backend placement, like PackMatmulWeights).",
-      /*default_vectors=*/0, PackConvWeights);
+      /*default_vectors=*/2, PackConvWeights);
 }
 
 }  // namespace tandem::passes

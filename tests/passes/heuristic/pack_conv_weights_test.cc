@@ -2,6 +2,7 @@
 // output channels (kernel layout OIHW{nb}o) at compile time (IR text in, IR text out); the cases
 // that must not fire; the same values on the test models in NHWC, on the reference interpreter
 // and compiled with default schedules.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
@@ -28,6 +29,33 @@ graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,3,3,4]{NHWC} {
   %y = conv2d(%x, %w_packed) {data_layout="NHWC", kernel_layout="OIHW2o"}
   return %y
 })");
+}
+
+// The default panel is two vector registers of the target (16 f32 on AVX2, 32 on AVX-512), one
+// cache line (16) where two registers do not divide the output channels (48 on AVX-512).
+TEST(PackConvWeights, DefaultPanelIsTwoVectorsOfTheTargetOrACacheLine) {
+  auto panel_of = [](int64_t out_channels, const std::string& target) -> int64_t {
+    std::string values = "[0.5";
+    for (int64_t k = 1; k < 2 * out_channels; ++k) values += ", 0.5";
+    values += "]";
+    ir::IRModule input = ir::ParseModule(fmt::format(R"(
+graph @main(%x: f32[1,2,2,2]{{NHWC}}) -> f32[1,2,2,{0}]{{NHWC}} {{
+  %w = constant f32[1,1,2,{0}] {1}
+  %y = conv2d(%x, %w) {{data_layout="NHWC", kernel_layout="HWIO"}}
+  return %y
+}})",
+                                                     out_channels, values),
+                                         "input");
+    ir::IRModule packed =
+        rewrite_testing::Run("InferType, PackConvWeights", input, ir::ParseTarget(target));
+    const ir::GraphFunction& main = packed.Get("main");
+    const ir::Node& call = main.node(main.Find("y"));
+    return main.type_of(call.inputs[1]).tensor().shape.back();
+  };
+  EXPECT_EQ(panel_of(64, "llvm -cpu=x86-64-v3"), 16);
+  EXPECT_EQ(panel_of(64, "llvm -cpu=skylake-avx512"), 32);
+  EXPECT_EQ(panel_of(48, "llvm -cpu=skylake-avx512"), 16);
+  EXPECT_EQ(panel_of(48, "llvm -cpu=x86-64-v3"), 16);
 }
 
 TEST(PackConvWeights, LeavesWhatItCannotPack) {
