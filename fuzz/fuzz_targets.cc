@@ -13,6 +13,7 @@
 #include "passes/pipeline_text.h"
 #include "tuning/database/database.h"
 #include "tuning/database/record_trace.h"
+#include "tuning/session/record_reuse.h"
 
 namespace tandem::fuzz {
 
@@ -86,6 +87,8 @@ int Records(const uint8_t* data, size_t size) {
           tuning::DecodeRecordTrace(record);
         } catch (const ir::Error&) {
         }
+        // Reads the record's measured_by, never throws.
+        tuning::RecordAnswersUnder(record, tuning::MeasureOptions{});
       }
     }
   }
