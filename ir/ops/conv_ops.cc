@@ -572,9 +572,9 @@ void RegisterConvolutionOps(OpRegistry& registry) {
                                   "1-d convolution: data [N,C,W], weight [O,C/groups,kW] -> "
                                   "[N,O,W'], zero padding, cross-correlation as in ONNX Conv"));
   registry.Register(ConvolutionOp(
-      "conv2d", {2, "NCHW", "OIHW", {"NCHW", "NHWC"}, {"OIHW", "HWIO"}},
+      "conv2d", {2, "NCHW", "OIHW", {"NCHW", "NHWC"}, {"OIHW", "HWIO", "OHWI"}},
       "2-d convolution: data [N,C,H,W], weight [O,C/groups,kH,kW] -> [N,O,H',W'] (or the same "
-      "axes in the NHWC / HWIO layouts), zero padding, cross-correlation as in ONNX Conv"));
+      "axes in the NHWC / HWIO / OHWI layouts), zero padding, cross-correlation as in ONNX Conv"));
   registry.Register(ConvolutionOp("conv3d", {3, "NCDHW", "OIDHW", {"NCDHW"}, {"OIDHW"}},
                                   "3-d convolution: data [N,C,D,H,W], weight "
                                   "[O,C/groups,kD,kH,kW] -> [N,O,D',H',W'], zero padding"));

@@ -71,6 +71,7 @@ class DefaultScheduler {
   void ScheduleSpatial(const std::string& name);
   void ScheduleSpatialFused(const std::string& name);
   bool ScheduleTranspose(const std::string& name);
+  bool ScheduleBlockedTranspose(const std::string& name);
 
   Schedule s_;
   DefaultScheduleOptions options_;

@@ -76,8 +76,13 @@ void DefaultScheduler::ScheduleSpatialInner(const std::string& name) {
 
 // A spatial block: its innermost loop vectorized (index arithmetic of the other loops stays
 // scalar) and the others fused and parallel; when the innermost loop is too short, all loops
-// fused, split by the vector width and vectorized.
+// fused, split by the vector width and vectorized. A transpose whose innermost loop is long is
+// tiled first (ScheduleBlockedTranspose).
 void DefaultScheduler::ScheduleSpatial(const std::string& name) {
+  if (ScheduleBlockedTranspose(name)) {
+    done_.insert(name);
+    return;
+  }
   bool done = TrySteps(s_, [&] {
     BlockRV b = s_.GetBlock(name);
     std::vector<LoopRV> loops = s_.GetLoops(b);
@@ -139,6 +144,73 @@ void DefaultScheduler::ScheduleSpatialFused(const std::string& name) {
       s_.Vectorize(parts[1]);
     }
     if (extent >= options_.parallel_min_work && threads_ > 1) s_.Parallel(outer);
+  });
+}
+
+// A block that stores contiguously along its innermost loop but loads an operand with another
+// step along it, contiguously along another spatial loop (an NHWC -> NCHW layout_transform):
+// vectorized as is, every lane of every vector reads its own cache line, and the next value of
+// the other loop reads the same lines again after the whole slice has gone through the cache.
+// Tiled, the two loops are split by the vector width, the other loop's tile unrolled just
+// outside the vector loop, so that a tile's gathers read the same vector-width lines one after
+// the other while they are in the first-level cache.
+//
+// Steps:
+//   1. find the load and the other loop (`across`) along which it moves by one element;
+//   2. split the innermost and the `across` loops by the largest divisors up to the vector
+//      width (both must reach 4);
+//   3. order [outer loops] [across tile, unrolled] [innermost tile, vectorized], the outer
+//      loops fused and parallel when the block is large enough.
+bool DefaultScheduler::ScheduleBlockedTranspose(const std::string& name) {
+  const ir::Block block = BlockOf(s_, name);
+  AccessModel model(block);
+  int rank = static_cast<int>(block->iter_vars.size());
+  if (!model.valid() || rank < 2) return false;
+  for (const ir::IterVar& iv : block->iter_vars) {
+    if (iv.kind != ir::IterKind::kSpatial) return false;
+  }
+  // 1. The transposed load.
+  int innermost = rank - 1;
+  if (model.Stride(model.store(), innermost) != 1) return false;
+  int across = -1;
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> stride = model.Stride(load, innermost);
+    if (stride && (*stride == 0 || *stride == 1)) continue;
+    for (int axis = 0; axis < innermost && across < 0; ++axis) {
+      if (model.Stride(load, axis) == 1) across = axis;
+    }
+  }
+  if (across < 0) return false;
+  // 2. The tiles.
+  int64_t lanes = options_.vector_lanes;
+  int64_t inner_tile =
+      LargestDivisor(block->iter_vars[static_cast<size_t>(innermost)].extent, lanes);
+  int64_t across_tile = LargestDivisor(block->iter_vars[static_cast<size_t>(across)].extent, lanes);
+  if (inner_tile < 4 || across_tile < 4) return false;
+  // 3. The loop nest.
+  return TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    if (static_cast<int>(loops.size()) != rank) throw ScheduleError("unexpected loop nest");
+    std::vector<LoopRV> across_parts =
+        s_.Split(loops[static_cast<size_t>(across)], {-1, across_tile});
+    std::vector<LoopRV> inner_parts = s_.Split(loops.back(), {-1, inner_tile});
+    std::vector<LoopRV> outer;
+    for (int axis = 0; axis < innermost; ++axis) {
+      outer.push_back(axis == across ? across_parts[0] : loops[static_cast<size_t>(axis)]);
+    }
+    outer.push_back(inner_parts[0]);
+    std::vector<LoopRV> order = outer;
+    order.push_back(across_parts[1]);
+    order.push_back(inner_parts[1]);
+    s_.Reorder(order);
+    s_.Unroll(across_parts[1]);
+    s_.Vectorize(inner_parts[1]);
+    LoopRV fused = s_.Fuse(outer);
+    if (SpatialExtent(block) >= options_.parallel_min_work && threads_ > 1 &&
+        s_.LoopExtent(fused) >= threads_) {
+      s_.Parallel(fused);
+    }
   });
 }
 

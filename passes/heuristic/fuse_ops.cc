@@ -9,6 +9,10 @@
 //     when all of them are injective or simpler, or p is a reduction reached through such nodes;
 // Because p post-dominates n, every value produced on those paths is consumed inside the group:
 // a group has a single output. A group holds at most one anchor and at most `max_size` calls.
+// Besides its anchor, a group holds only elementwise and broadcast calls and the injective ones
+// that keep the innermost axis innermost (a reshape, a transpose of the outer axes): a layout
+// transform fused after the anchor's epilogue would make the anchor store across its vector
+// lanes, which its register-tiled schedule cannot do.
 // Members are annotated with `group = <id>`; Legalize lowers each group into one kernel.
 // Opaque ops (softmax, layer_norm), tuple-producing ops (split) and values the function
 // returns in the middle of a group are never fused.
@@ -32,6 +36,23 @@ using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
 ir::PatternKind PatternOf(const ir::Node& n) {
   if (n.kind != ir::NodeKind::kCall || !n.type.is_tensor()) return ir::PatternKind::kOpaque;
   return ir::OpRegistry::Global().Get(n.op).pattern;
+}
+
+// Whether a non-anchor call may be in the group of an anchor: elementwise and broadcast calls,
+// and injective ones under which the innermost axis stays innermost and contiguous.
+bool JoinsAnAnchor(const ir::Node& n) {
+  ir::PatternKind kind = PatternOf(n);
+  if (kind <= ir::PatternKind::kBroadcast) return true;
+  if (kind != ir::PatternKind::kInjective) return false;
+  if (n.op == "reshape" || n.op == "flatten" || n.op == "squeeze" || n.op == "expand_dims") {
+    return true;  // the row-major order of the elements is unchanged
+  }
+  if (n.op == "transpose") {
+    const std::vector<int64_t>& axes = n.attrs.GetInts("axes");
+    int64_t rank = n.type.tensor().rank();
+    return !axes.empty() && (axes.back() == rank - 1 || axes.back() == -1);
+  }
+  return false;
 }
 
 // Immediate post-dominator of every node (-1: none but the sink).
@@ -76,8 +97,12 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_
   }
   UnionFind groups(n);
   std::vector<int64_t> size(n, 1), anchors(n, 0);
-  for (size_t i = 0; i < n; ++i)
+  // Groups with a member that may not join an anchor's group.
+  std::vector<bool> keeps_out_anchors(n, false);
+  for (size_t i = 0; i < n; ++i) {
     anchors[i] = PatternOf(fn.nodes[i]) == ir::PatternKind::kOutElementwiseFusable;
+    keeps_out_anchors[i] = !anchors[i] && !JoinsAnAnchor(fn.nodes[i]);
+  }
 
   auto fusable_node = [&](size_t i) {
     const ir::Node& node = fn.nodes[i];
@@ -131,16 +156,20 @@ ir::GraphFunction Fuse(const ir::GraphFunction& fn, int64_t max_size, bool into_
       if (std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
     }
     int64_t total_size = 0, total_anchors = 0;
+    bool total_keeps_out = false;
     for (size_t r : roots) {
       total_size += size[r];
       total_anchors += anchors[r];
+      total_keeps_out = total_keeps_out || keeps_out_anchors[r];
     }
     if (total_size > max_size || total_anchors > 1) continue;
+    if (total_anchors == 1 && total_keeps_out) continue;
     // A group may not contain a value the function returns, except as its last node.
     for (size_t r : roots) groups.Union(r, roots.front());
     size_t root = groups.Find(roots.front());
     size[root] = total_size;
     anchors[root] = total_anchors;
+    keeps_out_anchors[root] = total_keeps_out;
   }
 
   // Number the groups with at least two members, in order of their first node.

@@ -1,11 +1,13 @@
 // PackConvWeights: a channels-last conv2d (data NHWC) with a constant weight gets the weight cut
-// into panels of output channels, kernel layout OIHW{nb}o ([O/nb, I, KH, KW, nb]), computed at
+// into panels of output channels, kernel layout OHWI{nb}o ([O/nb, KH, KW, I, nb]), computed at
 // compile time.
 //
-// Why: our kernels of a channels-last convolution vectorize over output channels and walk input
-// channels and taps; in HWIO consecutive input channels are a whole row of O weights apart (2 KiB
-// at O = 512), so a register tile touches a new page every few steps, as the plain weight of a
-// matmul does (see PackMatmulWeights). In panels the tile streams one contiguous block. oneDNN
+// Why: our kernels of a channels-last convolution vectorize over output channels and walk the
+// taps, then the input channels innermost; in HWIO consecutive input channels are a whole row of
+// O weights apart (2 KiB at O = 512), so a register tile touches a new page every few steps, as
+// the plain weight of a matmul does (see PackMatmulWeights). In OHWI panels the tile streams one
+// contiguous block in the order it reads it (in OIHW panels each input channel would jump over
+// the KH x KW taps). oneDNN
 // takes blocked constant weights too (it reorders them at build), but the pass runs after
 // backend placement like PackMatmulWeights. nb defaults to two vector registers of the target
 // (32 f32 on AVX-512, 16 on AVX2), so that a register tile two vectors wide reads one panel row
@@ -56,7 +58,7 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& 
                         const ir::Node& node = fn.node(id);
                         int64_t panel = PanelFor(fn, node, spec);
                         if (panel == 0) return -1;
-                        std::string packed_layout = fmt::format("OIHW{}o", panel);
+                        std::string packed_layout = fmt::format("OHWI{}o", panel);
                         ir::Tensor packed = EvaluateConstant(
                             "layout_transform", {*ConstantValue(fn, node.inputs[1])},
                             ir::Attrs{{"src_layout", node.attrs.GetString("kernel_layout")},
@@ -72,8 +74,8 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& 
 void RegisterPackConvWeights(PassRegistry& registry) {
   RegisterPanelPackingPass(
       registry, "PackConvWeights",
-      "Give a channels-last conv2d with a constant weight the kernel layout OIHW{nb}o (panels of "
-      "nb output channels) at compile time, so that a register tile streams contiguous weights "
+      "Give a channels-last conv2d with a constant weight the kernel layout OHWI{nb}o (panels of "
+      "nb output channels, taps then input channels) at compile time, so that a register tile streams contiguous weights "
       "(after backend placement, like PackMatmulWeights).",
       /*default_vectors=*/2, PackConvWeights);
 }

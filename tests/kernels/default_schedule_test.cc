@@ -159,6 +159,27 @@ TEST(DefaultSchedule, ShortInnermostTransposeIsUnrolledNotGathered) {
   EXPECT_LT(CompareKernels(kernel, s.function()), 1e-6);
 }
 
+// A transpose with a long innermost output axis that reads another axis contiguously (NHWC ->
+// NCHW of 32 channels) is tiled along both: the read-contiguous axis's tile unrolled just
+// outside the vectorized innermost tile, so each tile's gathers reuse the same cache lines.
+TEST(DefaultSchedule, LongInnermostTransposeIsTiledAlongBothAxes) {
+  ir::KernelFunction kernel =
+      LowerOp("layout_transform", {F32({1, 24, 24, 32})},
+              ir::Attrs{{"src_layout", std::string("NHWC")}, {"dst_layout", std::string("NCHW")}});
+  Schedule s = ApplyDefaultSchedule(
+      kernel, DefaultScheduleOptions{.vector_lanes = 8, .parallel_min_work = 64, .num_threads = 2});
+  std::vector<std::pair<ir::ForKind, int64_t>> loops;
+  ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+    if (const auto* loop = ir::As<ir::ForNode>(st))
+      loops.emplace_back(loop->for_kind, loop->extent);
+  });
+  ASSERT_EQ(loops.size(), 3u) << s.trace().ToText();
+  EXPECT_EQ(loops[0].first, ir::ForKind::kParallel);
+  EXPECT_EQ(loops[1], std::make_pair(ir::ForKind::kUnrolled, int64_t{8}));    // channels
+  EXPECT_EQ(loops[2], std::make_pair(ir::ForKind::kVectorized, int64_t{8}));  // width
+  EXPECT_LT(CompareKernels(kernel, s.function()), 1e-6);
+}
+
 // The unrolled loops of `s` (name -> extent) inside the loops of its reduction block "conv2d".
 std::map<std::string, int64_t> UnrolledTileLoops(const Schedule& s) {
   std::map<std::string, int64_t> tiles;

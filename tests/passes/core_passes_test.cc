@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/passes/pass_test_util.h"
 
 namespace tandem::passes {
@@ -113,6 +115,42 @@ graph @main(%x: f32[1,2,4,4], %w: f32[2,2,1,1]) -> f32[1,2,4,4] {
   EXPECT_NE(group("c1"), -1);
   EXPECT_EQ(group("c2"), -1);
   EXPECT_EQ(group("l"), -1);
+}
+
+// An anchor's group takes the injective calls that keep its vector lanes in order (a reshape, a
+// transpose of the outer axes) but not a layout transform that moves the innermost axis.
+TEST(FuseOps, KeepsCallsThatReorderTheInnermostAxisOutOfAnAnchorsGroup) {
+  auto groups = [](const std::string& text) {
+    ir::IRModule out = RunText("InferType, FuseOps", ir::ParseModule(text));
+    std::map<std::string, int64_t> group;
+    const ir::GraphFunction& fn = out.Get("main");
+    for (const ir::Node& n : fn.nodes) {
+      group[n.name] = n.annotations.Has("group") ? n.annotations.GetInt("group") : int64_t{-1};
+    }
+    return group;
+  };
+  std::map<std::string, int64_t> conv = groups(R"(
+graph @main(%x: f32[1,4,4,2]{NHWC}, %w: f32[1,1,2,8]) -> f32[1,8,4,4]{NCHW} {
+  %c = conv2d(%x, %w) {data_layout="NHWC", kernel_layout="HWIO"}
+  %r = relu(%c)
+  %t = layout_transform(%r) {src_layout="NHWC", dst_layout="NCHW"}
+  return %t
+})");
+  EXPECT_NE(conv["c"], -1);
+  EXPECT_EQ(conv["c"], conv["r"]);
+  EXPECT_EQ(conv["t"], -1);
+  std::map<std::string, int64_t> matmul = groups(R"(
+graph @main(%a: f32[4,8], %b: f32[8,8]) -> f32[2,4,4] {
+  %m = matmul(%a, %b)
+  %g = gelu(%m)
+  %s = reshape(%g) {newshape=[4,2,4]}
+  %p = transpose(%s) {axes=[1,0,2]}
+  return %p
+})");
+  EXPECT_NE(matmul["m"], -1);
+  EXPECT_EQ(matmul["m"], matmul["g"]);
+  EXPECT_EQ(matmul["m"], matmul["s"]);
+  EXPECT_EQ(matmul["m"], matmul["p"]);
 }
 
 TEST(ConvertLayout, BlocksAConvChainOnce) {

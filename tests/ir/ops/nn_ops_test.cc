@@ -396,8 +396,8 @@ TEST(ConvErrors, UnsupportedLayoutsAreClearErrors) {
                              {{"data_layout", std::string("NCWH")}});
   EXPECT_CONTAINS(e, "data_layout 'NCWH' is not supported by the reference yet");
   e = InferError("conv2d", {F32({1, 8, 8, 3}), F32({4, 3, 3, 3})},
-                 {{"data_layout", std::string("NHWC")}, {"kernel_layout", std::string("OHWI")}});
-  EXPECT_CONTAINS(e, "kernel_layout 'OHWI' is not supported by the reference yet");
+                 {{"data_layout", std::string("NHWC")}, {"kernel_layout", std::string("IHWO")}});
+  EXPECT_CONTAINS(e, "kernel_layout 'IHWO' is not supported by the reference yet");
   e = InferError("conv1d", {F32({1, 8, 3}), F32({4, 3, 3})}, {{"data_layout", std::string("NWC")}});
   EXPECT_CONTAINS(e, "conv1d: data_layout 'NWC' is not supported");
   e = InferError("conv2d", {F32({1, 8, 8, 3}, "NHWC"), F32({4, 3, 3, 3})});

@@ -1,5 +1,5 @@
 // PackConvWeights: a channels-last conv2d with a constant weight gets the weight in panels of
-// output channels (kernel layout OIHW{nb}o) at compile time (IR text in, IR text out); the cases
+// output channels (kernel layout OHWI{nb}o) at compile time (IR text in, IR text out); the cases
 // that must not fire; the same values on the test models in NHWC, on the reference interpreter
 // and compiled with default schedules.
 #include <fmt/format.h>
@@ -25,8 +25,25 @@ graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,3,3,4]{NHWC} {
 })",
                 R"(
 graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,3,3,4]{NHWC} {
-  %w_packed = constant f32[2,2,1,1,2] [1.0, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0]
-  %y = conv2d(%x, %w_packed) {data_layout="NHWC", kernel_layout="OIHW2o"}
+  %w_packed = constant f32[2,1,1,2,2] [1.0, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0]
+  %y = conv2d(%x, %w_packed) {data_layout="NHWC", kernel_layout="OHWI2o"}
+  return %y
+})");
+}
+
+TEST(PackConvWeights, OrdersEachPanelByTapThenInputChannel) {
+  // W HWIO [KH=2, KW=1, I=2, O=4], W[h, 0, i, o] = 1 + 4 (2h + i) + o, in panels of 2:
+  // P[p, h, 0, i, c] = W[h, 0, i, 2p + c], the order in which a register tile reads it.
+  ExpectRewrite("InferType, PackConvWeights(block=2)", R"(
+graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,2,3,4]{NHWC} {
+  %w = constant f32[2,1,2,4] [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0]
+  %y = conv2d(%x, %w) {data_layout="NHWC", kernel_layout="HWIO"}
+  return %y
+})",
+                R"(
+graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,2,3,4]{NHWC} {
+  %w_packed = constant f32[2,2,1,2,2] [1.0, 2.0, 5.0, 6.0, 9.0, 10.0, 13.0, 14.0, 3.0, 4.0, 7.0, 8.0, 11.0, 12.0, 15.0, 16.0]
+  %y = conv2d(%x, %w_packed) {data_layout="NHWC", kernel_layout="OHWI2o"}
   return %y
 })");
 }
@@ -94,7 +111,7 @@ TEST(PackConvWeights, PreservesTheModelsInNhwcOnTheReferenceAndCompiled) {
     int blocked = 0;
     for (const ir::Node& node : packed.Get("main").nodes) {
       if (node.kind == ir::NodeKind::kCall && node.op == "conv2d" &&
-          node.attrs.GetString("kernel_layout") == "OIHW4o") {
+          node.attrs.GetString("kernel_layout") == "OHWI4o") {
         ++blocked;
       }
     }
