@@ -76,5 +76,6 @@ Command AddTuneCommand(CLI::App& app);
 Command AddBenchCommand(CLI::App& app);
 Command AddFixtureCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
+Command AddExportCommand(CLI::App& app);
 
 }  // namespace tandem::tools

@@ -13,11 +13,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "tandem: tunes graph-level and kernel-level decisions of deep-learning models jointly"};
   app.require_subcommand(1);
-  std::vector<Command> commands = {AddShowCommand(app),      AddInterpretCommand(app),
-                                   AddPipelinesCommand(app), AddCompileCommand(app),
-                                   AddRunCommand(app),       AddTuneCommand(app),
-                                   AddDbCommand(app),        AddBenchCommand(app),
-                                   AddFixtureCommand(app),   AddReportCommand(app)};
+  std::vector<Command> commands = {
+      AddShowCommand(app),    AddInterpretCommand(app), AddPipelinesCommand(app),
+      AddCompileCommand(app), AddRunCommand(app),       AddTuneCommand(app),
+      AddDbCommand(app),      AddBenchCommand(app),     AddFixtureCommand(app),
+      AddReportCommand(app),  AddExportCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -111,6 +111,20 @@ void InitializeLlvm() {
   });
 }
 
+std::vector<std::string> EnabledTargetFeatures(const CodegenOptions& options,
+                                               const std::vector<std::string>& features) {
+  TargetSpec spec = ResolveTarget(options);
+  const llvm::Target* target = LookupTarget(spec.triple);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(spec.triple, spec.cpu, spec.features));
+  if (!info) throw Error(fmt::format("no subtarget information for {}", spec.cpu));
+  std::vector<std::string> enabled;
+  for (const std::string& feature : features) {
+    if (info->checkFeatures("+" + feature)) enabled.push_back(feature);
+  }
+  return enabled;
+}
+
 TargetSpec ResolveTarget(const CodegenOptions& options) {
   InitializeLlvm();
   TargetSpec spec;

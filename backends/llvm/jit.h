@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/llvm/codegen.h"
 
@@ -30,6 +31,11 @@ void InitializeLlvm();
 // The target `options` describe: the process triple, the host CPU and its features when
 // options.cpu is "host", plus options.features. Error on an unknown CPU or feature.
 TargetSpec ResolveTarget(const CodegenOptions& options);
+
+// Those of `features` (LLVM x86 feature names: "avx2", "avx512f" ...) that the target `options`
+// describe enables, its CPU's implied features included. Errors as ResolveTarget.
+std::vector<std::string> EnabledTargetFeatures(const CodegenOptions& options,
+                                               const std::vector<std::string>& features);
 
 // A target machine for `target` (PIC, fp-contract "fast" for fmuladd, the given -O level).
 std::unique_ptr<llvm::TargetMachine> CreateTargetMachine(const TargetSpec& target, int opt_level);

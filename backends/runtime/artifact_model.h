@@ -1,0 +1,63 @@
+// A model loaded from an exported artifact (a shared library written by `tandem export`, see
+// artifact.h): its kernels' machine code, its constants and its execution plan, run with nothing
+// of the compiler in the process. This is what libtandem_runtime's C API wraps.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/runtime/artifact.h"
+
+namespace tandem::backends {
+
+class ArtifactModel {
+ public:
+  // Loads the artifact at `path`. Steps:
+  //   1. the file: an ELF 64-bit x86-64 shared object, ending in a trailer whose length and
+  //      checksum match the bytes before it;
+  //   2. the library opened (dlopen) and its payload decoded and checked (DecodeArtifactPayload);
+  //   3. the host checked for every CPU feature the manifest requires;
+  //   4. every call's kernel symbol looked up, the arena allocated.
+  // Error (ir::Error, with the file) naming what is wrong at the first step that fails; then
+  // `failure`, when given, says whether the file is unreadable or damaged (kFile) or sound but
+  // not for this runtime or host (kIncompatible).
+  enum class LoadFailure { kNone, kFile, kIncompatible };
+  static std::unique_ptr<ArtifactModel> Load(const std::string& path,
+                                             LoadFailure* failure = nullptr);
+  ~ArtifactModel();
+  ArtifactModel(const ArtifactModel&) = delete;
+  ArtifactModel& operator=(const ArtifactModel&) = delete;
+
+  const Artifact& artifact() const { return artifact_; }
+  const std::vector<ArtifactTensor>& inputs() const { return artifact_.inputs; }
+  const std::vector<ArtifactTensor>& outputs() const { return artifact_.outputs; }
+  // Bytes of input / output `index` (dense, row-major).
+  int64_t input_bytes(size_t index) const { return input_bytes_.at(index); }
+  int64_t output_bytes(size_t index) const { return output_bytes_.at(index); }
+
+  // Runs the model: inputs[i] holds input i, outputs[i] receives output i (dense, row-major, of
+  // input_bytes(i) / output_bytes(i) bytes; outputs must not overlap each other or the inputs).
+  // Buffers that are not 64-byte aligned are staged through aligned copies. One run at a time
+  // per model. Error naming the kernel when a parallel loop of one failed.
+  void Run(const void* const* inputs, void* const* outputs);
+
+ private:
+  ArtifactModel() = default;
+  static std::unique_ptr<ArtifactModel> LoadChecked(const std::string& path, LoadFailure& kind);
+
+  std::string path_;
+  void* library_ = nullptr;
+  Artifact artifact_;
+  const uint8_t* payload_ = nullptr;
+  using KernelEntry = void (*)(void** buffers);
+  std::vector<KernelEntry> entries_;  // per call
+  std::vector<int64_t> input_bytes_, output_bytes_;
+  std::shared_ptr<uint8_t> arena_;
+  std::vector<std::shared_ptr<uint8_t>> staging_;  // per input, then per output
+  std::vector<void*> pointers_;                    // per slot
+  std::vector<void*> arguments_;
+};
+
+}  // namespace tandem::backends
