@@ -77,10 +77,10 @@ void Executable::RethrowStepError(const Step& step, std::exception_ptr error) {
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {
   CheckHasCodeGenerator(target);
   if (target.kind != "llvm") {
-    throw Error(fmt::format(
-        "Build makes CPU executables, not {} ones: a {} module runs through "
-        "backends::cuda::GpuExecutable (what tandem run uses for that target)",
-        target.kind, target.kind));
+    throw Error(
+        fmt::format("Build makes CPU executables, not {} ones: a {} module runs through "
+                    "backends::cuda::GpuExecutable (what tandem run uses for that target)",
+                    target.kind, target.kind));
   }
   BuildOptions build;
   build.function = std::move(function);
