@@ -45,6 +45,12 @@ Command AddExportCommand(CLI::App& app) {
   return [=]() {
     if (!*cmd) return -1;
     auto start = std::chrono::steady_clock::now();
+    if (ir::ParseTarget(pipeline->target).kind != "llvm") {
+      throw ir::Error(fmt::format(
+          "tandem export writes artifacts for CPU targets (llvm); '{}' is not one: a GPU model "
+          "runs through `tandem run --target cuda` only so far",
+          pipeline->target));
+    }
     ir::IRModule module = LoadModel(*model);
     ir::IRModule optimized = RunPipeline(module, *pipeline);
     ir::Target target = PipelineTarget(*pipeline);
@@ -64,7 +70,8 @@ Command AddExportCommand(CLI::App& app) {
         "target: {}\nrequired CPU features: {}\n",
         *output, static_cast<double>(summary.file_bytes) / (1 << 20), summary.kernels,
         summary.kernel_calls, static_cast<double>(summary.constant_bytes) / (1 << 20), seconds,
-        options.target, summary.required_features.empty() ? "none" : summary.required_features);
+        options.target.substr(0, options.target.find(" features=")),
+        summary.required_features.empty() ? "none" : summary.required_features);
     return 0;
   };
 }

@@ -13,10 +13,12 @@
 
 #include "backends/llvm/codegen.h"
 #include "backends/llvm/jit.h"
+#include "backends/onednn/onednn_isa.h"
 #include "backends/runtime/artifact.h"
 #include "backends/runtime/cpu_features.h"
 #include "backends/runtime/execution_plan.h"
 #include "ir/error.h"
+#include "ir/printer.h"
 
 extern char** environ;
 
@@ -166,18 +168,37 @@ ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& opt
     }
     artifact.slots.push_back(s);
   }
+  std::vector<std::string> call_data;
   for (const ExecutionPlan::Call& call : plan.calls) {
     const ir::Node& node = fn.node(call.node);
-    if (node.kind != ir::NodeKind::kCallKernel) {
+    ArtifactCall exported;
+    exported.kernel = node.callee;
+    exported.args = call.args;
+    call_data.emplace_back();
+    if (node.kind == ir::NodeKind::kCallKernel) {
+      exported.symbol = kKernelSymbolPrefix + node.callee;
+      artifact.calls.push_back(std::move(exported));
+      continue;
+    }
+    // A subgraph on an external backend: its module text, compiled again when the artifact loads.
+    const ir::GraphFunction& subgraph = legalized.Get(node.callee);
+    exported.backend = subgraph.ExternBackend();
+    if (exported.backend != "onednn") {
       throw ir::Error(
-          fmt::format("export: %{} is placed on the {} backend, and exported models run their "
-                      "own kernels only so far: export a pipeline without backend placement "
-                      "(e.g. default_tuning)",
-                      node.name, legalized.Get(node.callee).ExternBackend()),
+          fmt::format("export: %{} is placed on the {} backend, which exported models cannot "
+                      "call (they run their own kernels and oneDNN)",
+                      node.name, exported.backend),
           ir::ErrorLocation{.op = node.op, .node = node.name});
     }
-    artifact.calls.push_back(
-        ArtifactCall{kKernelSymbolPrefix + node.callee, node.callee, call.args});
+    ir::IRModule holder;
+    holder.Add(subgraph);
+    ir::PrintOptions full;
+    full.max_constant_bytes = -1;
+    call_data.back() = ir::PrintModule(holder, full);
+    manifest.onednn_isa =
+        OnednnIsaFor(ir::Target{.cpu = codegen.cpu, .features = codegen.features});
+    manifest.onednn_version = ExternalBackendRegistry::Global().Get("onednn").version();
+    artifact.calls.push_back(std::move(exported));
   }
   for (const ExecutionPlan::OutputCopy& copy : plan.output_copies) {
     artifact.output_copies.emplace_back(copy.slot, copy.output);
@@ -199,7 +220,7 @@ ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& opt
   EmitObjectFile(kernels, kernels_object.string(), codegen);
 
   // 3. The payload, included by an assembler source.
-  WriteFile(work.path() / "payload.bin", EncodeArtifactPayload(artifact, constants));
+  WriteFile(work.path() / "payload.bin", EncodeArtifactPayload(artifact, constants, call_data));
   std::string assembly = fmt::format(
       "  .section .rodata.tandem_artifact,\"a\",@progbits\n"
       "  .globl {0}\n  .type {0}, @object\n  .p2align 6\n{0}:\n"

@@ -36,8 +36,10 @@ struct ExportSummary {
 //   2. the kernels compiled into an object under symbols "tandem_kernel_<name>";
 //   3. the payload encoded and written as an assembler source that includes it (.incbin);
 //   4. both linked by `cc -shared`, and the checksum trailer appended.
-// Error when the module calls an external backend (exported models run their own kernels only),
-// when no C compiler driver is found, or when linking or writing fails (with the linker's output).
+// Subgraphs placed on oneDNN travel as module text and are compiled by oneDNN when the artifact
+// loads, under the oneDNN instruction set of the build's target (recorded in the manifest).
+// Error when the module calls another external backend, when no C compiler driver is found, or
+// when linking or writing fails (with the linker's output).
 ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& options,
                              const ExportOptions& export_options);
 

@@ -145,25 +145,7 @@ class OnednnBackend : public ExternalBackend {
   }
 
   std::unique_ptr<ExternalFunction> Compile(const ir::GraphFunction& subgraph) const override {
-    try {
-      OnednnCompiler compiler(subgraph);
-      const std::string& op = compiler.anchor().op;
-      if (op.rfind("conv", 0) == 0) return CompileOnednnConvolution(compiler);
-      if (op == "matmul" || op == "batch_matmul" || op == "dense") {
-        return CompileOnednnMatmul(compiler);
-      }
-      if (op == "softmax" || op == "layer_norm") return CompileOnednnNormalization(compiler);
-      if (op.find("pool") != std::string::npos) return CompileOnednnPooling(compiler);
-      throw ir::Error(fmt::format("oneDNN: no compiler for op {}", op));
-    } catch (const dnnl::error& e) {
-      throw ir::Error(fmt::format("oneDNN: subgraph @{}: {} (status {})", subgraph.name, e.what(),
-                                  static_cast<int>(e.status)));
-    } catch (const ir::Error& e) {
-      if (e.message().rfind("oneDNN", 0) == 0) {
-        throw ir::Error(fmt::format("{} (subgraph @{})", e.message(), subgraph.name));
-      }
-      throw;
-    }
+    return CompileOnednnSubgraph(subgraph);
   }
 };
 

@@ -344,4 +344,26 @@ std::unique_ptr<OnednnFunction> OnednnCompiler::Finish() {
                                           std::move(keep_alive_));
 }
 
+std::unique_ptr<ExternalFunction> CompileOnednnSubgraph(const ir::GraphFunction& subgraph) {
+  try {
+    OnednnCompiler compiler(subgraph);
+    const std::string& op = compiler.anchor().op;
+    if (op.rfind("conv", 0) == 0) return CompileOnednnConvolution(compiler);
+    if (op == "matmul" || op == "batch_matmul" || op == "dense") {
+      return CompileOnednnMatmul(compiler);
+    }
+    if (op == "softmax" || op == "layer_norm") return CompileOnednnNormalization(compiler);
+    if (op.find("pool") != std::string::npos) return CompileOnednnPooling(compiler);
+    throw ir::Error(fmt::format("oneDNN: no compiler for op {}", op));
+  } catch (const dnnl::error& e) {
+    throw ir::Error(fmt::format("oneDNN: subgraph @{}: {} (status {})", subgraph.name, e.what(),
+                                static_cast<int>(e.status)));
+  } catch (const ir::Error& e) {
+    if (e.message().rfind("oneDNN", 0) == 0) {
+      throw ir::Error(fmt::format("{} (subgraph @{})", e.message(), subgraph.name));
+    }
+    throw;
+  }
+}
+
 }  // namespace tandem::backends

@@ -115,6 +115,12 @@ class OnednnCompiler {
   std::vector<ir::Tensor> keep_alive_;
 };
 
+// A subgraph of one of the backend's patterns compiled into a oneDNN program (what
+// OnednnBackend::Compile and libtandem_runtime's loader of exported models do): dispatched to
+// the compiler of its anchor's op family. Throws ir::Error naming the subgraph for what oneDNN
+// cannot do.
+std::unique_ptr<ExternalFunction> CompileOnednnSubgraph(const ir::GraphFunction& subgraph);
+
 // The compilers of each op family (one file each). Each throws ir::Error for what it cannot do.
 std::unique_ptr<OnednnFunction> CompileOnednnConvolution(OnednnCompiler& compiler);
 std::unique_ptr<OnednnFunction> CompileOnednnMatmul(OnednnCompiler& compiler);

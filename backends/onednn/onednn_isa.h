@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "backends/onednn/onednn_isa_pinning.h"
 #include "ir/target.h"
 
 namespace tandem::backends {
@@ -22,13 +23,6 @@ std::string OnednnIsaFor(const ir::Target& target);
 // call any number of times and from any thread.
 void PinOnednnIsa(const ir::Target& target);
 
-// Fixes oneDNN's instruction set for the default target (`host`, which a build configured with
-// TANDEM_HOST_TARGET makes another CPU) unless a target fixed it already. Every use of oneDNN
-// calls it first (OnednnContext, the backend's availability check), so that oneDNN never
-// dispatches before its instruction set is fixed. Returns true.
-bool EnsureOnednnIsaFixed();
-
-// The instruction set PinOnednnIsa fixed in this process; "" when none was fixed yet.
-std::string PinnedOnednnIsa();
+// EnsureOnednnIsaFixed and PinnedOnednnIsa: onednn_isa_pinning.h.
 
 }  // namespace tandem::backends

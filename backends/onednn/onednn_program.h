@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/onednn/onednn_isa.h"
+#include "backends/onednn/onednn_isa_pinning.h"
 #include "ir/error.h"
 #include "ir/tensor.h"
 

@@ -118,17 +118,18 @@ int64_t ArtifactDtypeSize(const std::string& dtype) {
   return 0;
 }
 
-std::string EncodeArtifactPayload(Artifact artifact,
-                                  const std::vector<const void*>& constant_data) {
+std::string EncodeArtifactPayload(Artifact artifact, const std::vector<const void*>& constant_data,
+                                  const std::vector<std::string>& call_data) {
   // 1. The constants' offsets, after the header and the description (whose length depends on
   // the offsets: lay the constants out from a bound on that length, then pad up to it).
   size_t constants = 0;
   for (const ArtifactSlot& slot : artifact.slots) {
     constants += slot.kind == ArtifactSlot::Kind::kConstant;
   }
-  if (constants != constant_data.size()) {
-    throw ir::Error(fmt::format("EncodeArtifactPayload: {} constant slots but {} constants",
-                                constants, constant_data.size()));
+  if (constants != constant_data.size() || call_data.size() != artifact.calls.size()) {
+    throw ir::Error(fmt::format(
+        "EncodeArtifactPayload: {} constant slots but {} constants, {} calls but {} call data",
+        constants, constant_data.size(), artifact.calls.size(), call_data.size()));
   }
   auto describe = [&]() {
     json j;
@@ -140,7 +141,9 @@ std::string EncodeArtifactPayload(Artifact artifact,
                          {"pipeline", m.pipeline},
                          {"trace_hash", m.trace_hash},
                          {"model_hash", m.model_hash},
-                         {"threads", m.threads}};
+                         {"threads", m.threads},
+                         {"onednn_isa", m.onednn_isa},
+                         {"onednn_version", m.onednn_version}};
     j["inputs"] = json::array();
     for (const ArtifactTensor& t : artifact.inputs) j["inputs"].push_back(TensorJson(t));
     j["outputs"] = json::array();
@@ -152,7 +155,12 @@ std::string EncodeArtifactPayload(Artifact artifact,
     }
     j["calls"] = json::array();
     for (const ArtifactCall& c : artifact.calls) {
-      j["calls"].push_back(json{{"symbol", c.symbol}, {"kernel", c.kernel}, {"args", c.args}});
+      j["calls"].push_back(json{{"symbol", c.symbol},
+                                {"kernel", c.kernel},
+                                {"backend", c.backend},
+                                {"args", c.args},
+                                {"data_offset", c.data_offset},
+                                {"data_bytes", c.data_bytes}});
     }
     j["output_copies"] = json::array();
     for (const auto& [slot, output] : artifact.output_copies) {
@@ -165,13 +173,22 @@ std::string EncodeArtifactPayload(Artifact artifact,
   for (ArtifactSlot& slot : artifact.slots) {
     if (slot.kind == ArtifactSlot::Kind::kConstant) slot.index = 0;
   }
-  int64_t description_bound =
-      static_cast<int64_t>(describe().size()) + 20 * static_cast<int64_t>(constants);
+  for (size_t c = 0; c < artifact.calls.size(); ++c) {
+    artifact.calls[c].data_offset = 0;
+    artifact.calls[c].data_bytes = static_cast<int64_t>(call_data[c].size());
+  }
+  int64_t description_bound = static_cast<int64_t>(describe().size()) +
+                              20 * static_cast<int64_t>(constants + artifact.calls.size());
   int64_t offset = AlignUp(static_cast<int64_t>(kHeaderBytes) + description_bound);
   for (ArtifactSlot& slot : artifact.slots) {
     if (slot.kind != ArtifactSlot::Kind::kConstant) continue;
     slot.index = offset;
     offset = AlignUp(offset + slot.bytes);
+  }
+  for (ArtifactCall& call : artifact.calls) {
+    if (call.data_bytes == 0) continue;
+    call.data_offset = offset;
+    offset = AlignUp(offset + call.data_bytes);
   }
   std::string description = describe();
   // 2. Header, description, padding, constants.
@@ -186,6 +203,12 @@ std::string EncodeArtifactPayload(Artifact artifact,
   for (const ArtifactSlot& slot : artifact.slots) {
     if (slot.kind != ArtifactSlot::Kind::kConstant) continue;
     std::memcpy(payload.data() + slot.index, constant_data[c++], static_cast<size_t>(slot.bytes));
+  }
+  for (size_t k = 0; k < artifact.calls.size(); ++k) {
+    const ArtifactCall& call = artifact.calls[k];
+    if (call.data_bytes > 0) {
+      std::memcpy(payload.data() + call.data_offset, call_data[k].data(), call_data[k].size());
+    }
   }
   return payload;
 }
@@ -251,6 +274,8 @@ Artifact DecodeArtifactPayload(const uint8_t* data, uint64_t size) {
   a.manifest.trace_hash = StringField(m, "trace_hash", "manifest");
   a.manifest.model_hash = StringField(m, "model_hash", "manifest");
   a.manifest.threads = IntField(m, "threads", "manifest", 0, 4095);
+  a.manifest.onednn_isa = StringField(m, "onednn_isa", "manifest");
+  a.manifest.onednn_version = StringField(m, "onednn_version", "manifest");
   std::vector<int64_t> input_bytes, output_bytes;
   a.inputs = DecodeTensors(j, "inputs", input_bytes);
   a.outputs = DecodeTensors(j, "outputs", output_bytes);
@@ -303,7 +328,23 @@ Artifact DecodeArtifactPayload(const uint8_t* data, uint64_t size) {
     ArtifactCall call;
     call.symbol = StringField(calls[c], "symbol", where);
     call.kernel = StringField(calls[c], "kernel", where);
-    if (call.symbol.empty()) Bad(fmt::format("{}.symbol is empty", where));
+    call.backend = StringField(calls[c], "backend", where);
+    call.data_offset = IntField(calls[c], "data_offset", where, 0, max);
+    call.data_bytes = IntField(calls[c], "data_bytes", where, 0, max);
+    if (call.backend.empty() && call.symbol.empty()) {
+      Bad(fmt::format("{} has neither a symbol nor a backend", where));
+    }
+    if (!call.backend.empty() && call.backend != "onednn") {
+      Bad(fmt::format("{} runs on backend '{}' (this runtime has onednn)", where, call.backend));
+    }
+    if (!call.backend.empty() &&
+        (static_cast<uint64_t>(call.data_offset) < kHeaderBytes + length ||
+         static_cast<uint64_t>(call.data_offset) > size ||
+         static_cast<uint64_t>(call.data_bytes) > size - static_cast<uint64_t>(call.data_offset) ||
+         call.data_bytes == 0)) {
+      Bad(fmt::format("{}'s subgraph ({} bytes at offset {}) lies outside the payload", where,
+                      call.data_bytes, call.data_offset));
+    }
     const json& args = ArrayField(calls[c], "args", where);
     for (size_t k = 0; k < args.size(); ++k) {
       if (!args[k].is_number_integer() || args[k].get<int64_t>() < 0 ||

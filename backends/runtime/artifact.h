@@ -50,11 +50,17 @@ struct ArtifactSlot {
   int64_t bytes = 0;
 };
 
-// One call of the run, in order: a kernel's symbol and a slot per kernel parameter.
+// One call of the run, in order, with a slot per parameter: a kernel's symbol, or a subgraph run
+// by an external backend ("onednn"), stored as the text form of a module holding it (its
+// weights included) at [data_offset, data_offset + data_bytes) of the payload and compiled by
+// the backend when the artifact loads.
 struct ArtifactCall {
-  std::string symbol;
-  std::string kernel;  // the kernel's name in the module (for messages)
+  std::string symbol;   // "" for a backend call
+  std::string kernel;   // the kernel's (or the subgraph's) name in the module
+  std::string backend;  // "" for a kernel
   std::vector<int> args;
+  int64_t data_offset = 0;
+  int64_t data_bytes = 0;
 };
 
 // What the artifact was made from and for. The runtime refuses an artifact whose
@@ -68,6 +74,9 @@ struct ArtifactManifest {
   std::string trace_hash;  // of the pipeline trace the module was rebuilt from ("" if none)
   std::string model_hash;  // structural hash of the imported model
   int64_t threads = 0;     // the thread count it was built for (0: the host's)
+  // With backend calls: oneDNN's instruction set (pinned at load) and the version it ran.
+  std::string onednn_isa;
+  std::string onednn_version;
 };
 
 struct Artifact {
@@ -81,9 +90,10 @@ struct Artifact {
 };
 
 // The payload of `artifact` with `constants` (one per kConstant slot, in slot order, each of
-// the slot's bytes): fills in the constants' offsets. Error when a constant's size differs from
-// its slot's.
-std::string EncodeArtifactPayload(Artifact artifact, const std::vector<const void*>& constant_data);
+// the slot's bytes) and `call_data` (one per call: "" for a kernel, the subgraph's text for a
+// backend call): fills in their offsets. Error when the counts differ.
+std::string EncodeArtifactPayload(Artifact artifact, const std::vector<const void*>& constant_data,
+                                  const std::vector<std::string>& call_data);
 
 // Appended to an exported shared library: the length of the bytes before it and their checksum,
 // checked before the library is opened, so that a truncated or corrupted file is an error and

@@ -8,9 +8,12 @@
 #include <fstream>
 #include <iterator>
 
+#include "backends/onednn/onednn_compiler.h"
+#include "backends/onednn/onednn_isa_pinning.h"
 #include "backends/runtime/cpu_features.h"
 #include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
+#include "ir/parser.h"
 
 namespace tandem::backends {
 
@@ -96,6 +99,37 @@ void CheckFile(const std::string& path, LoadFailure& kind) {
   }
 }
 
+// A backend call's subgraph, parsed from the payload and compiled by oneDNN under the
+// instruction set the manifest records.
+std::unique_ptr<ExternalFunction> CompileSubgraph(const std::string& path,
+                                                  const ArtifactManifest& manifest,
+                                                  const ArtifactCall& call, const uint8_t* payload,
+                                                  LoadFailure& kind) {
+  const dnnl_version_t* version = dnnl_version();
+  std::string here = fmt::format("{}.{}", version->major, version->minor);
+  if (manifest.onednn_version.rfind(here + ".", 0) != 0 && manifest.onednn_version != here) {
+    kind = LoadFailure::kIncompatible;
+    throw ir::Error(
+        fmt::format("'{}' was exported with oneDNN {}, and this runtime has oneDNN {}.{}", path,
+                    manifest.onednn_version, here, version->patch));
+  }
+  std::string text(reinterpret_cast<const char*>(payload + call.data_offset),
+                   static_cast<size_t>(call.data_bytes));
+  ir::IRModule module;
+  try {
+    module = ir::ParseModule(text);
+    module.Get(call.kernel);
+  } catch (const ir::Error& e) {
+    throw ir::Error(fmt::format("'{}': the subgraph of call '{}' does not parse: {}", path,
+                                call.kernel, e.what()));
+  }
+  kind = LoadFailure::kIncompatible;
+  PinOnednnIsaByName(manifest.onednn_isa, fmt::format("the artifact '{}'", path));
+  std::unique_ptr<ExternalFunction> compiled = CompileOnednnSubgraph(module.Get(call.kernel));
+  kind = LoadFailure::kFile;
+  return compiled;
+}
+
 }  // namespace
 
 std::unique_ptr<ArtifactModel> ArtifactModel::Load(const std::string& path, LoadFailure* failure) {
@@ -149,14 +183,21 @@ std::unique_ptr<ArtifactModel> ArtifactModel::LoadChecked(const std::string& pat
         "again for this machine's target)",
         path, a.manifest.target, fmt::join(missing, ", ")));
   }
-  // 4. Kernels, sizes and buffers.
+  // 4. Kernels, backend subgraphs, sizes and buffers.
   for (const ArtifactCall& call : a.calls) {
+    model->entries_.push_back(nullptr);
+    model->externals_.push_back(nullptr);
+    if (!call.backend.empty()) {
+      model->externals_.back() = CompileSubgraph(path, a.manifest, call, payload, kind);
+      model->runs_on_openmp_ = model->runs_on_openmp_ || model->externals_.back()->runs_on_openmp();
+      continue;
+    }
     auto entry = reinterpret_cast<KernelEntry>(dlsym(model->library_, call.symbol.c_str()));
     if (entry == nullptr) {
       throw ir::Error(fmt::format("'{}' has no code for kernel '{}' (symbol {})", path, call.kernel,
                                   call.symbol));
     }
-    model->entries_.push_back(entry);
+    model->entries_.back() = entry;
   }
   auto bytes_of = [](const ArtifactTensor& t) {
     int64_t n = ArtifactDtypeSize(t.dtype);
@@ -212,13 +253,18 @@ void ArtifactModel::Run(const void* const* inputs, void* const* outputs) {
         break;
     }
   }
+  OpenMPTeamScope team(runs_on_openmp_);
   for (size_t c = 0; c < a.calls.size(); ++c) {
     const ArtifactCall& call = a.calls[c];
     arguments_.resize(call.args.size());
     for (size_t k = 0; k < call.args.size(); ++k) {
       arguments_[k] = pointers_[static_cast<size_t>(call.args[k])];
     }
-    entries_[c](arguments_.data());
+    if (externals_[c]) {
+      externals_[c]->Run(arguments_.data());
+    } else {
+      entries_[c](arguments_.data());
+    }
     if (std::exception_ptr error = TakeParallelForError()) {
       try {
         std::rethrow_exception(error);

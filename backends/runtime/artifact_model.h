@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/external/external_backend.h"
 #include "backends/runtime/artifact.h"
 
 namespace tandem::backends {
@@ -19,7 +20,9 @@ class ArtifactModel {
   //      checksum match the bytes before it;
   //   2. the library opened (dlopen) and its payload decoded and checked (DecodeArtifactPayload);
   //   3. the host checked for every CPU feature the manifest requires;
-  //   4. every call's kernel symbol looked up, the arena allocated.
+  //   4. every call's kernel symbol looked up, every backend call's subgraph parsed and compiled
+  //      by its backend (oneDNN, pinned to the instruction set the manifest records), the arena
+  //      allocated.
   // Error (ir::Error, with the file) naming what is wrong at the first step that fails; then
   // `failure`, when given, says whether the file is unreadable or damaged (kFile) or sound but
   // not for this runtime or host (kIncompatible).
@@ -52,7 +55,9 @@ class ArtifactModel {
   Artifact artifact_;
   const uint8_t* payload_ = nullptr;
   using KernelEntry = void (*)(void** buffers);
-  std::vector<KernelEntry> entries_;  // per call
+  std::vector<KernelEntry> entries_;                          // per call; null for a backend call
+  std::vector<std::unique_ptr<ExternalFunction>> externals_;  // per call; null for a kernel
+  bool runs_on_openmp_ = false;
   std::vector<int64_t> input_bytes_, output_bytes_;
   std::shared_ptr<uint8_t> arena_;
   std::vector<std::shared_ptr<uint8_t>> staging_;  // per input, then per output
