@@ -42,16 +42,18 @@ const std::map<std::string, int64_t>& UnchangedSince() {
   return table;
 }
 
-// Throws Error for a model of an `opset` older than kOldestOpset unless every op of `graph` is
-// in UnchangedSince() for that opset; the message names the ops that are not.
+// Throws Error for a model of an `opset` older than kOldestOpset unless every supported op of
+// `graph` is in UnchangedSince() for that opset; the message names the ops that are not. (Ops
+// without a converter are left to the error that lists them.)
 void CheckOldOpset(const onnx::GraphProto& graph, int64_t opset) {
   if (opset >= kOldestOpset) return;
   std::set<std::string> changed;
   for (const onnx::NodeProto& node : graph.node()) {
+    std::string key = onnx_import::ConverterKey(node.domain(), node.op_type());
+    if (onnx_import::Converters().count(key) == 0) continue;
     auto it = UnchangedSince().find(node.op_type());
-    bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (!default_domain || it == UnchangedSince().end() || it->second > opset) {
-      changed.insert(onnx_import::ConverterKey(node.domain(), node.op_type()));
+    if (key != node.op_type() || it == UnchangedSince().end() || it->second > opset) {
+      changed.insert(key);
     }
   }
   if (changed.empty()) return;

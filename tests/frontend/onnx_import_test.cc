@@ -254,6 +254,9 @@ TEST(OnnxImport, OldOpsetsImportOpsUnchangedSince) {
   OnnxModel sum(7);  // Sum broadcasts from opset 8 on
   sum.Input("x", {4}).Node("Sum", {"x", "x"}, {"y"}).Output("y");
   ExpectError([&] { sum.Import(); }, {"opset 7", "which Sum is not"});
+  OnnxModel unsupported(7);  // an op without a converter gets that error, whatever the opset
+  unsupported.Input("x", {4}).Node("Hardmax", {"x"}, {"y"}, {}, "hardmax").Output("y");
+  ExpectError([&] { unsupported.Import(); }, {"unsupported ONNX op 'Hardmax' (node 'hardmax')"});
 }
 
 TEST(OnnxImport, ModelLevelErrors) {
