@@ -5,7 +5,6 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <new>
 #include <set>
@@ -13,6 +12,7 @@
 
 #include "frontend/onnx_convert.h"
 #include "frontend/onnx_file.h"
+#include "frontend/onnx_model_checks.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 
@@ -22,51 +22,6 @@ using ir::Error;
 using onnx_import::Value;
 
 namespace {
-
-// Opsets older than this differ from opset 13 in ops the importer does not translate back.
-constexpr int64_t kOldestOpset = 11;
-
-// Ops of the default domain whose meaning at inference has stayed the same since the given
-// opset (later versions only added data types): a model of an opset older than kOldestOpset
-// imports when all its ops are here with a version not above its opset.
-const std::map<std::string, int64_t>& UnchangedSince() {
-  static const std::map<std::string, int64_t> table = {
-      {"Abs", 6},           {"Ceil", 6},        {"Elu", 6},
-      {"Exp", 6},           {"Floor", 6},       {"GlobalAveragePool", 1},
-      {"GlobalMaxPool", 1}, {"HardSigmoid", 6}, {"LeakyRelu", 6},
-      {"Log", 6},           {"Max", 8},         {"Mean", 8},
-      {"Min", 8},           {"Neg", 6},         {"PRelu", 7},
-      {"Reciprocal", 6},    {"Relu", 6},        {"Selu", 6},
-      {"Sigmoid", 6},       {"Softplus", 1},    {"Sqrt", 6},
-      {"Sum", 8},           {"Tanh", 6}};
-  return table;
-}
-
-// Throws Error for a model of an `opset` older than kOldestOpset unless every supported op of
-// `graph` is in UnchangedSince() for that opset; the message names the ops that are not. (Ops
-// without a converter are left to the error that lists them.)
-void CheckOldOpset(const onnx::GraphProto& graph, int64_t opset) {
-  if (opset >= kOldestOpset) return;
-  std::set<std::string> changed;
-  for (const onnx::NodeProto& node : graph.node()) {
-    std::string key = onnx_import::ConverterKey(node.domain(), node.op_type());
-    if (onnx_import::Converters().count(key) == 0) continue;
-    auto it = UnchangedSince().find(node.op_type());
-    if (key != node.op_type() || it == UnchangedSince().end() || it->second > opset) {
-      changed.insert(key);
-    }
-  }
-  if (changed.empty()) return;
-  throw Error(
-      fmt::format("the model uses ONNX opset {}; the importer supports opset 13 and later (and 11 "
-                  "and 12 for most ops; older ones only for ops unchanged since, which {} {}): "
-                  "convert it first, e.g. with onnx.version_converter.convert_version(model, 13)",
-                  opset, fmt::join(changed, ", "), changed.size() == 1 ? "is not" : "are not"));
-}
-
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("#{} {}", index, node.op_type()) : node.name();
-}
 
 class GraphImporter {
  public:
@@ -79,7 +34,7 @@ class GraphImporter {
         values_(builder_) {}
 
   ir::GraphFunction Import() {
-    CheckOpsSupported();
+    onnx_import::CheckOpsSupported(graph_);
     ReadInitializers();
     ReadInputs();
     for (int i = 0; i < graph_.node_size(); ++i) ImportNode(graph_.node(i), i);
@@ -199,47 +154,8 @@ class GraphImporter {
     }
   }
 
-  // Throws one Error naming every op type (with its domain) of the graph that has no converter,
-  // with its node count and first node, so that a model's gaps show in one message.
-  void CheckOpsSupported() {
-    struct Unsupported {
-      int count = 0;
-      std::string first_node;
-      int first_index = 0;
-    };
-    std::map<std::string, Unsupported> unsupported;
-    const auto& converters = onnx_import::Converters();
-    for (int i = 0; i < graph_.node_size(); ++i) {
-      const onnx::NodeProto& node = graph_.node(i);
-      std::string key = onnx_import::ConverterKey(node.domain(), node.op_type());
-      if (converters.count(key)) continue;
-      Unsupported& entry = unsupported[key];
-      if (entry.count++ == 0) {
-        entry.first_node = NodeLabel(node, i);
-        entry.first_index = i;
-      }
-    }
-    if (unsupported.empty()) return;
-    std::vector<std::pair<int, std::string>> parts;  // in the order of first appearance
-    for (const auto& [key, entry] : unsupported) {
-      std::string nodes =
-          entry.count == 1 ? fmt::format("node '{}'", entry.first_node)
-                           : fmt::format("{} nodes, the first '{}'", entry.count, entry.first_node);
-      parts.push_back({entry.first_index, fmt::format("'{}' ({})", key, nodes)});
-    }
-    std::sort(parts.begin(), parts.end());
-    std::vector<std::string> texts;
-    for (const auto& part : parts) texts.push_back(part.second);
-    const auto& first = *std::min_element(
-        unsupported.begin(), unsupported.end(),
-        [](const auto& a, const auto& b) { return a.second.first_index < b.second.first_index; });
-    throw Error(fmt::format("unsupported ONNX op{} {}", unsupported.size() == 1 ? "" : "s",
-                            fmt::join(texts, ", ")),
-                {.op = first.first, .node = first.second.first_node});
-  }
-
   void ImportNode(const onnx::NodeProto& node, int index) {
-    std::string label = NodeLabel(node, index);
+    std::string label = onnx_import::NodeLabel(node, index);
     ir::ErrorLocation where{.op = node.op_type(), .node = label};
     const auto& converters = onnx_import::Converters();
     auto converter = converters.find(onnx_import::ConverterKey(node.domain(), node.op_type()));
@@ -384,7 +300,7 @@ ir::IRModule ImportModelProto(const onnx::ModelProto& model, const OnnxImportOpt
   if (opsets.count("") == 0) throw Error("the model imports no ai.onnx opset");
   int64_t opset = opsets.at("");
   if (!model.has_graph()) throw Error("the model has no graph");
-  CheckOldOpset(model.graph(), opset);
+  onnx_import::CheckOldOpset(model.graph(), opset);
   ir::IRModule module;
   module.Add(GraphImporter(model.graph(), options, opsets).Import());
   ir::Verify(module);
