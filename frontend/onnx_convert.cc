@@ -327,11 +327,17 @@ const ConverterMap& Converters() {
   static const ConverterMap* converters = [] {
     auto* map = new ConverterMap();
     AddNeuralConverters(*map);
+    AddElementwiseConverters(*map);
     AddTensorConverters(*map);
     AddConstantConverters(*map);
     return map;
   }();
   return *converters;
+}
+
+std::string ConverterKey(const std::string& domain, const std::string& op_type) {
+  if (domain.empty() || domain == "ai.onnx") return op_type;
+  return domain + "." + op_type;
 }
 
 }  // namespace tandem::frontend::onnx_import

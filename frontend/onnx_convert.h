@@ -151,13 +151,22 @@ class NodeContext {
 // Converts one node; returns one value per output (it may return fewer when the trailing outputs
 // are optional and not wanted).
 using Converter = std::vector<Value> (*)(NodeContext& context);
+// Converters by key: the op type for the default (ai.onnx) domain, "<domain>.<op type>" for
+// another domain (ConverterKey).
 using ConverterMap = std::map<std::string, Converter>;
 
-void AddNeuralConverters(ConverterMap& converters);    // onnx_neural_converters.cc
-void AddTensorConverters(ConverterMap& converters);    // onnx_tensor_converters.cc
-void AddConstantConverters(ConverterMap& converters);  // onnx_constant_converters.cc
-// Every converter, by ONNX op type.
+// The domain of ONNX Runtime's contrib ops (Gelu, FastGelu, BiasGelu ...).
+inline constexpr char kMicrosoftDomain[] = "com.microsoft";
+
+void AddNeuralConverters(ConverterMap& converters);       // onnx_neural_converters.cc
+void AddElementwiseConverters(ConverterMap& converters);  // onnx_elementwise_converters.cc
+void AddTensorConverters(ConverterMap& converters);       // onnx_tensor_converters.cc
+void AddConstantConverters(ConverterMap& converters);     // onnx_constant_converters.cc
+// Every converter, by key.
 const ConverterMap& Converters();
+// The key of a node's converter: its op type, prefixed by "<domain>." unless the domain is the
+// default one ("" or "ai.onnx").
+std::string ConverterKey(const std::string& domain, const std::string& op_type);
 
 // Integer values of an integer tensor (exact for int64).
 std::vector<int64_t> TensorToInts(const ir::Tensor& tensor);

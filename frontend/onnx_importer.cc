@@ -12,6 +12,7 @@
 
 #include "frontend/onnx_convert.h"
 #include "frontend/onnx_file.h"
+#include "frontend/onnx_model_checks.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 
@@ -21,13 +22,6 @@ using ir::Error;
 using onnx_import::Value;
 
 namespace {
-
-// Opsets older than this differ from opset 13 in ops the importer does not translate back.
-constexpr int64_t kOldestOpset = 11;
-
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("#{} {}", index, node.op_type()) : node.name();
-}
 
 class GraphImporter {
  public:
@@ -40,6 +34,7 @@ class GraphImporter {
         values_(builder_) {}
 
   ir::GraphFunction Import() {
+    onnx_import::CheckOpsSupported(graph_);
     ReadInitializers();
     ReadInputs();
     for (int i = 0; i < graph_.node_size(); ++i) ImportNode(graph_.node(i), i);
@@ -160,14 +155,13 @@ class GraphImporter {
   }
 
   void ImportNode(const onnx::NodeProto& node, int index) {
-    std::string label = NodeLabel(node, index);
+    std::string label = onnx_import::NodeLabel(node, index);
     ir::ErrorLocation where{.op = node.op_type(), .node = label};
-    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     const auto& converters = onnx_import::Converters();
-    auto converter = converters.find(node.op_type());
-    if (!domain.empty() || converter == converters.end()) {
-      std::string op = domain.empty() ? node.op_type() : domain + "." + node.op_type();
-      throw Error(fmt::format("unsupported ONNX op '{}' at node '{}'", op, label), where);
+    auto converter = converters.find(onnx_import::ConverterKey(node.domain(), node.op_type()));
+    if (converter == converters.end()) {  // CheckOpsSupported found none
+      throw Error(fmt::format("unsupported ONNX op '{}' at node '{}'", node.op_type(), label),
+                  where);
     }
     try {
       std::vector<std::optional<Value>> inputs;
@@ -305,14 +299,8 @@ ir::IRModule ImportModelProto(const onnx::ModelProto& model, const OnnxImportOpt
   }
   if (opsets.count("") == 0) throw Error("the model imports no ai.onnx opset");
   int64_t opset = opsets.at("");
-  if (opset < kOldestOpset) {
-    throw Error(
-        fmt::format("the model uses ONNX opset {}; the importer supports opset 13 and later "
-                    "(and 11 and 12 for most ops): convert it first, e.g. with "
-                    "onnx.version_converter.convert_version(model, 13)",
-                    opset));
-  }
   if (!model.has_graph()) throw Error("the model has no graph");
+  onnx_import::CheckOldOpset(model.graph(), opset);
   ir::IRModule module;
   module.Add(GraphImporter(model.graph(), options, opsets).Import());
   ir::Verify(module);
@@ -375,6 +363,12 @@ ir::IRModule ImportOnnxModel(const std::string& bytes, const std::string& source
   } catch (const std::exception& e) {
     throw Error(fmt::format("cannot import the model: {}", e.what()), where);
   }
+}
+
+std::vector<std::string> SupportedOnnxOps() {
+  std::vector<std::string> keys;
+  for (const auto& [key, converter] : onnx_import::Converters()) keys.push_back(key);
+  return keys;
 }
 
 ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {

@@ -1,5 +1,6 @@
 // The ONNX importer: reads an ONNX model (opset 13 and later; opsets 11 and 12 where the ops
-// used mean the same) into an IRModule holding one graph function.
+// used mean the same; older opsets when every op used has meant the same since) into an
+// IRModule holding one graph function.
 //
 // Graph inputs that are not initializers become the function's parameters, named after the ONNX
 // inputs and in their order; initializers become constants; the graph outputs are the result (a
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/graph.h"
 #include "ir/type.h"
@@ -36,6 +38,12 @@ struct OnnxImportOptions {
   // given here replaces the declared one; its rank and known extents must agree with it.
   std::map<std::string, ir::Shape> input_shapes;
 };
+
+// The ONNX op types the importer converts, sorted: the op type for the default domain
+// ("Conv"), "<domain>.<op type>" for another ("com.microsoft.FastGelu"). A model with a node of
+// any other type fails at import with one Error listing every such type, its node count and
+// first node.
+std::vector<std::string> SupportedOnnxOps();
 
 // Imports the model file at `path`.
 ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options = {});

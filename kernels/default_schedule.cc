@@ -55,13 +55,13 @@ bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& c
 }
 
 // True when `block`'s value calls an intrinsic that costs tens of instructions per element
-// (exp, log, sqrt, erf, tanh, sigmoid, pow; not abs, floor or ceil).
+// (exp, log, sqrt, erf, tanh, sigmoid, pow; not abs, floor, ceil or round).
 bool CallsCostlyIntrinsic(const ir::Block& block) {
   bool costly = false;
   ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {
     ir::VisitExprTree(top, [&](const ir::Expr& e) {
       if (e->kind == ir::ExprKind::kCall && e->name != "abs" && e->name != "floor" &&
-          e->name != "ceil") {
+          e->name != "ceil" && e->name != "round") {
         costly = true;
       }
     });

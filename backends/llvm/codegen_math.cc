@@ -16,7 +16,8 @@
 // Results below the normal range are within 1e-37 absolute; NaN and infinities propagate as
 // in libm.
 // f64 erf and tanh call libm (lane by lane in vector code); every other function maps to an
-// LLVM intrinsic (llvm.exp, llvm.log, llvm.sqrt, llvm.pow, llvm.fabs, llvm.floor, llvm.ceil).
+// LLVM intrinsic (llvm.exp, llvm.log, llvm.sqrt, llvm.pow, llvm.fabs, llvm.floor, llvm.ceil, and
+// llvm.rint for round: the default rounding mode rounds halves to even).
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -37,8 +38,8 @@ namespace {
 
 const std::map<std::string, size_t>& IntrinsicArity() {
   static const std::map<std::string, size_t> arity = {
-      {"exp", 1},     {"log", 1}, {"sqrt", 1}, {"erf", 1},   {"tanh", 1},
-      {"sigmoid", 1}, {"pow", 2}, {"abs", 1},  {"floor", 1}, {"ceil", 1}};
+      {"exp", 1}, {"log", 1}, {"sqrt", 1},  {"erf", 1},  {"tanh", 1}, {"sigmoid", 1},
+      {"pow", 2}, {"abs", 1}, {"floor", 1}, {"ceil", 1}, {"round", 1}};
   return arity;
 }
 
@@ -63,7 +64,9 @@ CgValue KernelCodegen::EvalCall(const Expr& e) {
   if (!ir::IsFloat(result) && same_type) {
     const std::string& name = e->name;
     bool is_unsigned = result == DataType::kUInt8 || result == DataType::kBool;
-    if (name == "floor" || name == "ceil" || (name == "abs" && is_unsigned)) return args[0];
+    if (name == "floor" || name == "ceil" || name == "round" || (name == "abs" && is_unsigned)) {
+      return args[0];
+    }
     if (name == "abs") {
       // |x| saturates for the most negative value, as the interpreter's conversion does.
       return Apply(args, result, [&](const std::vector<llvm::Value*>& v) {
@@ -104,6 +107,7 @@ llvm::Value* KernelCodegen::MathFunction(const std::string& name, DataType dtype
   if (name == "abs") return B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   if (name == "floor") return B.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
   if (name == "ceil") return B.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+  if (name == "round") return B.CreateUnaryIntrinsic(llvm::Intrinsic::rint, x);
   if (name == "pow") return B.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
   if (name == "erf") return f32 ? ErfF32(x) : LibmCall("erf", x);
   if (name == "tanh") return f32 ? TanhF32(x) : LibmCall("tanh", x);

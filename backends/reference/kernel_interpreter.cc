@@ -307,6 +307,8 @@ class Interpreter {
         r = std::floor(x);
       else if (f == "ceil")
         r = std::ceil(x);
+      else if (f == "round")
+        r = std::nearbyint(x);  // the default rounding mode: halves to even
       else
         throw Error(fmt::format("unknown intrinsic '{}'", f));
     }

@@ -1,5 +1,6 @@
-// Elementwise and broadcast ops: add, subtract, multiply, divide, pow, relu, gelu, sigmoid, tanh,
-// exp, sqrt, erf, clip, cast.
+// Elementwise and broadcast ops: add, subtract, multiply, divide, pow, maximum, minimum, relu,
+// gelu, sigmoid, tanh, exp, log, sqrt, erf, abs, floor, ceil, round, clip, cast. The parametric
+// activations (leaky_relu, elu, prelu) are in activation_ops.cc.
 //
 // Reference semantics compute every element in double and convert to the result dtype (integer
 // results truncate toward zero and saturate, see Tensor::SetDouble). The loops are templated on
@@ -12,15 +13,11 @@
 #include <numbers>
 
 #include "ir/op_registry.h"
+#include "ir/ops/elementwise_util.h"
 #include "ir/ops/op_util.h"
 
 namespace tandem::ir::ops {
-namespace {
 
-// The layout of an elementwise result: the layout shared by every operand of the result's rank.
-// Operands of a lower rank are broadcast against the physical shape of the others (scalars,
-// bias vectors, a [1,1,C] bias of an NHWC convolution) and do not count. When the counted
-// operands disagree, the result has no layout.
 std::string ResultLayout(const std::vector<Type>& inputs, const Shape& result_shape) {
   int64_t result_rank = static_cast<int64_t>(result_shape.size());
   std::string layout;
@@ -38,50 +35,12 @@ std::string ResultLayout(const std::vector<Type>& inputs, const Shape& result_sh
   return layout;
 }
 
-template <typename Fn>
-Tensor ApplyUnary(const Tensor& x, const TensorType& type, Fn fn) {
-  if (x.shape() != type.shape) {
-    throw Error(fmt::format("operand shape {} differs from the result shape {}",
-                            ShapeToString(x.shape()), ShapeToString(type.shape)));
-  }
-  Tensor out(type);
-  int64_t n = out.num_elements();
-  for (int64_t i = 0; i < n; ++i) out.SetDouble(i, fn(x.GetDouble(i)));
-  return out;
-}
-
-template <typename Fn>
-Tensor ApplyBinary(const Tensor& a, const Tensor& b, const TensorType& type, Fn fn) {
-  if (BroadcastShapes(a.shape(), b.shape()) != type.shape) {
-    throw Error(fmt::format("operand shapes {} and {} do not broadcast to the result shape {}",
-                            ShapeToString(a.shape()), ShapeToString(b.shape()),
-                            ShapeToString(type.shape)));
-  }
-  Tensor out(type);
-  int64_t n = out.num_elements();
-  bool a_full = a.shape() == type.shape;
-  bool b_full = b.shape() == type.shape;
-  if (a_full && b_full) {
-    for (int64_t i = 0; i < n; ++i) out.SetDouble(i, fn(a.GetDouble(i), b.GetDouble(i)));
-  } else if (a_full && b.num_elements() == 1) {
-    double y = b.GetDouble(0);
-    for (int64_t i = 0; i < n; ++i) out.SetDouble(i, fn(a.GetDouble(i), y));
-  } else if (b_full && a.num_elements() == 1) {
-    double x = a.GetDouble(0);
-    for (int64_t i = 0; i < n; ++i) out.SetDouble(i, fn(x, b.GetDouble(i)));
-  } else {
-    ForEachIndex(type.shape, [&](const std::vector<int64_t>& index, int64_t flat) {
-      out.SetDouble(flat, fn(a.GetDouble(BroadcastOffset(index, a.shape())),
-                             b.GetDouble(BroadcastOffset(index, b.shape()))));
-    });
-  }
-  return out;
-}
-
 Type InferUnary(const std::vector<Type>& inputs, const Attrs& attrs) {
   const TensorType& x = TensorOperand(inputs, 0, "x");
   return TensorType{x.shape, x.dtype, ResultLayout(inputs, x.shape)};
 }
+
+namespace {
 
 template <typename Fn>
 void RegisterBinary(OpRegistry& registry, const std::string& name, const std::string& doc, Fn fn) {
@@ -243,6 +202,12 @@ void RegisterElementwiseOps(OpRegistry& registry) {
                  [](double x, double y) { return x / y; });
   RegisterBinary(registry, "pow", "a raised to the power b." + broadcast_note,
                  [](double x, double y) { return std::pow(x, y); });
+  RegisterBinary(registry, "maximum",
+                 "The larger of a and b; NaN when either is NaN." + broadcast_note,
+                 [](double x, double y) { return std::isnan(y) ? y : (x < y ? y : x); });
+  RegisterBinary(registry, "minimum",
+                 "The smaller of a and b; NaN when either is NaN." + broadcast_note,
+                 [](double x, double y) { return std::isnan(y) ? y : (y < x ? y : x); });
 
   RegisterUnary(registry, "relu", "max(x, 0); NaN stays NaN.",
                 [](double x) { return x < 0 ? 0.0 : x; });
@@ -250,9 +215,20 @@ void RegisterElementwiseOps(OpRegistry& registry) {
                 [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
   RegisterUnary(registry, "tanh", "Hyperbolic tangent.", [](double x) { return std::tanh(x); });
   RegisterUnary(registry, "exp", "e^x.", [](double x) { return std::exp(x); });
+  RegisterUnary(registry, "log", "Natural logarithm (NaN for negative x, -inf for 0).",
+                [](double x) { return std::log(x); });
   RegisterUnary(registry, "sqrt", "Square root (NaN for negative x).",
                 [](double x) { return std::sqrt(x); });
   RegisterUnary(registry, "erf", "Gauss error function.", [](double x) { return std::erf(x); });
+  RegisterUnary(registry, "abs", "|x| (integers: the most negative value saturates).",
+                [](double x) { return std::abs(x); });
+  RegisterUnary(registry, "floor", "The largest integer not above x.",
+                [](double x) { return std::floor(x); });
+  RegisterUnary(registry, "ceil", "The smallest integer not below x.",
+                [](double x) { return std::ceil(x); });
+  // std::nearbyint rounds in the default mode, to nearest with ties to even.
+  RegisterUnary(registry, "round", "x rounded to the nearest integer, halves to even (ONNX Round).",
+                [](double x) { return std::nearbyint(x); });
   RegisterGelu(registry);
   RegisterClip(registry);
   RegisterCast(registry);

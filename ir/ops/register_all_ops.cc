@@ -8,6 +8,7 @@ void RegisterMatmulOps(OpRegistry& registry);         // matmul_ops.cc
 void RegisterNormalizationOps(OpRegistry& registry);  // normalization_ops.cc
 void RegisterPoolingOps(OpRegistry& registry);        // pooling_ops.cc
 void RegisterElementwiseOps(OpRegistry& registry);    // elementwise_ops.cc
+void RegisterActivationOps(OpRegistry& registry);     // activation_ops.cc
 void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc
 void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc
 void RegisterLayoutOps(OpRegistry& registry);         // layout_ops.cc
@@ -20,6 +21,7 @@ void RegisterAllOps(OpRegistry& registry) {
   ops::RegisterNormalizationOps(registry);
   ops::RegisterPoolingOps(registry);
   ops::RegisterElementwiseOps(registry);
+  ops::RegisterActivationOps(registry);
   ops::RegisterReductionOps(registry);
   ops::RegisterShapeOps(registry);
   ops::RegisterLayoutOps(registry);

@@ -17,6 +17,12 @@ Expr ApplyBinary(const std::string& op, const Expr& a, const Expr& b) {
   if (op == "multiply") return a * b;
   if (op == "divide") return a / b;  // integers: truncating division, like the reference
   if (op == "pow") return ir::Call("pow", {a, b}, a->dtype);
+  bool is_float = ir::IsFloat(a->dtype);
+  // Float maximum and minimum propagate a NaN of either operand: Max and Min keep a NaN `a`
+  // only.
+  if (op == "maximum") return is_float ? ir::Select(b != b, b, ir::Max(a, b)) : ir::Max(a, b);
+  if (op == "minimum") return is_float ? ir::Select(b != b, b, ir::Min(a, b)) : ir::Min(a, b);
+  if (op == "prelu") return ir::Select(a < Constant(a->dtype, 0), b * a, a);
   throw LoweringError(op, "not a binary elementwise op");
 }
 
@@ -41,7 +47,8 @@ Expr ApplyUnary(const OpCall& call, const Expr& x) {
   const std::string& op = call.op;
   ir::DataType dtype = x->dtype;
   if (op == "relu") return ir::Max(x, Constant(dtype, 0));
-  if (op == "sigmoid" || op == "tanh" || op == "exp" || op == "sqrt" || op == "erf") {
+  if (op == "sigmoid" || op == "tanh" || op == "exp" || op == "log" || op == "sqrt" ||
+      op == "erf" || op == "abs" || op == "floor" || op == "ceil" || op == "round") {
     return ir::Call(op, {x}, dtype);
   }
   // Compound formulas run in a float type and convert back like the reference does.
@@ -55,6 +62,13 @@ Expr ApplyUnary(const OpCall& call, const Expr& x) {
     value = Gelu(value, approximate);
   } else if (op == "clip") {
     value = Clip(value, call.attrs.GetFloat("min"), call.attrs.GetFloat("max"));
+  } else if (op == "leaky_relu" || op == "elu") {
+    ir::DataType t = value->dtype;
+    Expr alpha = ir::FloatImm(call.attrs.GetFloat("alpha"), t);
+    Expr negative = op == "leaky_relu"
+                        ? alpha * value
+                        : alpha * (ir::Call("exp", {value}, t) - ir::FloatImm(1.0, t));
+    value = ir::Select(value < ir::FloatImm(0.0, t), negative, value);
   } else {
     throw LoweringError(op, "not a unary elementwise op");
   }

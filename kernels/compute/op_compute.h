@@ -51,8 +51,10 @@ void LowerDense(ComputeBuilder& builder, const OpCall& call);
 void LowerMatmul(ComputeBuilder& builder, const OpCall& call);
 void LowerPackedMatmul(ComputeBuilder& builder, const OpCall& call);
 void LowerBatchMatmul(ComputeBuilder& builder, const OpCall& call);
-void LowerBinary(ComputeBuilder& builder, const OpCall& call);  // add, ..., pow
-void LowerUnary(ComputeBuilder& builder, const OpCall& call);   // relu, ..., gelu, clip
+void LowerBinary(ComputeBuilder& builder, const OpCall& call);  // add, ..., pow, maximum,
+                                                                // minimum, prelu
+void LowerUnary(ComputeBuilder& builder, const OpCall& call);   // relu, ..., gelu, clip,
+                                                                // leaky_relu, elu
 void LowerCast(ComputeBuilder& builder, const OpCall& call);
 void LowerReduction(ComputeBuilder& builder, const OpCall& call);  // sum, mean, max
 void LowerBatchNorm(ComputeBuilder& builder, const OpCall& call);

@@ -31,9 +31,11 @@ namespace tandem::passes {
 
 namespace {
 
-const std::set<std::string> kUnary = {"relu", "sigmoid", "tanh", "exp", "sqrt",
-                                      "erf",  "gelu",    "clip", "cast"};
-const std::set<std::string> kBinary = {"add", "subtract", "multiply", "divide", "pow"};
+const std::set<std::string> kUnary = {"relu", "sigmoid",    "tanh",  "exp",  "log",   "sqrt",
+                                      "erf",  "abs",        "floor", "ceil", "round", "gelu",
+                                      "clip", "leaky_relu", "elu",   "cast"};
+const std::set<std::string> kBinary = {"add", "subtract", "multiply", "divide",
+                                       "pow", "maximum",  "minimum",  "prelu"};
 const std::set<std::string> kPooling = {"max_pool2d", "avg_pool2d", "global_avg_pool2d"};
 const std::set<std::string> kWinogradTransforms = {"winograd_input_transform",
                                                    "winograd_output_transform"};

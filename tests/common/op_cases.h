@@ -226,6 +226,25 @@ inline std::vector<Case> ElementwiseCases() {
   cases.push_back({"clip", {F32({4, 5})}, {{"min", 0.0}}, {{-1, 1}}, "min_only"});
   cases.push_back({"clip", {F32({4, 5})}, {}, {{-1, 1}}, "unbounded"});
   cases.push_back({"clip", {I32({4, 5})}, {{"min", -2.0}, {"max", 1.5}}, {{-5, 5}}, "int32"});
+  for (const char* op : {"maximum", "minimum"}) {
+    cases.push_back({op, {F32({3, 4}), F32({3, 4})}, {}, {{-1, 1}}, "same_shape"});
+    cases.push_back({op, {F32({2, 1, 4}), F32({3, 1})}, {}, {{-1, 1}}, "broadcast_both"});
+    cases.push_back({op, {I32({3, 4}), I32({4})}, {}, {{-9, 9}}, "int32"});
+  }
+  cases.push_back({"prelu", {F32({2, 3, 4, 4}), F32({3, 1, 1})}, {}, {{-1, 1}}, "channel_slope"});
+  cases.push_back({"prelu", {F32({3, 5}), F32({3, 5})}, {}, {{-1, 1}}, "same_shape"});
+  cases.push_back({"prelu", {F32({2, 5}), F32({1})}, {}, {{-1, 1}}, "scalar_slope"});
+  cases.push_back({"log", {F32({3, 5})}, {}, {{0.05, 4}}, "f32"});
+  cases.push_back({"log", {F32({2, 2, 3})}, {}, {{0.5, 100}}, "rank3"});
+  for (const char* op : {"abs", "floor", "ceil", "round"}) {
+    cases.push_back({op, {F32({3, 5})}, {}, {{-4, 4}}, "f32"});
+    cases.push_back({op, {F32({2, 2, 3})}, {}, {{-100, 100}}, "rank3"});
+    cases.push_back({op, {I32({3, 5})}, {}, {{-9, 9}}, "int32"});
+  }
+  for (const char* op : {"leaky_relu", "elu"}) {
+    cases.push_back({op, {F32({3, 5})}, {}, {{-3, 3}}, "default_alpha"});
+    cases.push_back({op, {F32({2, 2, 3})}, {{"alpha", 0.3}}, {{-3, 3}}, "alpha"});
+  }
   cases.push_back({"cast", {F32({3, 4})}, {{"dtype", std::string("i32")}}, {{-5, 5}}, "to_i32"});
   cases.push_back({"cast", {I32({3, 4})}, {{"dtype", std::string("f32")}}, {{-5, 5}}, "to_f32"});
   cases.push_back({"cast", {F32({3, 4})}, {{"dtype", std::string("f64")}}, {{-5, 5}}, "to_f64"});

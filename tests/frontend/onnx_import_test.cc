@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -126,12 +127,57 @@ TEST(OnnxImport, UnsupportedOpIsNamed) {
   OnnxModel model;
   model.Input("boxes", {1, 4, 4}).Input("scores", {1, 1, 4});
   model.Node("NonMaxSuppression", {"boxes", "scores"}, {"sel"}, {}, "nms").Output("sel");
-  ExpectError([&] { model.Import(); }, {"unsupported ONNX op 'NonMaxSuppression' at node 'nms'"});
+  ExpectError([&] { model.Import(); }, {"unsupported ONNX op 'NonMaxSuppression' (node 'nms')"});
 
   OnnxModel custom;
   custom.Input("x", {2}).Node("FusedThing", {"x"}, {"y"}).Output("y");
   custom.graph()->mutable_node(0)->set_domain("com.microsoft");
   ExpectError([&] { custom.Import(); }, {"'com.microsoft.FusedThing'", "#0 FusedThing"});
+}
+
+// One error lists every unsupported op type of the model, with its domain, its node count and
+// first node, in the order they first appear; supported ops between them do not matter.
+TEST(OnnxImport, EveryUnsupportedOpTypeIsListedInOneError) {
+  OnnxModel model;
+  model.Input("x", {1, 4});
+  model.Node("Relu", {"x"}, {"a"});
+  model.Node("Hardmax", {"a"}, {"b"}, {}, "hardmax_1");
+  model.Node("Attention", {"b"}, {"c"}, {}, "attention");
+  model.graph()->mutable_node(2)->set_domain("com.microsoft");
+  model.Node("Hardmax", {"c"}, {"d"}, {}, "hardmax_2");
+  model.Node("Sigmoid", {"d"}, {"e"});
+  model.Output("e");
+  try {
+    model.Import();
+    ADD_FAILURE() << "expected an error";
+  } catch (const ir::Error& e) {
+    std::string text = e.what();
+    EXPECT_NE(text.find("unsupported ONNX ops 'Hardmax' (2 nodes, the first 'hardmax_1'), "
+                        "'com.microsoft.Attention' (node 'attention')"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("Relu"), std::string::npos) << text;
+    EXPECT_EQ(e.where().node, "hardmax_1");
+    EXPECT_NE(text.find("test-model"), std::string::npos) << text;
+  }
+}
+
+// The com.microsoft contrib ops are found by domain; the same op type in another domain is not.
+TEST(OnnxImport, ConvertersAreKeyedByDomain) {
+  std::vector<std::string> ops = SupportedOnnxOps();
+  auto has = [&](const std::string& op) {
+    return std::find(ops.begin(), ops.end(), op) != ops.end();
+  };
+  EXPECT_TRUE(has("Conv"));
+  EXPECT_TRUE(has("com.microsoft.FastGelu"));
+  EXPECT_FALSE(has("FastGelu"));
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  OnnxModel model;
+  model.Input("x", {2}).Node("Relu", {"x"}, {"y"}, {}, "relu").Output("y");
+  model.graph()->mutable_node(0)->set_domain("org.example");
+  ExpectError([&] { model.Import(); }, {"'org.example.Relu' (node 'relu')"});
+  model.graph()->mutable_node(0)->set_domain("ai.onnx");
+  EXPECT_EQ(testing::CountOp(model.Import(), "relu"), 1);
 }
 
 TEST(OnnxImport, UndefinedTensorsAreNamedWithTheirNode) {
@@ -199,10 +245,24 @@ TEST(OnnxImport, BadShapesAndAttributesNameTheNode) {
   ExpectError([&] { missing_input.Import(); }, {"'half_add'", "input 1"});
 }
 
+// A model of an opset before 11 imports when its ops mean what they mean in opset 13.
+TEST(OnnxImport, OldOpsetsImportOpsUnchangedSince) {
+  OnnxModel old(6);
+  old.Input("x", {4}).Node("Elu", {"x"}, {"e"}).Node("Relu", {"e"}, {"y"}).Output("y");
+  Tensor x = Tensor::FromFloats({4}, {-1, 0, 1, 2});
+  EXPECT_EQ(backends::RunReference(old.Import(), {x}).at(0).GetDouble(3), 2.0);
+  OnnxModel sum(7);  // Sum broadcasts from opset 8 on
+  sum.Input("x", {4}).Node("Sum", {"x", "x"}, {"y"}).Output("y");
+  ExpectError([&] { sum.Import(); }, {"opset 7", "which Sum is not"});
+  OnnxModel unsupported(7);  // an op without a converter gets that error, whatever the opset
+  unsupported.Input("x", {4}).Node("Hardmax", {"x"}, {"y"}, {}, "hardmax").Output("y");
+  ExpectError([&] { unsupported.Import(); }, {"unsupported ONNX op 'Hardmax' (node 'hardmax')"});
+}
+
 TEST(OnnxImport, ModelLevelErrors) {
   OnnxModel old(9);
-  old.Input("x", {2}).Node("Relu", {"x"}, {"y"}).Output("y");
-  ExpectError([&] { old.Import(); }, {"opset 9", "opset 13"});
+  old.Input("x", {2, 3}).Node("Relu", {"x"}, {"r"}).Node("Softmax", {"r"}, {"y"}).Output("y");
+  ExpectError([&] { old.Import(); }, {"opset 9", "opset 13", "which Softmax is not"});
 
   OnnxModel no_outputs;
   no_outputs.Input("x", {2});

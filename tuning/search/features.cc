@@ -160,7 +160,7 @@ void CountOps(const ir::Expr& e, OpCounts& counts) {
       counts.cast += 1;
       break;
     case ExprKind::kCall:
-      if (e->name == "abs" || e->name == "floor" || e->name == "ceil") {
+      if (e->name == "abs" || e->name == "floor" || e->name == "ceil" || e->name == "round") {
         counts.compare_select += 1;
       } else {
         counts.special += 1;

@@ -336,7 +336,7 @@ KernelFunction Intrinsic(const std::string& name, ForKind kind,
     value = ir::Call("pow", {positive, x * c(3)}, dtype);
   } else if (name == "exp") {
     value = ir::Call("exp", {x * c(8)}, dtype);
-  } else if (name == "floor" || name == "ceil") {
+  } else if (name == "floor" || name == "ceil" || name == "round") {
     value = ir::Call(name, {x * c(5)}, dtype);
   } else {
     value = ir::Call(name, {x * c(6)}, dtype);
@@ -347,7 +347,7 @@ KernelFunction Intrinsic(const std::string& name, ForKind kind,
 
 TEST(Codegen, EveryIntrinsic) {
   for (const char* name :
-       {"exp", "log", "sqrt", "erf", "tanh", "sigmoid", "pow", "abs", "floor", "ceil"}) {
+       {"exp", "log", "sqrt", "erf", "tanh", "sigmoid", "pow", "abs", "floor", "ceil", "round"}) {
     for (ForKind kind : {ForKind::kSerial, ForKind::kVectorized}) {
       for (DataType dtype : {DataType::kFloat32, DataType::kFloat64}) {
         SCOPED_TRACE(std::string(name) + " " + ir::ToString(kind) + " " + ir::ToString(dtype));
