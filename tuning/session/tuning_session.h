@@ -101,11 +101,57 @@ struct GraphCurvePoint {
   bool operator==(const GraphCurvePoint& other) const = default;
 };
 
+// One graph-level evaluation of a run that a database record answers (a measurement of this run
+// or an answer from an earlier one), in the order they happened: what the report plots, each
+// point traceable to its record (workload_hash, the run's record key, candidate_hash). Requests
+// refused for the budget and duplicates within one batch are not listed.
+struct GraphEvaluation {
+  std::string pass;            // the tuning pass's text, or a label like "(before: ...)"
+  std::string workload_hash;   // the structural hash of the evaluated module
+  std::string candidate_hash;  // "" for a first measurement; the group key of a confirmation
+  // A part of the model measured alone (a convolution, a placement piece: the module carries
+  // kReferenceKeyAttr), not the whole module being tuned.
+  bool piece = false;
+  bool reused = false;   // answered from the database instead of measured
+  int64_t measured = 0;  // real measurements of the run so far, this one included
+  double elapsed_seconds = 0;
+
+  bool confirmation() const { return !candidate_hash.empty(); }
+  bool operator==(const GraphEvaluation& other) const = default;
+};
+
+// A task of a kernel search as the report needs it.
+struct KernelSearchTask {
+  std::string workload_hash;
+  std::string name;
+  int64_t weight = 1;
+  double flops = 0;  // per call (EstimateFlops)
+  // The candidate hash of the task's default schedule (offered in its first batch; "" when it
+  // has none).
+  std::string default_candidate;
+
+  bool operator==(const KernelSearchTask& other) const = default;
+};
+
+// One batch of a kernel search: the task, the search's trials after it, and the candidates a
+// record answers (measured now or before; those refused for the budget left out).
+struct KernelSearchBatch {
+  size_t task = 0;
+  int64_t trials = 0;
+  std::vector<std::string> candidates;
+
+  bool operator==(const KernelSearchBatch& other) const = default;
+};
+
 // The tuning curve of one kernel search (one TuneKernels run over one module's tasks).
+// `tasks` and `batches` (empty in runs recorded before they existed) say which record answered
+// each trial, so that per-task curves can be drawn from the database.
 struct KernelTuningCurve {
   std::string pass;  // the pass's pipeline text
   size_t num_tasks = 0;
   std::vector<CurvePoint> points;
+  std::vector<KernelSearchTask> tasks;
+  std::vector<KernelSearchBatch> batches;
 };
 
 // A decision a top-level tuning pass took: its trace from the pass's input, and the result.
@@ -243,6 +289,8 @@ class TuningSession {
   const std::vector<KernelTuningCurve>& kernel_curves() const { return kernel_curves_; }
   // A point after every evaluated batch of graph candidates.
   const std::vector<GraphCurvePoint>& graph_curve() const { return graph_curve_; }
+  // Every graph-level evaluation a record answered, in order (GraphEvaluation).
+  const std::vector<GraphEvaluation>& graph_evaluations() const { return graph_evaluations_; }
 
   kernels::RandomState& random() { return random_; }
   Database& database() { return *database_; }
@@ -315,6 +363,7 @@ class TuningSession {
   std::vector<TuningDecision> decisions_;
   std::vector<KernelTuningCurve> kernel_curves_;
   std::vector<GraphCurvePoint> graph_curve_;
+  std::vector<GraphEvaluation> graph_evaluations_;
   struct BudgetShare {
     int64_t measured_at_start = 0;  // charged measurements when pushed
     int64_t trials = 0;
@@ -333,6 +382,11 @@ class TuningSession {
   std::set<std::string> answered_;
   int64_t charged_answers_ = 0;
   int64_t ChargedMeasurements() const;
+  // Appends to graph_evaluations_ the evaluation of `module` that the record (workload_hash,
+  // candidate_hash) answers.
+  void LogGraphEvaluation(const std::string& pass, const ir::IRModule& module,
+                          const std::string& workload_hash, const std::string& candidate_hash,
+                          bool reused);
   // New measurements allowed now: RemainingBudget, and for a job no more than its budget less
   // the trials its earlier runs spent and this run measured.
   int64_t MeasurementsLeft() const;
