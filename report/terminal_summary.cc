@@ -75,9 +75,16 @@ std::string Line(const std::string& text) {
 
 // A decision's result: its latency, "failed: ..." or "-" when not measured (a pass that measures
 // only parts, like TuneKernels, whose result is the confirmation in its instruction).
+// The reason TuningPass gives a decision whose best candidate was not measured as a whole.
+constexpr const char* kNotMeasured = "not measured end to end";
+
+bool Failed(const tuning::MeasureResult& result) {
+  return !result.ok() && !result.error.empty() && result.error != kNotMeasured;
+}
+
 std::string ResultText(const tuning::MeasureResult& result) {
   if (result.ok()) return FormatDuration(result.median_seconds);
-  return result.error.empty() ? "-" : "failed";
+  return Failed(result) ? "failed" : "-";
 }
 
 std::string Decisions(const TuningRun& run) {
@@ -92,7 +99,7 @@ std::string Decisions(const TuningRun& run) {
            Cell(ResultText(decision.result), 11, true) + "  " +
            Cell(Ratio(decision.baseline_seconds, best), 7, true) + "\n";
     out += Wrap("chose: " + DecisionSummary(decision.trace), kSummaryColumns - 4, "    ");
-    if (!decision.result.ok() && !decision.result.error.empty()) {
+    if (Failed(decision.result)) {
       out +=
           Wrap("failed: " + ShortReason(decision.result.error, 200), kSummaryColumns - 4, "    ");
     }
@@ -224,8 +231,13 @@ std::string TuningSummaryText(const TuningRun& run, const RunFacts& facts,
                               const std::string& pipeline_label) {
   int64_t measured = 0;
   for (const auto& [pass, counts] : run.counts) measured += counts.measured;
-  double before = facts.graph.before ? facts.graph.before->seconds : MedianOf(run.before_seconds);
-  double after = facts.graph.after ? facts.graph.after->seconds : MedianOf(run.after_seconds);
+  // The run's own times (a replayed run's "after" is measured anew), else the logged records'.
+  double before = !run.before_seconds.empty() ? MedianOf(run.before_seconds)
+                  : facts.graph.before        ? facts.graph.before->seconds
+                                              : 0;
+  double after = !run.after_seconds.empty() ? MedianOf(run.after_seconds)
+                 : facts.graph.after        ? facts.graph.after->seconds
+                                            : 0;
   std::string out = "\n" + Rule();
   out += Line(fmt::format("tuning summary: {} (model hash {}), pipeline {}, {} measurements",
                           run.model, run.model_hash, pipeline_label, measured));
