@@ -63,11 +63,12 @@ std::string RenderLineChart(const LineChart& chart) {
   const double plot_w = width - left - right, plot_h = height - top - bottom;
 
   std::string svg = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\"><title>{2}</title>"
+      "<svg class=\"chart\"{4} xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
+      "height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\"><title>{2}</title>"
       "<text x=\"{3}\" y=\"15\" class=\"chart-title\" font-size=\"13\" "
       "font-weight=\"bold\">{2}</text>",
-      width, height, HtmlEscape(chart.title), left);
+      width, height, HtmlEscape(chart.title), left,
+      chart.kind.empty() ? "" : " data-chart=\"" + HtmlEscape(chart.kind) + "\"");
   if (!std::isfinite(x_lo)) {
     return svg + fmt::format(
                      "<text x=\"{}\" y=\"{}\" class=\"no-data\" font-size=\"12\" "
@@ -115,11 +116,23 @@ std::string RenderLineChart(const LineChart& chart) {
     std::string markers;
     double last_y = 0;
     bool first = true;
-    for (const auto& [x, y] : series.points) {
+    for (size_t p = 0; p < series.points.size(); ++p) {
+      auto [x, y] = series.points[p];
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       if (series.step && !first) points += fmt::format("{:.1f},{:.1f} ", px(x), py(last_y));
       points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-      if (series.markers || !series.line || series.points.size() == 1) {
+      if (p < series.point_records.size()) {
+        std::string value = chart.y_is_seconds ? FormatDuration(y) : fmt::format("{:.4g}", y);
+        markers += fmt::format(
+            "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" {}=\"{:.17g}\" "
+            "{}=\"{}\"><title>{}: {} ({} {})</title></circle>",
+            px(x), py(y), series.markers || !series.line ? 2.5 : 1.8, color,
+            series.values_are_sums ? "data-sum" : "data-seconds", y,
+            series.values_are_sums ? "data-lowered-by" : "data-record",
+            HtmlEscape(series.point_records[p]), HtmlEscape(series.name), value,
+            series.values_are_sums ? "last lowered by record" : "record",
+            HtmlEscape(series.point_records[p]));
+      } else if (series.markers || !series.line || series.points.size() == 1) {
         markers += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", px(x),
                                py(y), color);
       }
@@ -150,6 +163,10 @@ std::string RenderLineChart(const LineChart& chart) {
     }
   }
   return svg + "</svg>";
+}
+
+std::string FigureHtml(const LineChart& chart, const std::string& caption) {
+  return "<figure>" + RenderLineChart(chart) + "<figcaption>" + caption + "</figcaption></figure>";
 }
 
 }  // namespace tandem::report

@@ -16,6 +16,13 @@ struct ChartSeries {
   bool step = false;     // horizontal then vertical segments (best-so-far curves)
   bool markers = false;  // a dot at every point
   std::string color;     // CSS color; "" takes the next of a fixed palette
+  // Where each point's value comes from (the text of a report::RecordRef, parallel to `points`;
+  // empty: not given). Given, every point gets a marker carrying data-record="..." and its exact
+  // value as data-seconds="..." (and a tooltip), so a reader or a test finds its record.
+  std::vector<std::string> point_records;
+  // The values are sums over records, not one record's: the markers then carry data-sum="..."
+  // and data-lowered-by="..." (the record that last changed the sum) instead.
+  bool values_are_sums = false;
 };
 
 struct LineChart {
@@ -27,11 +34,15 @@ struct LineChart {
   int width = 420;
   int height = 240;
   std::vector<ChartSeries> series;
+  std::string kind;  // the <svg>'s data-chart attribute ("" for none), e.g. "graph-end-to-end"
 };
 
 // One <svg> element: axes with ticks, a polyline per series (colored from a fixed palette) and a
 // legend when more than one series is named. A chart without points says "no data". Every text
 // is escaped.
 std::string RenderLineChart(const LineChart& chart);
+
+// The chart in a <figure> with `caption` (HTML, not escaped) as its <figcaption>.
+std::string FigureHtml(const LineChart& chart, const std::string& caption);
 
 }  // namespace tandem::report

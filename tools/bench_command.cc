@@ -347,12 +347,16 @@ Command AddBenchCommand(CLI::App& app) {
   auto threads = std::make_shared<int>(0);
   auto external_specs = std::make_shared<std::vector<std::string>>();
   auto settle = std::make_shared<double>(0.25);
+  auto model_name = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "time a model or the operator workloads under named configurations (all-own, "
       "all-onednn, all-own-tuned, placement-tuned) in one run");
   cmd->add_option("model", *model, "ONNX model or Tandem IR text file (or use --workloads)");
   cmd->add_option("--input-shape", *shapes, "NAME=1,3,224,224 for symbolic input dimensions");
+  cmd->add_option("--model-name", *model_name,
+                  "the model's name in the table, the tuning database and reports (default: "
+                  "the file's stem, or its folder's name for a file named model.onnx)");
   cmd->add_option("--workloads", *workloads,
                   "comma-separated MetaSchedule operator workloads (C1D,...,SFM) or \"all\"");
   cmd->add_option("--configs", *configurations,
@@ -431,11 +435,11 @@ Command AddBenchCommand(CLI::App& app) {
     }
     std::vector<Row> rows;
     if (!model->empty()) {
-      ir::IRModule module = LoadModel(ModelOptions{*model, *shapes});
-      rows = Measure(std::filesystem::path(*model).parent_path().filename().string() + "/" +
-                         std::filesystem::path(*model).stem().string(),
-                     module, chosen, externals, *settle, *database, *isolate, *trials, *repeat,
-                     *rounds, 1);
+      ModelOptions model_options{*model, *shapes, *model_name};
+      ir::IRModule module = LoadModel(model_options);
+      // Named as `tandem tune` names it, so that runs of both share one name in reports.
+      rows = Measure(ModelName(model_options), module, chosen, externals, *settle, *database,
+                     *isolate, *trials, *repeat, *rounds, 1);
     } else {
       std::vector<std::string> selected = bench::WorkloadNames();
       if (*workloads != "all") {

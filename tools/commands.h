@@ -25,8 +25,15 @@ using Command = std::function<int()>;
 struct ModelOptions {
   std::string path;
   std::vector<std::string> input_shapes;  // NAME=1,3,224,224
+  std::string name;                       // --model-name ("": from the path, see ModelName)
 };
 void AddModelOptions(CLI::App* command, ModelOptions& options);
+// Adds --model-name (how tuning runs and reports name the model) to a command that records runs.
+void AddModelNameOption(CLI::App* command, ModelOptions& options);
+// The model's name in tuning runs, reports and benchmark tables, the same for every command:
+// --model-name when given, else the file's stem, or its folder's name for a file named
+// "model.*" (ONNX model zoo folders: "resnet18/model.onnx" is "resnet18").
+std::string ModelName(const ModelOptions& options);
 // Loads an ONNX model (.onnx) or a Tandem IR text file (anything else).
 ir::IRModule LoadModel(const ModelOptions& options);
 

@@ -68,6 +68,7 @@ Command AddFixtureCommand(CLI::App& app) {
   CLI::App* record = cmd->add_subcommand(
       "record", "tune MODEL with a pipeline for real and write the fixture (JSON lines)");
   AddModelOptions(record, options->model);
+  AddModelNameOption(record, options->model);
   record->add_option("fixture", options->path, "fixture file to write")->required();
   record
       ->add_option("--pipeline", options->fixture.pipeline,
@@ -90,8 +91,7 @@ Command AddFixtureCommand(CLI::App& app) {
   return [cmd, record, check, options]() {
     if (!*cmd) return -1;
     if (*record) {
-      options->fixture.model_name =
-          std::filesystem::path(options->model.path).parent_path().filename().string();
+      options->fixture.model_name = ModelName(options->model);
       tuning::TuningRun run = pipelines::RecordPipelineFixture(LoadModel(options->model),
                                                                options->fixture, options->path);
       fmt::print("recorded {} ({} instructions in the trace) to {}\n", run.pipeline,

@@ -59,6 +59,22 @@ void AddModelOptions(CLI::App* command, ModelOptions& options) {
                       "(repeatable)");
 }
 
+void AddModelNameOption(CLI::App* command, ModelOptions& options) {
+  command->add_option("--model-name", options.name,
+                      "the model's name in the tuning database and reports (default: the "
+                      "file's stem, or its folder's name for a file named model.onnx)");
+}
+
+std::string ModelName(const ModelOptions& options) {
+  if (!options.name.empty()) return options.name;
+  fs::path file(options.path);
+  std::string stem = file.stem().string();
+  if (stem == "model" && file.has_parent_path() && !file.parent_path().filename().empty()) {
+    return file.parent_path().filename().string();
+  }
+  return stem;
+}
+
 ir::IRModule LoadModel(const ModelOptions& options) {
   if (fs::path(options.path).extension() == ".onnx") {
     frontend::OnnxImportOptions import_options;

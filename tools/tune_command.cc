@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/runtime/thread_pool.h"
+#include "bench/fma_peak.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/structural.h"
@@ -23,6 +24,8 @@
 #include "passes/pipeline_trace.h"
 #include "passes/tuning_pass.h"
 #include "pipelines/pipeline_registry.h"
+#include "report/run_facts.h"
+#include "report/terminal_summary.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 #include "tuning/search/apply_history_best.h"
@@ -59,25 +62,6 @@ std::string Milliseconds(double seconds) {
   return fmt::format("{:.3f} ms", seconds * 1e3);
 }
 
-// "TuneLayout=NHWC, FoldConstant, TuneFusion=fuse" from a trace.
-std::string DecisionSummary(const ir::Trace& trace) {
-  std::vector<std::string> parts;
-  for (const ir::Instruction& instruction : trace.instructions()) {
-    std::string decision =
-        instruction.decision && std::holds_alternative<std::string>(*instruction.decision)
-            ? std::get<std::string>(*instruction.decision)
-            : "";
-    if (tuning::CarriesSchedules(instruction)) {
-      parts.push_back(fmt::format("{}: {} tuned kernel schedule(s)", instruction.kind,
-                                  tuning::ScheduleDecision(instruction).size()));
-      continue;
-    }
-    parts.push_back(decision == "apply" || decision.empty() ? instruction.kind
-                                                            : instruction.kind + "=" + decision);
-  }
-  return parts.empty() ? "(none)" : fmt::format("{}", fmt::join(parts, ", "));
-}
-
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
@@ -97,60 +81,25 @@ tuning::MeasureResult MeasureOne(tuning::TuningSession& session, const ir::IRMod
   return session.EvaluateModules({{module, ir::Trace()}}, label, /*charge_budget=*/false).front();
 }
 
-// The model's name for reports: the file's stem, or its folder's name for a file named like
-// ONNX model zoo folders ("resnet18/model.onnx").
-std::string ModelName(const std::string& path) {
-  fs::path file(path);
-  std::string stem = file.stem().string();
-  if (stem == "model" && file.has_parent_path() && !file.parent_path().filename().empty()) {
-    return file.parent_path().filename().string();
-  }
-  return stem;
+// The run's facts as `tandem report` shows them, in the terminal (report::TuningSummaryText).
+void PrintRun(const tuning::TuningRun& run, const tuning::Database& database,
+              const std::string& pipeline_label) {
+  std::cout << report::TuningSummaryText(run, report::CollectRunFacts(run, database),
+                                         pipeline_label);
 }
 
-std::string Latency(const std::vector<double>& run_seconds, const std::string& error) {
-  if (run_seconds.empty()) return "failed: " + (error.empty() ? "not measured" : error);
-  tuning::MeasureResult r = tuning::MeasureResult::FromRunSeconds(run_seconds, 0);
-  return fmt::format("{} (+-{:.3f})", Milliseconds(r.median_seconds), r.stddev_seconds * 1e3);
-}
-
-void PrintRun(const tuning::TuningRun& run, const std::string& pipeline_label) {
-  std::cout << "\ndecisions:\n\n| tuning pass | decisions of the best candidate | its latency |\n"
-               "| --- | --- | ---: |\n";
-  for (const tuning::TuningDecision& decision : run.decisions) {
-    std::cout << fmt::format(
-        "| {} | {} | {} |\n", decision.pass, DecisionSummary(decision.trace),
-        decision.result.ok() ? Milliseconds(decision.result.median_seconds) : "-");
+// The machine's FMA peak on the measurements' threads with the target's vector width, recorded
+// with the run (about 0.2 s).
+tuning::FmaPeakRecord MeasurePeak(const tuning::TuningSession& session) {
+  int lanes = 16;
+  try {
+    lanes = std::stoi(tuning::DescriptorField(session.target_descriptor(), "vector-bits")) / 32;
+  } catch (const std::exception&) {
+    // No vector width in the descriptor: the widest unit the CPU has.
   }
-  std::cout
-      << "\nevaluations (budget: "
-      << (run.trial_budget > 0 ? fmt::format("{} measurements", run.trial_budget)
-                               : std::string("no trial limit"))
-      << (run.time_budget_seconds > 0 ? fmt::format(", {:.0f} s", run.time_budget_seconds)
-                                      : std::string(""))
-      << fmt::format("; tuning took {:.1f} s):", run.tuning_seconds)
-      << "\n\n| pass | requested | from database | measured | failed | "
-         "over budget | confirmed | build s | run s |\n| --- | ---: | ---: | ---: | ---: | ---: | "
-         "---: | ---: | ---: |\n";
-  auto row = [](const std::string& name, const tuning::EvaluationCounts& c) {
-    return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", name,
-                       c.requested, c.reused, c.measured, c.failed, c.over_budget, c.confirmed,
-                       c.build_seconds, c.run_seconds);
-  };
-  tuning::EvaluationCounts total;
-  for (const auto& [pass, counts] : run.counts) {
-    std::cout << row(pass, counts);
-    total += counts;
-  }
-  std::cout << row("total", total) << "\n";
-  std::cout << "latency before (default_heuristic): " << Latency(run.before_seconds, "") << "\n";
-  std::cout << "latency after (" << pipeline_label
-            << "): " << Latency(run.after_seconds, run.after_error) << "\n";
-  if (!run.before_seconds.empty() && !run.after_seconds.empty()) {
-    double before = tuning::MeasureResult::FromRunSeconds(run.before_seconds, 0).median_seconds;
-    double after = tuning::MeasureResult::FromRunSeconds(run.after_seconds, 0).median_seconds;
-    if (after > 0) std::cout << fmt::format("speedup: {:.2f}x\n", before / after);
-  }
+  int threads = session.options().measure.num_threads;
+  bench::FmaPeak peak = bench::MeasureFmaPeak(threads, lanes);
+  return {peak.unit, peak.lanes, std::max(threads, 1), peak.gflops};
 }
 
 int RunTune(TuneOptions& options) {
@@ -228,7 +177,7 @@ int RunTune(TuneOptions& options) {
     tuning::MeasureResult after = MeasureOne(session, tuned, "(after: tuned module)");
     previous->after_seconds = after.run_seconds;
     previous->after_error = after.error;
-    PrintRun(*previous, pipeline_label);
+    PrintRun(*previous, *database, pipeline_label);
     if (!options.output.empty()) WriteText(options.output, ir::PrintModule(tuned));
     SaveTrace(options.trace_file, *previous);
     return after.ok() ? 0 : 1;
@@ -264,15 +213,15 @@ int RunTune(TuneOptions& options) {
   WarnOfSchedulesNotReplayed(session);
   tuning::MeasureResult after = MeasureOne(session, recorded.module, "(after: tuned module)");
 
-  tuning::TuningRun run =
-      tuning::SummarizeTuningRun(session, ModelName(options.model.path), model_hash, pipeline_text,
-                                 recorded.trace, tuning_seconds);
+  tuning::TuningRun run = tuning::SummarizeTuningRun(session, ModelName(options.model), model_hash,
+                                                     pipeline_text, recorded.trace, tuning_seconds);
   run.before_seconds = before.run_seconds;
   run.after_seconds = after.run_seconds;
   run.after_error = after.error;
+  run.fma_peak = MeasurePeak(session);
   tuning::CommitTuningRun(*database, run);
 
-  PrintRun(run, pipeline_label);
+  PrintRun(run, *database, pipeline_label);
   if (!options.pipeline.database.empty()) {
     std::cout << fmt::format("database: {} ({} records)\n", options.pipeline.database,
                              database->NumRecords());
@@ -291,6 +240,7 @@ Command AddTuneCommand(CLI::App& app) {
       "tune",
       "tune a model with a pipeline of tuning passes, recording measurements in a database");
   AddModelOptions(cmd, options->model);
+  AddModelNameOption(cmd, options->model);
   AddPipelineOptions(cmd, options->pipeline);
   cmd->add_option("--trials", options->trials,
                   "most real measurements of this tuning job; the same command after a kill "

@@ -124,7 +124,10 @@ std::vector<KernelCandidate> TaskSearch::NextBatch(int count, CostModel& model,
     try {
       ir::Trace trace =
           kernels::ApplyDefaultSchedule(task_.kernel, options_.default_schedule).trace();
-      if (std::optional<Program> p = FromTrace(trace)) take(*p);
+      if (std::optional<Program> p = FromTrace(trace)) {
+        default_candidate_ = p->hash;
+        take(*p);
+      }
     } catch (const ir::Error&) {
       // No default schedule for this kernel: the search alone decides.
     }

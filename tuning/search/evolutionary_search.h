@@ -32,8 +32,8 @@
 
 #include "kernels/default_schedule.h"
 #include "kernels/search/search_space.h"
-#include "tuning/search/cost_model.h"
 #include "tuning/database/database.h"
+#include "tuning/search/cost_model.h"
 #include "tuning/search/task.h"
 #include "tuning/session/tuning_session.h"
 
@@ -69,6 +69,9 @@ class TaskSearch {
   // (trials so far, best seconds so far) after every committed batch.
   const std::vector<std::pair<int64_t, double>>& curve() const { return curve_; }
   bool exhausted() const { return exhausted_; }
+  // The candidate hash of the task's default schedule, once NextBatch offered it ("" before, or
+  // when the kernel has none).
+  const std::string& default_candidate() const { return default_candidate_; }
 
  private:
   using Program = KernelCandidate;
@@ -90,6 +93,7 @@ class TaskSearch {
   std::vector<std::pair<int64_t, double>> curve_;
   bool exhausted_ = false;
   bool default_offered_ = false;
+  std::string default_candidate_;
 };
 
 }  // namespace tandem::tuning

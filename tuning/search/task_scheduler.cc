@@ -89,6 +89,13 @@ void TaskScheduler::Run() {
     std::vector<MeasureResult> results = session_.EvaluateKernels(search.task(), batch, pass_);
     search.Commit(batch, results);
     trials_ += static_cast<int64_t>(batch.size());
+    KernelSearchBatch logged{i, trials_, {}};
+    for (size_t k = 0; k < batch.size(); ++k) {
+      if (TuningSession::IsOverBudget(results[k])) continue;
+      logged.candidates.push_back(
+          batch[k].hash.empty() ? TuningSession::CandidateHash(batch[k].scheduled) : batch[k].hash);
+    }
+    batches_.push_back(std::move(logged));
     std::vector<TrainingExample> examples;
     for (size_t k = 0; k < batch.size(); ++k) {
       examples.push_back(
@@ -115,7 +122,13 @@ void TaskScheduler::Run() {
           {pass_ + " " + search.task().name, trials_, options_.max_trials, search.best_seconds()});
     }
   }
-  session_.RecordKernelCurve({pass_, searches_.size(), curve_});
+  std::vector<KernelSearchTask> tasks;
+  for (const TaskSearch& s : searches_) {
+    const TuningTask& task = s.task();
+    tasks.push_back(
+        {task.workload_hash, task.name, task.weight, task.flops, s.default_candidate()});
+  }
+  session_.RecordKernelCurve({pass_, searches_.size(), curve_, std::move(tasks), batches_});
 }
 
 }  // namespace tandem::tuning

@@ -62,6 +62,7 @@ class TaskScheduler {
   std::string pass_;
   std::vector<TaskSearch> searches_;
   std::vector<CurvePoint> curve_;
+  std::vector<KernelSearchBatch> batches_;
   size_t next_round_robin_ = 0;
   int64_t trials_ = 0;
 };

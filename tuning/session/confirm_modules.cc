@@ -64,7 +64,13 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
     by_hash[hash] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                  : MeasureResult::Failure(record->error);
   }
-  if (by_hash.size() != distinct.size()) {
+  if (by_hash.size() == distinct.size()) {
+    for (const std::string& hash : distinct) {
+      size_t i =
+          static_cast<size_t>(std::find(hashes.begin(), hashes.end(), hash) - hashes.begin());
+      LogGraphEvaluation(pass, requests[i].module, hash, key, /*reused=*/true);
+    }
+  } else {
     if (options_.max_seconds > 0 && ElapsedSeconds() >= options_.max_seconds) return {};
     by_hash.clear();
     std::vector<ir::IRModule> modules;
@@ -92,6 +98,7 @@ std::vector<MeasureResult> TuningSession::ConfirmModules(
       record.trace_json = sources[k]->trace.ToJson();
       record.measured_by = measured_by;
       CommitMeasurement(std::move(record), measured[k], counts, /*confirmation=*/true);
+      LogGraphEvaluation(pass, modules[k], distinct[k], key, /*reused=*/false);
       by_hash[distinct[k]] = std::move(measured[k]);
     }
   }

@@ -28,8 +28,20 @@
 
 namespace tandem::tuning {
 
+// The measured f32 FMA peak of the machine that tuned (bench/fma_peak.h), recorded with a run so
+// that kernels' achieved GFLOP/s can be read against it.
+struct FmaPeakRecord {
+  std::string unit;   // "AVX-512", "AVX2" or "none"; "" when not measured
+  int lanes = 0;      // f32 lanes per FMA
+  int threads = 0;    // threads it ran on (the measurements' threads)
+  double gflops = 0;  // on all those threads together
+
+  bool measured() const { return gflops > 0; }
+  bool operator==(const FmaPeakRecord& other) const = default;
+};
+
 struct TuningRun {
-  std::string model;               // the model's name (its file's stem)
+  std::string model;               // the model's name (its file's stem, or the name given)
   std::string model_hash;          // ir::StructuralHash of the imported model, hex
   std::string pipeline;            // the pipeline text
   std::string target;              // target descriptor of the machine that tuned
@@ -41,6 +53,11 @@ struct TuningRun {
   std::map<std::string, EvaluationCounts> counts;  // per tuning pass text
   std::vector<KernelTuningCurve> kernel_curves;
   std::vector<GraphCurvePoint> graph_curve;
+  // Every graph-level evaluation and the record that answered it, pieces and confirmations
+  // marked, the measurements before and after tuning ("(before: ...)", "(after: ...)") included
+  // (empty in runs recorded before it existed).
+  std::vector<GraphEvaluation> graph_evaluations;
+  FmaPeakRecord fma_peak;  // not measured: unit "" (fixtures, runs recorded before it existed)
   std::vector<double> before_seconds;  // default_heuristic's run times (empty: not measured)
   std::vector<double> after_seconds;   // the tuned module's run times (empty: failed)
   std::string after_error;             // why the tuned module failed, if it did

@@ -312,6 +312,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
       }
       results[i] = record->ok() ? MeasureResult::FromRunSeconds(record->run_seconds, 0)
                                 : MeasureResult::Failure(record->error);
+      LogGraphEvaluation(pass, requests[i].module, hashes[i], "", /*reused=*/true);
       continue;
     }
     // The same module twice in one batch is measured once.
@@ -345,6 +346,7 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
       record.measured_by = measured_by;
       CommitMeasurement(std::move(record), results[i], counts, /*confirmation=*/false,
                         charge_budget);
+      LogGraphEvaluation(pass, requests[i].module, hashes[i], "", /*reused=*/false);
     }
   }
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -364,6 +366,14 @@ std::vector<MeasureResult> TuningSession::EvaluateModules(
         {pass, static_cast<int64_t>(requests.size()), static_cast<int64_t>(requests.size()), best});
   }
   return results;
+}
+
+void TuningSession::LogGraphEvaluation(const std::string& pass, const ir::IRModule& module,
+                                       const std::string& workload_hash,
+                                       const std::string& candidate_hash, bool reused) {
+  graph_evaluations_.push_back({pass, workload_hash, candidate_hash,
+                                module.attrs().Has(kReferenceKeyAttr), reused,
+                                TotalCounts().measured, ElapsedSeconds()});
 }
 
 CostModel& TuningSession::KernelCostModel(const std::string& kind) {

@@ -31,6 +31,7 @@
 #include "tuning/search/apply_history_best.h"
 #include "tuning/search/cost_model.h"
 #include "tuning/search/task.h"
+#include "tuning/session/tuning_curves.h"
 
 namespace tandem::tuning {
 
@@ -75,37 +76,6 @@ struct KernelCandidate {
   ir::Trace trace;
   std::string hash;
   std::vector<float> features;
-};
-
-// A point of a kernel tuning curve, taken after every measured batch: the trials so far, the
-// weighted latency sum_i w_i * best_i over the tasks (w_i: calls per run of the model, best_i:
-// the task's best measured latency so far) and the seconds since the run began.
-// `all_tasks_measured` is false while some task has no successful measurement yet (its term is
-// missing from the sum).
-struct CurvePoint {
-  int64_t trials = 0;
-  double weighted_seconds = 0;
-  double elapsed_seconds = 0;
-  bool all_tasks_measured = false;
-};
-
-// A point of a graph-level tuning curve, taken after every evaluated batch of graph candidates:
-// the pass, the real measurements of the whole run so far, the pass's best latency so far (0:
-// none yet) and the seconds since the session began.
-struct GraphCurvePoint {
-  std::string pass;
-  int64_t measured = 0;
-  double best_seconds = 0;
-  double elapsed_seconds = 0;
-
-  bool operator==(const GraphCurvePoint& other) const = default;
-};
-
-// The tuning curve of one kernel search (one TuneKernels run over one module's tasks).
-struct KernelTuningCurve {
-  std::string pass;  // the pass's pipeline text
-  size_t num_tasks = 0;
-  std::vector<CurvePoint> points;
 };
 
 // A decision a top-level tuning pass took: its trace from the pass's input, and the result.
@@ -243,6 +213,8 @@ class TuningSession {
   const std::vector<KernelTuningCurve>& kernel_curves() const { return kernel_curves_; }
   // A point after every evaluated batch of graph candidates.
   const std::vector<GraphCurvePoint>& graph_curve() const { return graph_curve_; }
+  // Every graph-level evaluation a record answered, in order (GraphEvaluation).
+  const std::vector<GraphEvaluation>& graph_evaluations() const { return graph_evaluations_; }
 
   kernels::RandomState& random() { return random_; }
   Database& database() { return *database_; }
@@ -315,6 +287,7 @@ class TuningSession {
   std::vector<TuningDecision> decisions_;
   std::vector<KernelTuningCurve> kernel_curves_;
   std::vector<GraphCurvePoint> graph_curve_;
+  std::vector<GraphEvaluation> graph_evaluations_;
   struct BudgetShare {
     int64_t measured_at_start = 0;  // charged measurements when pushed
     int64_t trials = 0;
@@ -333,6 +306,11 @@ class TuningSession {
   std::set<std::string> answered_;
   int64_t charged_answers_ = 0;
   int64_t ChargedMeasurements() const;
+  // Appends to graph_evaluations_ the evaluation of `module` that the record (workload_hash,
+  // candidate_hash) answers.
+  void LogGraphEvaluation(const std::string& pass, const ir::IRModule& module,
+                          const std::string& workload_hash, const std::string& candidate_hash,
+                          bool reused);
   // New measurements allowed now: RemainingBudget, and for a job no more than its budget less
   // the trials its earlier runs spent and this run measured.
   int64_t MeasurementsLeft() const;
