@@ -1,6 +1,7 @@
 #include "ir/lexer.h"
 
 #include <fmt/format.h>
+#include <array>
 
 #include <algorithm>
 #include <charconv>
@@ -339,28 +340,46 @@ std::string EncodeBase64(std::span<const uint8_t> bytes) {
 }
 
 std::optional<std::vector<uint8_t>> DecodeBase64(const std::string& text) {
+  // 1. A table of the 64 digits (-1 elsewhere).
+  static const std::array<int8_t, 256> kValues = [] {
+    std::array<int8_t, 256> values{};
+    values.fill(-1);
+    for (int c = 0; c < 256; ++c)
+      values[static_cast<size_t>(c)] = static_cast<int8_t>(Base64Value(static_cast<char>(c)));
+    return values;
+  }();
   if (text.size() % 4 != 0) return std::nullopt;
-  std::vector<uint8_t> out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    bool last = i + 4 == text.size();
-    int padding = 0;
-    uint32_t group = 0;
-    for (size_t j = 0; j < 4; ++j) {
-      char c = text[i + j];
-      int value = Base64Value(c);
-      if (c == '=' && last && j >= 2) {
-        ++padding;
-        value = 0;
-      } else if (value < 0 || padding > 0) {
-        return std::nullopt;
-      }
-      group = group << 6 | static_cast<uint32_t>(value);
-    }
-    out.push_back(static_cast<uint8_t>(group >> 16));
-    if (padding < 2) out.push_back(static_cast<uint8_t>(group >> 8));
-    if (padding < 1) out.push_back(static_cast<uint8_t>(group));
+  size_t groups = text.size() / 4;
+  size_t padding = 0;
+  if (groups > 0 && text[text.size() - 1] == '=') padding = text[text.size() - 2] == '=' ? 2 : 1;
+  std::vector<uint8_t> out(groups * 3 - padding);
+  // 2. Every group but the last: four digits, no padding.
+  const auto* in = reinterpret_cast<const uint8_t*>(text.data());
+  uint8_t* o = out.data();
+  for (size_t g = 0; g + 1 < groups; ++g, in += 4, o += 3) {
+    int a = kValues[in[0]], b = kValues[in[1]], c = kValues[in[2]], d = kValues[in[3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    uint32_t group = static_cast<uint32_t>(a) << 18 | static_cast<uint32_t>(b) << 12 |
+                     static_cast<uint32_t>(c) << 6 | static_cast<uint32_t>(d);
+    o[0] = static_cast<uint8_t>(group >> 16);
+    o[1] = static_cast<uint8_t>(group >> 8);
+    o[2] = static_cast<uint8_t>(group);
   }
+  if (groups == 0) return out;
+  // 3. The last group, with '=' allowed in its last two digits only.
+  uint32_t group = 0;
+  for (size_t j = 0; j < 4; ++j) {
+    int value = kValues[in[j]];
+    if (in[j] == '=' && j >= 4 - padding) {
+      value = 0;
+    } else if (value < 0) {
+      return std::nullopt;
+    }
+    group = group << 6 | static_cast<uint32_t>(value);
+  }
+  o[0] = static_cast<uint8_t>(group >> 16);
+  if (padding < 2) o[1] = static_cast<uint8_t>(group >> 8);
+  if (padding < 1) o[2] = static_cast<uint8_t>(group);
   return out;
 }
 

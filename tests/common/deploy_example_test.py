@@ -5,7 +5,9 @@ the installed `tandem export`, run by the example on the model's stored inputs. 
 equal those of `tandem run` (the JIT build of the same pipeline, same thread count) bit for bit,
 and match the stored outputs.
 
-Usage: deploy_example_test.py CMAKE BUILD_DIR SOURCE_DIR MODEL_DIR WORK_DIR [PIPELINE]
+Usage: deploy_example_test.py CMAKE BUILD_DIR SOURCE_DIR MODEL_DIR WORK_DIR [PIPELINE | trace=FILE]
+(a trace file of `tandem tune --save-trace` rebuilds the tuned model for both the export and
+`tandem run`).
 """
 import os
 import shutil
@@ -13,8 +15,11 @@ import struct
 import subprocess
 import sys
 
-cmake, build, source, model_dir, work = sys.argv[1:6]
-pipeline = sys.argv[6] if len(sys.argv) > 6 else "default_heuristic"
+cmake = sys.argv[1]
+build, source, model_dir, work = (os.path.abspath(a) for a in sys.argv[2:6])
+choice = sys.argv[6] if len(sys.argv) > 6 else "default_heuristic"
+optimize = (["--trace", os.path.abspath(choice[len("trace="):])] if choice.startswith("trace=")
+            else ["--pipeline", choice])
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 prefix = os.path.join(work, "prefix")
@@ -84,7 +89,7 @@ tandem = os.path.join(prefix, "bin", "tandem")
 model = os.path.join(model_dir, "model.onnx")
 data = os.path.join(model_dir, "test_data_set_0")
 artifact = os.path.join(work, "model.so")
-run([tandem, "export", model, "--pipeline", pipeline, "-o", artifact])
+run([tandem, "export", model] + optimize + ["-o", artifact])
 inputs = sorted(f for f in os.listdir(data) if f.startswith("input_"))
 outputs = sorted(f for f in os.listdir(data) if f.startswith("output_"))
 raw_inputs = []
@@ -95,8 +100,8 @@ for name in inputs:
 raw_outputs = [os.path.join(work, name.replace(".pb", ".bin")) for name in outputs]
 run([example, artifact, "2"] + raw_inputs + ["--"] + raw_outputs)
 jit_dir = os.path.join(work, "jit")
-run([tandem, "run", model, "--pipeline", pipeline, "--inputs", data, "--outputs", jit_dir,
-     "--threads", "2", "--repeat", "1", "--no-reference"])
+run([tandem, "run", model] + optimize + ["--inputs", data, "--outputs", jit_dir, "--threads", "2",
+     "--repeat", "1", "--no-reference"])
 
 # 3. Bit for bit against the JIT build; within 1e-4 (relative L2) of the stored outputs.
 for name, raw in zip(outputs, raw_outputs):

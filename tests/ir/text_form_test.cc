@@ -6,11 +6,13 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/lexer.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
 #include "ir/parser.h"
@@ -435,3 +437,29 @@ TEST(OpSamples, EveryRegisteredOpRoundTrips) {
 
 }  // namespace
 }  // namespace tandem::ir
+
+namespace tandem::ir::text {
+namespace {
+
+// Base64 of constants: every length round-trips (0, 1 or 2 padding digits); a digit outside the
+// alphabet, padding anywhere but at the end of the last group, or a length that is not a
+// multiple of 4 is refused.
+TEST(Base64, RoundTripsEveryLengthAndRefusesMalformedText) {
+  std::mt19937 random(3);
+  for (size_t length = 0; length < 70; ++length) {
+    std::vector<uint8_t> bytes(length);
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(random());
+    std::optional<std::vector<uint8_t>> decoded = DecodeBase64(EncodeBase64(bytes));
+    ASSERT_TRUE(decoded.has_value()) << length;
+    EXPECT_EQ(*decoded, bytes) << length;
+  }
+  EXPECT_EQ(DecodeBase64("QUJD"), std::vector<uint8_t>({'A', 'B', 'C'}));
+  EXPECT_EQ(DecodeBase64("QUI="), std::vector<uint8_t>({'A', 'B'}));
+  EXPECT_EQ(DecodeBase64("QQ=="), std::vector<uint8_t>({'A'}));
+  for (const char* bad : {"QUJ", "QU*D", "Q===", "QU=D", "QQ==QUJD", "====", "QUJD=", "QUJ\n"}) {
+    EXPECT_FALSE(DecodeBase64(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tandem::ir::text
