@@ -42,6 +42,16 @@ Command AddExportCommand(CLI::App& app) {
   cmd->add_option("-o,--output", *output, "the shared library to write (e.g. model.so)")
       ->required();
   cmd->add_option("--function", *function, "graph function to export")->capture_default_str();
+  auto format = std::make_shared<std::string>("shared");
+  auto name = std::make_shared<std::string>();
+  cmd->add_option("--format", *format,
+                  "shared: a shared library for tandem_model_load; object: a relocatable object "
+                  "to link into a program, loaded with tandem_model_load_linked")
+      ->check(CLI::IsMember({"shared", "object"}))
+      ->capture_default_str();
+  cmd->add_option("--name", *name,
+                  "with --format object: the model's name in its symbols (tandem_artifact_NAME); "
+                  "default: the output file's stem");
   return [=]() {
     if (!*cmd) return -1;
     auto start = std::chrono::steady_clock::now();
@@ -57,6 +67,8 @@ Command AddExportCommand(CLI::App& app) {
     backends::BuildOptions build = backends::BuildOptionsFor(target, *function);
     backends::ExportOptions options;
     options.path = *output;
+    options.object = *format == "object";
+    options.linked_name = name->empty() ? std::filesystem::path(*output).stem().string() : *name;
     options.pipeline = pipeline->text.empty() ? pipeline->name : pipeline->text;
     options.trace_hash = HashOfFile(pipeline->trace);
     options.model_hash = fmt::format("{:016x}", ir::StructuralHash(module));

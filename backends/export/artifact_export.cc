@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -115,10 +116,62 @@ std::vector<std::string> OutputNames(const ir::GraphFunction& fn) {
   return names;
 }
 
+// The assembler source of the payload: for a shared library, its two symbols; for an object, the
+// linked-model table (payload, size, kernels by symbol) under tandem_artifact_<name>.
+std::string PayloadAssembly(const std::string& payload_file, const ExportOptions& options,
+                            const std::vector<std::string>& kernel_symbols) {
+  if (!options.object) {
+    return fmt::format(
+        "  .section .rodata.tandem_artifact,\"a\",@progbits\n"
+        "  .globl {0}\n  .type {0}, @object\n  .p2align 6\n{0}:\n"
+        "  .incbin \"{2}\"\n{0}_end:\n  .size {0}, .-{0}\n"
+        "  .globl {1}\n  .type {1}, @object\n  .p2align 3\n{1}:\n"
+        "  .quad {0}_end - {0}\n  .size {1}, 8\n"
+        "  .section .note.GNU-stack,\"\",@progbits\n",
+        kArtifactPayloadSymbol, kArtifactPayloadSizeSymbol, payload_file);
+  }
+  std::string table = fmt::format(
+      "  .section .rodata.tandem_artifact_{0},\"a\",@progbits\n  .p2align 6\n.Lpayload:\n"
+      "  .incbin \"{1}\"\n.Lpayload_end:\n",
+      options.linked_name, payload_file);
+  for (size_t k = 0; k < kernel_symbols.size(); ++k) {
+    table += fmt::format(".Lsymbol{}:\n  .asciz \"{}\"\n", k, kernel_symbols[k]);
+  }
+  table += fmt::format(
+      "  .section .data.rel.ro.tandem_artifact_{},\"aw\",@progbits\n  .p2align 3\n"
+      ".Lkernels:\n",
+      options.linked_name);
+  for (size_t k = 0; k < kernel_symbols.size(); ++k) {
+    table += fmt::format("  .quad .Lsymbol{}\n  .quad {}\n", k, kernel_symbols[k]);
+  }
+  table += fmt::format(
+      "  .globl tandem_artifact_{0}\n  .type tandem_artifact_{0}, @object\n"
+      "tandem_artifact_{0}:\n  .quad .Lpayload\n  .quad .Lpayload_end - .Lpayload\n"
+      "  .quad {1}\n  .quad .Lkernels\n  .size tandem_artifact_{0}, 32\n"
+      "  .section .note.GNU-stack,\"\",@progbits\n",
+      options.linked_name, kernel_symbols.size());
+  return table;
+}
+
+bool IsCIdentifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& options,
                              const ExportOptions& export_options) {
+  if (export_options.object && !IsCIdentifier(export_options.linked_name)) {
+    throw ir::Error(fmt::format("export: the linked model's name '{}' is not a C identifier",
+                                export_options.linked_name));
+  }
+  const std::string kernel_prefix =
+      export_options.object ? fmt::format("tandem_kernel_{}_", export_options.linked_name)
+                            : std::string(kKernelSymbolPrefix);
   // 1. Legalized and planned as Build does.
   ir::IRModule legalized = LegalizeForBuild(module, options);
   const ir::GraphFunction& fn = legalized.Get(options.function);
@@ -176,7 +229,7 @@ ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& opt
     exported.args = call.args;
     call_data.emplace_back();
     if (node.kind == ir::NodeKind::kCallKernel) {
-      exported.symbol = kKernelSymbolPrefix + node.callee;
+      exported.symbol = kernel_prefix + node.callee;
       artifact.calls.push_back(std::move(exported));
       continue;
     }
@@ -212,7 +265,7 @@ ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& opt
   std::vector<ir::KernelFunction> kernels;
   for (const auto& [name, kernel] : legalized.kernel_functions()) {
     ir::KernelFunction renamed = *kernel;
-    renamed.name = kKernelSymbolPrefix + name;
+    renamed.name = kernel_prefix + name;
     kernels.push_back(std::move(renamed));
   }
   summary.kernels = static_cast<int64_t>(kernels.size());
@@ -221,24 +274,31 @@ ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& opt
 
   // 3. The payload, included by an assembler source.
   WriteFile(work.path() / "payload.bin", EncodeArtifactPayload(artifact, constants, call_data));
-  std::string assembly = fmt::format(
-      "  .section .rodata.tandem_artifact,\"a\",@progbits\n"
-      "  .globl {0}\n  .type {0}, @object\n  .p2align 6\n{0}:\n"
-      "  .incbin \"{2}\"\n{0}_end:\n  .size {0}, .-{0}\n"
-      "  .globl {1}\n  .type {1}, @object\n  .p2align 3\n{1}:\n"
-      "  .quad {0}_end - {0}\n  .size {1}, 8\n"
-      "  .section .note.GNU-stack,\"\",@progbits\n",
-      kArtifactPayloadSymbol, kArtifactPayloadSizeSymbol, (work.path() / "payload.bin").string());
-  WriteFile(work.path() / "payload.s", assembly);
+  std::vector<std::string> kernel_symbols;
+  for (const ir::KernelFunction& kernel : kernels) kernel_symbols.push_back(kernel.name);
+  WriteFile(work.path() / "payload.s", PayloadAssembly((work.path() / "payload.bin").string(),
+                                                       export_options, kernel_symbols));
 
-  // 4. Linked, then the trailer.
-  fs::path library = work.path() / "model.so";
-  RunTool({FindCompilerDriver(), "-shared", "-o", library.string(), kernels_object.string(),
-           (work.path() / "payload.s").string(), "-lm", "-Wl,-z,noexecstack"},
-          work.path() / "link.log");
-  std::string bytes = ReadFile(library);
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  bytes += ArtifactTrailer(bytes.size(), ArtifactChecksum(data, bytes.size()));
+  // 4. Linked, then the trailer (a shared library) or as is (an object).
+  std::string driver = FindCompilerDriver();
+  fs::path linked = work.path() / (export_options.object ? "model.o" : "model.so");
+  if (export_options.object) {
+    RunTool({driver, "-c", "-o", (work.path() / "payload.o").string(),
+             (work.path() / "payload.s").string()},
+            work.path() / "assemble.log");
+    RunTool({driver, "-r", "-nostdlib", "-o", linked.string(), kernels_object.string(),
+             (work.path() / "payload.o").string()},
+            work.path() / "link.log");
+  } else {
+    RunTool({driver, "-shared", "-o", linked.string(), kernels_object.string(),
+             (work.path() / "payload.s").string(), "-lm", "-Wl,-z,noexecstack"},
+            work.path() / "link.log");
+  }
+  std::string bytes = ReadFile(linked);
+  if (!export_options.object) {
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    bytes += ArtifactTrailer(bytes.size(), ArtifactChecksum(data, bytes.size()));
+  }
   WriteFile(export_options.path, bytes);
   summary.file_bytes = static_cast<int64_t>(bytes.size());
   return summary;

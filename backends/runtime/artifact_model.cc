@@ -101,7 +101,7 @@ void CheckFile(const std::string& path, LoadFailure& kind) {
 
 // A backend call's subgraph, parsed from the payload and compiled by oneDNN under the
 // instruction set the manifest records.
-std::unique_ptr<ExternalFunction> CompileSubgraph(const std::string& path,
+std::unique_ptr<ExternalFunction> CompileSubgraph(const std::string& what,
                                                   const ArtifactManifest& manifest,
                                                   const ArtifactCall& call, const uint8_t* payload,
                                                   LoadFailure& kind) {
@@ -109,9 +109,8 @@ std::unique_ptr<ExternalFunction> CompileSubgraph(const std::string& path,
   std::string here = fmt::format("{}.{}", version->major, version->minor);
   if (manifest.onednn_version.rfind(here + ".", 0) != 0 && manifest.onednn_version != here) {
     kind = LoadFailure::kIncompatible;
-    throw ir::Error(
-        fmt::format("'{}' was exported with oneDNN {}, and this runtime has oneDNN {}.{}", path,
-                    manifest.onednn_version, here, version->patch));
+    throw ir::Error(fmt::format("{} was exported with oneDNN {}, and this runtime has oneDNN {}.{}",
+                                what, manifest.onednn_version, here, version->patch));
   }
   std::string text(reinterpret_cast<const char*>(payload + call.data_offset),
                    static_cast<size_t>(call.data_bytes));
@@ -120,11 +119,11 @@ std::unique_ptr<ExternalFunction> CompileSubgraph(const std::string& path,
     module = ir::ParseModule(text);
     module.Get(call.kernel);
   } catch (const ir::Error& e) {
-    throw ir::Error(fmt::format("'{}': the subgraph of call '{}' does not parse: {}", path,
+    throw ir::Error(fmt::format("{}: the subgraph of call '{}' does not parse: {}", what,
                                 call.kernel, e.what()));
   }
   kind = LoadFailure::kIncompatible;
-  PinOnednnIsaByName(manifest.onednn_isa, fmt::format("the artifact '{}'", path));
+  PinOnednnIsaByName(manifest.onednn_isa, what);
   std::unique_ptr<ExternalFunction> compiled = CompileOnednnSubgraph(module.Get(call.kernel));
   kind = LoadFailure::kFile;
   return compiled;
@@ -161,16 +160,51 @@ std::unique_ptr<ArtifactModel> ArtifactModel::LoadChecked(const std::string& pat
     throw ir::Error(fmt::format("'{}' is a shared library but not an exported model (no {})", path,
                                 kArtifactPayloadSymbol));
   }
+  void* library = model->library_;
+  model->Finish(
+      fmt::format("'{}'", path), payload, *size,
+      [library](const std::string& symbol) {
+        return reinterpret_cast<KernelEntry>(dlsym(library, symbol.c_str()));
+      },
+      kind);
+  return model;
+}
+
+std::unique_ptr<ArtifactModel> ArtifactModel::LoadLinked(
+    const std::string& name, const uint8_t* payload, uint64_t size,
+    const std::map<std::string, KernelEntry>& kernels, LoadFailure* failure) {
+  LoadFailure kind = LoadFailure::kFile;
+  try {
+    auto model = std::unique_ptr<ArtifactModel>(new ArtifactModel());
+    model->Finish(
+        fmt::format("the linked model {}", name), payload, size,
+        [&kernels](const std::string& symbol) {
+          auto found = kernels.find(symbol);
+          return found == kernels.end() ? nullptr : found->second;
+        },
+        kind);
+    return model;
+  } catch (const ir::Error&) {
+    if (failure != nullptr) *failure = kind;
+    throw;
+  }
+}
+
+void ArtifactModel::Finish(const std::string& what, const uint8_t* payload, uint64_t size,
+                           const std::function<KernelEntry(const std::string&)>& lookup,
+                           LoadFailure& kind) {
   try {
     uint32_t version = 0;
-    if (*size >= 12) std::memcpy(&version, payload + 8, 4);
-    if (version != kArtifactFormatVersion) kind = LoadFailure::kIncompatible;
-    model->artifact_ = DecodeArtifactPayload(payload, *size);
+    bool magic = payload != nullptr && size >= 12 && std::memcmp(payload, kArtifactMagic, 8) == 0;
+    if (magic) std::memcpy(&version, payload + 8, 4);
+    if (magic && version != kArtifactFormatVersion) kind = LoadFailure::kIncompatible;
+    artifact_ = DecodeArtifactPayload(payload, size);
   } catch (const ir::Error& e) {
-    throw ir::Error(fmt::format("'{}': {}", path, e.message()));
+    throw ir::Error(fmt::format("{}: {}", what, e.message()));
   }
-  model->payload_ = payload;
-  const Artifact& a = model->artifact_;
+  kind = LoadFailure::kFile;
+  payload_ = payload;
+  const Artifact& a = artifact_;
   // 3. The host.
   std::vector<std::string> missing;
   for (const std::string& feature : a.manifest.required_features) {
@@ -179,37 +213,36 @@ std::unique_ptr<ArtifactModel> ArtifactModel::LoadChecked(const std::string& pat
   if (!missing.empty()) {
     kind = LoadFailure::kIncompatible;
     throw ir::Error(fmt::format(
-        "'{}' was compiled for '{}' and needs CPU features this machine lacks: {} (export it "
+        "{} was compiled for '{}' and needs CPU features this machine lacks: {} (export it "
         "again for this machine's target)",
-        path, a.manifest.target, fmt::join(missing, ", ")));
+        what, a.manifest.target, fmt::join(missing, ", ")));
   }
   // 4. Kernels, backend subgraphs, sizes and buffers.
   for (const ArtifactCall& call : a.calls) {
-    model->entries_.push_back(nullptr);
-    model->externals_.push_back(nullptr);
+    entries_.push_back(nullptr);
+    externals_.push_back(nullptr);
     if (!call.backend.empty()) {
-      model->externals_.back() = CompileSubgraph(path, a.manifest, call, payload, kind);
-      model->runs_on_openmp_ = model->runs_on_openmp_ || model->externals_.back()->runs_on_openmp();
+      externals_.back() = CompileSubgraph(what, a.manifest, call, payload, kind);
+      runs_on_openmp_ = runs_on_openmp_ || externals_.back()->runs_on_openmp();
       continue;
     }
-    auto entry = reinterpret_cast<KernelEntry>(dlsym(model->library_, call.symbol.c_str()));
+    KernelEntry entry = lookup(call.symbol);
     if (entry == nullptr) {
-      throw ir::Error(fmt::format("'{}' has no code for kernel '{}' (symbol {})", path, call.kernel,
+      throw ir::Error(fmt::format("{} has no code for kernel '{}' (symbol {})", what, call.kernel,
                                   call.symbol));
     }
-    model->entries_.back() = entry;
+    entries_.back() = entry;
   }
   auto bytes_of = [](const ArtifactTensor& t) {
     int64_t n = ArtifactDtypeSize(t.dtype);
     for (int64_t extent : t.shape) n *= extent;  // checked against overflow when decoded
     return n;
   };
-  for (const ArtifactTensor& t : a.inputs) model->input_bytes_.push_back(bytes_of(t));
-  for (const ArtifactTensor& t : a.outputs) model->output_bytes_.push_back(bytes_of(t));
-  if (a.arena_bytes > 0) model->arena_ = AlignedBytes(a.arena_bytes, "the model's intermediates");
-  model->staging_.resize(a.inputs.size() + a.outputs.size());
-  model->pointers_.assign(a.slots.size(), nullptr);
-  return model;
+  for (const ArtifactTensor& t : a.inputs) input_bytes_.push_back(bytes_of(t));
+  for (const ArtifactTensor& t : a.outputs) output_bytes_.push_back(bytes_of(t));
+  if (a.arena_bytes > 0) arena_ = AlignedBytes(a.arena_bytes, "the model's intermediates");
+  staging_.resize(a.inputs.size() + a.outputs.size());
+  pointers_.assign(a.slots.size(), nullptr);
 }
 
 ArtifactModel::~ArtifactModel() {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +31,12 @@ class ArtifactModel {
   enum class LoadFailure { kNone, kFile, kIncompatible };
   static std::unique_ptr<ArtifactModel> Load(const std::string& path,
                                              LoadFailure* failure = nullptr);
+  // A model exported with --format object and linked into this program: its payload and its
+  // kernels by symbol (the table the object defines). Steps 2 to 4 of Load; `name` for messages.
+  using KernelEntry = void (*)(void** buffers);
+  static std::unique_ptr<ArtifactModel> LoadLinked(
+      const std::string& name, const uint8_t* payload, uint64_t size,
+      const std::map<std::string, KernelEntry>& kernels, LoadFailure* failure = nullptr);
   ~ArtifactModel();
   ArtifactModel(const ArtifactModel&) = delete;
   ArtifactModel& operator=(const ArtifactModel&) = delete;
@@ -49,12 +57,14 @@ class ArtifactModel {
  private:
   ArtifactModel() = default;
   static std::unique_ptr<ArtifactModel> LoadChecked(const std::string& path, LoadFailure& kind);
+  // Steps 2 (decoding) to 4 of Load for a payload whose kernels `lookup` finds by symbol.
+  void Finish(const std::string& what, const uint8_t* payload, uint64_t size,
+              const std::function<KernelEntry(const std::string&)>& lookup, LoadFailure& kind);
 
   std::string path_;
   void* library_ = nullptr;
   Artifact artifact_;
   const uint8_t* payload_ = nullptr;
-  using KernelEntry = void (*)(void** buffers);
   std::vector<KernelEntry> entries_;                          // per call; null for a backend call
   std::vector<std::unique_ptr<ExternalFunction>> externals_;  // per call; null for a kernel
   bool runs_on_openmp_ = false;

@@ -2,6 +2,7 @@
 // become status codes and a per-thread message; nothing escapes to the caller.
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 #include <new>
 #include <string>
@@ -56,28 +57,22 @@ tandem_tensor_info InfoOf(const ArtifactTensor& t, int64_t bytes) {
                             t.shape.data(), static_cast<size_t>(bytes)};
 }
 
-}  // namespace
-
-extern "C" {
-
-const char* tandem_last_error(void) {
-  return last_error.c_str();
-}
-
-tandem_status tandem_model_load(const char* path, int num_threads, tandem_model** model) {
-  if (path == nullptr || model == nullptr) {
-    return Fail(TANDEM_ERROR_ARGUMENT, "tandem_model_load: null path or model pointer");
-  }
+// tandem_model_load and tandem_model_load_linked: the model `load` gives, with its infos.
+tandem_status LoadModel(
+    const char* what, int num_threads, tandem_model** model,
+    const std::function<std::unique_ptr<ArtifactModel>(ArtifactModel::LoadFailure*)>& load) {
+  if (model == nullptr)
+    return Fail(TANDEM_ERROR_ARGUMENT, fmt::format("{}: null model pointer", what));
   *model = nullptr;
   if (num_threads < 0 || num_threads > tandem::backends::ThreadPool::kMaxThreads) {
     return Fail(TANDEM_ERROR_ARGUMENT,
-                fmt::format("tandem_model_load: num_threads = {} is outside [0, {}]", num_threads,
+                fmt::format("{}: num_threads = {} is outside [0, {}]", what, num_threads,
                             tandem::backends::ThreadPool::kMaxThreads));
   }
   ArtifactModel::LoadFailure failure = ArtifactModel::LoadFailure::kNone;
   tandem_status status = Guard(TANDEM_ERROR_FILE, [&] {
     auto loaded = std::make_unique<tandem_model>();
-    loaded->model = ArtifactModel::Load(path, &failure);
+    loaded->model = load(&failure);
     const ArtifactModel& m = *loaded->model;
     for (size_t i = 0; i < m.inputs().size(); ++i)
       loaded->inputs.push_back(InfoOf(m.inputs()[i], m.input_bytes(i)));
@@ -99,6 +94,37 @@ tandem_status tandem_model_load(const char* path, int num_threads, tandem_model*
     status = TANDEM_ERROR_INCOMPATIBLE;
   }
   return status;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tandem_last_error(void) {
+  return last_error.c_str();
+}
+
+tandem_status tandem_model_load(const char* path, int num_threads, tandem_model** model) {
+  if (path == nullptr) return Fail(TANDEM_ERROR_ARGUMENT, "tandem_model_load: null path");
+  return LoadModel(
+      "tandem_model_load", num_threads, model,
+      [path](ArtifactModel::LoadFailure* failure) { return ArtifactModel::Load(path, failure); });
+}
+
+tandem_status tandem_model_load_linked(const tandem_linked_model* linked, int num_threads,
+                                       tandem_model** model) {
+  if (linked == nullptr || (linked->num_kernels > 0 && linked->kernels == nullptr)) {
+    return Fail(TANDEM_ERROR_ARGUMENT, "tandem_model_load_linked: null linked model");
+  }
+  return LoadModel("tandem_model_load_linked", num_threads, model,
+                   [linked](ArtifactModel::LoadFailure* failure) {
+                     std::map<std::string, ArtifactModel::KernelEntry> kernels;
+                     for (uint64_t k = 0; k < linked->num_kernels; ++k) {
+                       kernels[linked->kernels[k].symbol] = linked->kernels[k].entry;
+                     }
+                     return ArtifactModel::LoadLinked("(linked)", linked->payload,
+                                                      linked->payload_size, kernels, failure);
+                   });
 }
 
 void tandem_model_free(tandem_model* model) {

@@ -1,6 +1,8 @@
 // Runs a model exported by `tandem export` on raw input files and writes raw output files:
 //   run_exported_model model.so THREADS input_0.bin ... -- output_0.bin ...
-// Each file holds one tensor's bytes, dense and row-major, as the model's info describes.
+// Each file holds one tensor's bytes, dense and row-major, as the model's info describes. Built
+// with TANDEM_LINKED_MODEL_SYMBOL (a model exported with --format object, linked in), it runs
+// that model and takes "-" in place of model.so.
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -9,13 +11,21 @@
 
 #include <tandem/runtime.hpp>
 
+#ifdef TANDEM_LINKED_MODEL_SYMBOL
+extern const tandem_linked_model TANDEM_LINKED_MODEL_SYMBOL;
+#endif
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: run_exported_model model.so THREADS input.bin ... -- output.bin ...\n";
     return 2;
   }
   try {
+#ifdef TANDEM_LINKED_MODEL_SYMBOL
+    tandem::Model model(TANDEM_LINKED_MODEL_SYMBOL, std::stoi(argv[2]));
+#else
     tandem::Model model(argv[1], std::stoi(argv[2]));
+#endif
     std::vector<std::string> in_files, out_files;
     bool outputs = false;
     for (int a = 3; a < argc; ++a) {

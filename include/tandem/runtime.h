@@ -56,6 +56,27 @@ const char* tandem_last_error(void);
  * run parallel loops (for the whole process); 0 keeps the current number (all cores at first). */
 tandem_status tandem_model_load(const char* path, int num_threads, tandem_model** model);
 
+/* A model exported with `tandem export --format object --name NAME` and linked into the program
+ * defines `const tandem_linked_model tandem_artifact_NAME` (declare it with
+ * TANDEM_LINKED_MODEL(NAME)): its payload and a table of its kernels. */
+typedef struct tandem_linked_kernel {
+  const char* symbol;
+  void (*entry)(void** buffers);
+} tandem_linked_kernel;
+
+typedef struct tandem_linked_model {
+  const uint8_t* payload;
+  uint64_t payload_size;
+  uint64_t num_kernels;
+  const tandem_linked_kernel* kernels;
+} tandem_linked_model;
+
+#define TANDEM_LINKED_MODEL(name) extern const tandem_linked_model tandem_artifact_##name
+
+/* Loads a linked model (checks as tandem_model_load but for the file, which the linker made). */
+tandem_status tandem_model_load_linked(const tandem_linked_model* linked, int num_threads,
+                                       tandem_model** model);
+
 /* Frees the model (null is allowed). */
 void tandem_model_free(tandem_model* model);
 

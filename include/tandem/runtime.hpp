@@ -32,6 +32,10 @@ class Model {
     CheckStatus(tandem_model_load(path.c_str(), num_threads, &model_));
   }
   ~Model() { tandem_model_free(model_); }
+  // Loads a model linked into the program (see tandem_model_load_linked).
+  explicit Model(const tandem_linked_model& linked, int num_threads = 0) {
+    CheckStatus(tandem_model_load_linked(&linked, num_threads, &model_));
+  }
   Model(Model&& other) noexcept : model_(std::exchange(other.model_, nullptr)) {}
   Model& operator=(Model&& other) noexcept {
     std::swap(model_, other.model_);

@@ -3,7 +3,8 @@
 examples/deploy built against the installed package (find_package(Tandem)), a model exported by
 the installed `tandem export`, run by the example on the model's stored inputs. Its outputs must
 equal those of `tandem run` (the JIT build of the same pipeline, same thread count) bit for bit,
-and match the stored outputs.
+and match the stored outputs. The same model exported with --format object and linked into the
+example must give the same outputs again.
 
 Usage: deploy_example_test.py CMAKE BUILD_DIR SOURCE_DIR MODEL_DIR WORK_DIR [PIPELINE | trace=FILE]
 (a trace file of `tandem tune --save-trace` rebuilds the tuned model for both the export and
@@ -116,4 +117,19 @@ for name, raw in zip(outputs, raw_outputs):
     print(f"{name}: identical to tandem run; relative error {error / norm:.2e} to the stored output")
     if error > 1e-4 * norm:
         sys.exit(f"{name}: relative error {error / norm:.2e} to the stored output")
+# 4. The same model as an object linked into the example.
+linked = os.path.join(work, "deployed_model.o")
+run([tandem, "export", model] + optimize + ["--format", "object", "--name", "deployed_model",
+                                            "-o", linked])
+run([cmake, "-S", os.path.join(source, "examples", "deploy"), "-B", example_build,
+     f"-DCMAKE_PREFIX_PATH={prefix}", f"-DTANDEM_LINKED_MODEL={linked}",
+     "-DTANDEM_LINKED_MODEL_NAME=deployed_model"])
+run([cmake, "--build", example_build])
+linked_outputs = [raw.replace(".bin", ".linked.bin") for raw in raw_outputs]
+run([os.path.join(example_build, "run_linked_model"), "-", "2"] + raw_inputs + ["--"] +
+    linked_outputs)
+for name, raw, other in zip(outputs, raw_outputs, linked_outputs):
+    if open(raw, "rb").read() != open(other, "rb").read():
+        sys.exit(f"{name}: the linked model's output differs from the shared library's")
+    print(f"{name}: the linked model gives the same bytes")
 print("PASSED")

@@ -215,6 +215,28 @@ TEST(Artifact, ApiArgumentsAreChecked) {
   tandem_model_free(model);
 }
 
+// A linked model (tandem export --format object) whose table lacks a kernel, or whose payload is
+// not one, is an error naming it.
+TEST(Artifact, LinkedModelsAreChecked) {
+  tandem_model* model = nullptr;
+  EXPECT_EQ(tandem_model_load_linked(nullptr, 0, &model), TANDEM_ERROR_ARGUMENT);
+  const uint8_t garbage[64] = {1, 2, 3};
+  tandem_linked_model bad{garbage, sizeof(garbage), 0, nullptr};
+  EXPECT_EQ(tandem_model_load_linked(&bad, 0, &model), TANDEM_ERROR_FILE);
+  EXPECT_NE(std::string(tandem_last_error()).find("not a Tandem artifact"), std::string::npos)
+      << tandem_last_error();
+  // The payload of the exported library, with no kernels in the table.
+  const std::string bytes = ReadBytes(SmallNetworkArtifact().path);
+  size_t start = bytes.find(std::string(kArtifactMagic, 8));
+  ASSERT_NE(start, std::string::npos);
+  tandem_linked_model no_kernels{reinterpret_cast<const uint8_t*>(bytes.data()) + start,
+                                 bytes.size() - kArtifactTrailerBytes - start, 0, nullptr};
+  EXPECT_EQ(tandem_model_load_linked(&no_kernels, 0, &model), TANDEM_ERROR_FILE);
+  EXPECT_NE(std::string(tandem_last_error()).find("has no code for kernel"), std::string::npos)
+      << tandem_last_error();
+  EXPECT_EQ(model, nullptr);
+}
+
 // Mutated files (bit flips, truncations, appended bytes) never load and never crash.
 TEST(Artifact, MutatedFilesAreRejected) {
   const std::string good = ReadBytes(SmallNetworkArtifact().path);
