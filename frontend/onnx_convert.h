@@ -151,6 +151,12 @@ class NodeContext {
 // Converts one node; returns one value per output (it may return fewer when the trailing outputs
 // are optional and not wanted).
 using Converter = std::vector<Value> (*)(NodeContext& context);
+
+// The converter of an ONNX op that is graph op `kOp` on its one input (Relu, Log, ...).
+template <const char* kOp>
+std::vector<Value> ConvertUnary(NodeContext& ctx) {
+  return {ctx.Call(kOp, {ctx.Input(0)})};
+}
 // Converters by key: the op type for the default (ai.onnx) domain, "<domain>.<op type>" for
 // another domain (ConverterKey).
 using ConverterMap = std::map<std::string, Converter>;

@@ -19,11 +19,6 @@ namespace {
 using ir::Attrs;
 using ir::DataType;
 
-template <const char* kOp>
-std::vector<Value> ConvertUnary(NodeContext& ctx) {
-  return {ctx.Call(kOp, {ctx.Input(0)})};
-}
-
 Value Multiply(NodeContext& ctx, Value x, double factor) {
   return ctx.Call("multiply", {x, ctx.Scalar(factor, ctx.TypeOf(x).dtype)});
 }

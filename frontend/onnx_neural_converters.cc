@@ -234,11 +234,6 @@ std::vector<Value> ConvertMatMul(NodeContext& ctx) {
 }
 
 template <const char* kOp>
-std::vector<Value> ConvertUnary(NodeContext& ctx) {
-  return {ctx.Call(kOp, {ctx.Input(0)})};
-}
-
-template <const char* kOp>
 std::vector<Value> ConvertBinary(NodeContext& ctx) {
   return {ctx.Call(kOp, {ctx.Input(0), ctx.Input(1)})};
 }

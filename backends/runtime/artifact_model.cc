@@ -299,14 +299,8 @@ void ArtifactModel::Run(const void* const* inputs, void* const* outputs) {
       entries_[c](arguments_.data());
     }
     if (std::exception_ptr error = TakeParallelForError()) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        throw ir::Error(
-            fmt::format("kernel '{}' failed in a parallel loop: {}", call.kernel, e.what()));
-      } catch (...) {
-        throw ir::Error(fmt::format("kernel '{}' failed in a parallel loop", call.kernel));
-      }
+      RethrowParallelForError(error, externals_[c] ? "call_extern" : "kernel", call.kernel,
+                              call.backend);
     }
   }
   for (const auto& [slot, output] : a.output_copies) {

@@ -55,23 +55,7 @@ std::vector<ir::KernelFunction> KernelsOf(const ir::IRModule& module) {
 }  // namespace
 
 void Executable::RethrowStepError(const Step& step, std::exception_ptr error) {
-  std::string what = step.external ? "call_extern" : "kernel";
-  try {
-    std::rethrow_exception(error);
-  } catch (const Error& e) {
-    throw Error(
-        fmt::format("{} '{}' failed in a parallel loop: {}", what, step.kernel, e.message()),
-        e.where())
-        .WithOp(step.op);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, step.kernel, e.what()),
-                ir::ErrorLocation{.op = step.op});
-  } catch (...) {
-    throw Error(fmt::format("{} '{}' failed in a parallel loop (an exception that is not a "
-                            "std::exception)",
-                            what, step.kernel),
-                ir::ErrorLocation{.op = step.op});
-  }
+  RethrowParallelForError(error, step.external ? "call_extern" : "kernel", step.kernel, step.op);
 }
 
 BuildOptions BuildOptionsFor(const ir::Target& target, std::string function) {

@@ -268,6 +268,25 @@ void ThreadPool::ParallelFor(int64_t extent, const std::function<void(int64_t, i
   ParallelFor(extent, trampoline, const_cast<std::function<void(int64_t, int64_t)>*>(&body));
 }
 
+void RethrowParallelForError(std::exception_ptr error, const std::string& what,
+                             const std::string& name, const std::string& op) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ir::Error& e) {
+    throw ir::Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, name, e.message()),
+                    e.where())
+        .WithOp(op);
+  } catch (const std::exception& e) {
+    throw ir::Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, name, e.what()),
+                    ir::ErrorLocation{.op = op});
+  } catch (...) {
+    throw ir::Error(fmt::format("{} '{}' failed in a parallel loop (an exception that is not a "
+                                "std::exception)",
+                                what, name),
+                    ir::ErrorLocation{.op = op});
+  }
+}
+
 std::exception_ptr TakeParallelForError() {
   return std::exchange(tls_pending_error, nullptr);
 }

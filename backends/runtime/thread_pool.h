@@ -38,6 +38,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -133,6 +134,12 @@ class OpenMPTeamScope {
 // by a loop nested in such a body, on any thread) since the last call, or null when none was;
 // clears it. Callers of generated code call it after the code returns and rethrow what it gives.
 std::exception_ptr TakeParallelForError();
+
+// Throws `error` (one TakeParallelForError gave) as an ir::Error "<what> '<name>' failed in a
+// parallel loop: <its message>", keeping its location and adding `op`: what the callers of
+// generated code (Executable, ArtifactModel) report for a step whose loop failed.
+[[noreturn]] void RethrowParallelForError(std::exception_ptr error, const std::string& what,
+                                          const std::string& name, const std::string& op);
 
 }  // namespace tandem::backends
 

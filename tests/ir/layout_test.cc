@@ -5,22 +5,12 @@
 
 #include "ir/error.h"
 #include "ir/op_registry.h"
+#include "tests/ir/expect_error.h"
 
 namespace tandem::ir {
 namespace {
 
-template <typename Fn>
-void ExpectError(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << parts.at(0) << "'";
-  } catch (const Error& e) {
-    std::string text = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-    }
-  }
-}
+using testing::ExpectError;
 
 Tensor Evaluate(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs) {
   std::vector<Type> types;

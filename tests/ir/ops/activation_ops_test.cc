@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
+#include "tests/ir/expect_error.h"
 
 namespace tandem::ir {
 namespace {
@@ -45,18 +46,7 @@ void ExpectValues(const Tensor& t, const std::vector<double>& expected, double t
   }
 }
 
-template <typename Fn>
-void ExpectError(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << parts.at(0) << "'";
-  } catch (const Error& e) {
-    std::string text = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-    }
-  }
-}
+using testing::ExpectError;
 
 TEST(ActivationOps, RoundingFunctions) {
   Tensor x = Doubles({8}, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.7, -2.2});

@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/op_registry.h"
+#include "tests/ir/expect_error.h"
 
 namespace tandem::ir {
 namespace {
@@ -47,19 +48,7 @@ TensorType InferTensor(const std::string& op, const std::vector<TensorType>& inp
   return InferCallType(op, types, attrs).tensor();
 }
 
-// Runs `fn` and checks that it throws an Error whose text contains every one of `parts`.
-template <typename Fn>
-void ExpectError(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an error containing '" << parts.at(0) << "'";
-  } catch (const Error& e) {
-    std::string text = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
-    }
-  }
-}
+using testing::ExpectError;
 
 Tensor Floats(Shape shape, std::vector<double> values) {
   return Tensor::FromDoubles(std::move(shape), DataType::kFloat32, values);
