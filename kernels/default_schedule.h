@@ -58,7 +58,9 @@ struct GpuScheduleOptions {
 };
 
 // The default schedule for a GPU (kernels/default_schedule/gpu_schedule.cc): pointwise producers
-// inlined as by ApplyDefaultSchedule; a reduction that reuses its operands (matmul, convolution)
+// inlined as by ApplyDefaultSchedule; a matrix product (spatial loops, then one reduction) gets
+// thread-block tiles whose operands are staged through "shared" memory, each thread a register
+// tile of the block's; another reduction that reuses its operands (a convolution)
 // with enough outputs gets a register tile per thread (up to 4 x 4 outputs of its last two
 // spatial axes, accumulated in a "local" cache_write block, tile loops unrolled); a reduction
 // with fewer outputs than a block has threads and a long reduction (a norm, a global sum) is

@@ -101,6 +101,19 @@ struct GpuLaunch {
 // The slot of a thread-binding loop kind in GpuLaunch::extents.
 int ThreadIndexSlot(ir::ForKind kind);
 
+// The "shared" buffers a statement reads and writes (gpu_block_codegen.cc): what decides where
+// the threads of a block must meet at a barrier.
+struct SharedAccesses {
+  std::set<const ir::BufferNode*> reads, writes;
+  bool empty() const { return reads.empty() && writes.empty(); }
+  // True when `later` touches a buffer this one touched and one of the two writes it.
+  bool ConflictsWith(const SharedAccesses& later) const;
+  // True when a second execution of the statement would conflict with the first.
+  bool SelfConflicts() const { return ConflictsWith(*this); }
+  void Add(const SharedAccesses& other);
+};
+SharedAccesses SharedAccessesOf(const ir::Stmt& s);
+
 // A basic block created without a parent, so that it can be placed after the code emitted
 // before it (a loop's exit, an if's merge). Insert() appends it to the function. If emitting
 // the code before it throws, the destructor appends it instead, so that the function (discarded
@@ -207,8 +220,18 @@ class KernelCodegen {
   // when the condition is uniform, masks when it differs between lanes.
   void EmitConditional(const CgValue& condition, const std::function<void()>& then_case,
                        const std::function<void()>& else_case);
-  // Allocates a block buffer (zero-filled); returns true when it must be freed.
+  // Allocates a block buffer (zero-filled, but for "shared" ones); returns true when it must be
+  // freed.
   bool AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer);
+
+  // ---- GPU thread blocks (gpu_block_codegen.cc)
+  // A "shared" buffer: an array in the thread block's shared memory (address space 3).
+  llvm::Value* AllocateShared(const ir::Buffer& buffer, int64_t count);
+  // The statements of a sequence every thread of a block runs, with a barrier before each one
+  // that touches shared memory another statement since the last barrier touched in a conflicting
+  // way (one of the two writing).
+  void EmitBlockLevelSequence(const std::vector<ir::Stmt>& statements);
+  void EmitBarrier();
   void FreeBuffer(llvm::Value* pointer);
   llvm::AllocaInst* EntryAlloca(llvm::Type* type, const std::string& name);
   // The value a loop variable of `var`'s dtype takes for the i64 counter value `counter`.
@@ -239,6 +262,8 @@ class KernelCodegen {
   bool in_parallel_ = false;     // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
+  int thread_loop_depth_ = 0;   // GPU: threadIdx-bound loops around the code being emitted
+  int64_t shared_bytes_ = 0;    // GPU: shared memory the kernel's "shared" buffers take
   ir::VarMap unrolled_values_;  // the loop variables of the copy being emitted
   // Widest vector of buffer elements loaded or stored (bits); functions created so far.
   int64_t max_vector_bits_ = 0;
@@ -280,5 +305,11 @@ bool FormsEqual(const LinearForm& a, const LinearForm& b);
 // stack arrays indexed by constants after unrolling, which LLVM promotes to registers. Buffers
 // for which this cannot be proven stay as they are.
 ir::KernelFunction CompactLocalBuffers(const ir::KernelFunction& kernel);
+// The same for a kernel for the GPU: every loop bound to a threadIdx index first takes that
+// index's one variable; "local" buffers become one tile per thread (each thread has its own
+// copy, so tiles of different threads or thread blocks need not be apart) and "shared" ones one
+// tile per thread block. A "shared" buffer that cannot be compacted stays whole, which the code
+// generator refuses when it exceeds the block's shared memory.
+ir::KernelFunction CompactGpuBuffers(const ir::KernelFunction& kernel);
 
 }  // namespace tandem::backends::codegen

@@ -211,6 +211,10 @@ void KernelCodegen::Emit(const Stmt& s) {
       EmitFor(s);
       return;
     case StmtKind::kSeq:
+      if (gpu_ && thread_loop_depth_ == 0) {
+        EmitBlockLevelSequence(ir::As<ir::SeqNode>(s)->stmts);
+        return;
+      }
       for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) Emit(child);
       return;
     case StmtKind::kStore:
@@ -292,11 +296,15 @@ void KernelCodegen::EmitFor(const Stmt& s) {
 }
 
 void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
+  // A loop every thread of a GPU block runs whose iterations reuse shared memory ends each
+  // iteration at a barrier, so that the next one does not overwrite what threads still read.
+  bool barrier = gpu_ && thread_loop_depth_ == 0 && SharedAccessesOf(loop->body).SelfConflicts();
   EmitLoop(builder_.getInt64(0), builder_.getInt64(loop->extent), loop->loop_var->name,
            [&](llvm::Value* counter) {
              VarScope bind(vars_, loop->loop_var.get(),
                            LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
              Emit(loop->body);
+             if (barrier) EmitBarrier();
            });
 }
 
@@ -385,12 +393,16 @@ void KernelCodegen::EmitStore(const ir::StoreNode* store) {
 }
 
 bool KernelCodegen::AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer) {
+  int64_t count = ir::NumElements(buffer->shape);
+  int64_t bytes = count * ir::SizeOf(buffer->dtype);
+  if (buffer->scope == "shared") {
+    *pointer = AllocateShared(buffer, count);
+    return false;
+  }
   if (buffer->scope != "global" && buffer->scope != "local") {
     throw Error(
         fmt::format("buffer '{}' has the unsupported scope '{}'", buffer->name, buffer->scope));
   }
-  int64_t count = ir::NumElements(buffer->shape);
-  int64_t bytes = count * ir::SizeOf(buffer->dtype);
   bool heap = buffer->scope != "local" || bytes > kMaxStackBufferBytes;
   if (heap && gpu_) {
     throw Error(fmt::format(

@@ -39,6 +39,7 @@ constexpr int64_t kMaxTile = 16384;
 struct Access {
   std::vector<Expr> index;  // over loop variables, simplified
   Path path;                // statements from the allocating block's body to the access
+  ir::VarRanges ranges;     // of the loops around it (a thread index: its own loop's extent)
 };
 
 // The state both walks share: block iterator bindings (over loop variables), loop ranges and
@@ -70,8 +71,16 @@ class Collector {
       case ir::StmtKind::kFor: {
         const auto* loop = ir::As<ir::ForNode>(s);
         state.loops[loop->loop_var.get()] = loop->for_kind;
+        // A GPU thread index is one variable for all the loops bound to it (see
+        // UnifyThreadIndices): its range is the widest of theirs.
+        int64_t widest = loop->extent - 1;
+        auto known = state.ranges.find(loop->loop_var.get());
+        if (known != state.ranges.end() && known->second.has_upper()) {
+          widest = std::max(widest, known->second.max);
+        }
         state.ranges[loop->loop_var.get()] = {0, loop->extent - 1};
         Walk(loop->body);
+        state.ranges[loop->loop_var.get()] = {0, widest};
         break;
       }
       case ir::StmtKind::kSeq:
@@ -136,7 +145,7 @@ class Collector {
     });
   }
   void Add(const std::vector<Expr>& indices) {
-    accesses.push_back({OverLoops(indices, state), state.path});
+    accesses.push_back({OverLoops(indices, state), state.path, state.ranges});
   }
 
   const ir::BufferNode* buffer_;
@@ -192,7 +201,8 @@ std::optional<Digit> AsDigit(const Expr& atom) {
 
 class Compactor {
  public:
-  Compactor(const ir::Buffer& buffer, const Stmt& body) : buffer_(buffer), body_(body) {}
+  Compactor(const ir::Buffer& buffer, const Stmt& body, bool gpu)
+      : buffer_(buffer), body_(body), gpu_(gpu) {}
 
   // The rewritten block body, or null when the buffer cannot be compacted.
   Stmt Run() {
@@ -228,7 +238,8 @@ class Compactor {
       for (const ir::ForNode* loop : outer_) {
         if (loop->loop_var.get() == var) return true;
       }
-      return false;
+      auto kind = state_.loops.find(var);
+      return kind != state_.loops.end() && OwnCopyPer(kind->second);
     };
     auto is_inner = [&](const ir::ExprNode* var) {
       return state_.loops.count(var) > 0 && !is_outer(var);
@@ -268,7 +279,7 @@ class Compactor {
           (has_inner ? inner : outer).opaque.emplace_back(term, c);
         }
         if (!ok) break;
-        ir::IntInterval bound = ir::ConstIntBound(FormToExpr(inner, vars), state_.ranges);
+        ir::IntInterval bound = ir::ConstIntBound(FormToExpr(inner, vars), access.ranges);
         if (!bound.has_lower() || !bound.has_upper()) {
           ok = false;
           break;
@@ -349,9 +360,10 @@ class Compactor {
       if (!separating) continue;
       for (const Term& term : terms) digits.push_back(*term.digit);
     }
-    // Every loop variable around S must be determined by digits on separating axes.
+    // Every loop variable around S must be determined by digits on separating axes (but those
+    // whose iterations each have their own copy of the buffer).
     for (const ir::ForNode* loop : outer_) {
-      if (loop->extent <= 1) continue;
+      if (loop->extent <= 1 || OwnCopyPer(loop->for_kind)) continue;
       int64_t known = 1;  // the digits seen determine v modulo `known`
       bool progress = true;
       while (known < loop->extent && progress) {
@@ -465,8 +477,16 @@ class Compactor {
     return s;
   }
 
+  // True when each iteration of a loop of this kind has its own copy of the buffer on the GPU:
+  // each thread block has its own shared memory, each thread its own local memory.
+  bool OwnCopyPer(ir::ForKind kind) const {
+    if (!gpu_ || !ir::IsThreadBinding(kind)) return false;
+    return ir::IsBlockIndex(kind) || buffer_->scope == "local";
+  }
+
   ir::Buffer buffer_;
   Stmt body_;
+  bool gpu_;
   WalkState state_;
   Path lca_;
   std::vector<const ir::ForNode*> outer_;
@@ -477,7 +497,7 @@ class Compactor {
 // Compacts `buffer` where some block allocates it; returns the new body or null.
 class Driver : public ir::StmtMutator {
  public:
-  explicit Driver(ir::Buffer buffer) : buffer_(std::move(buffer)) {}
+  Driver(ir::Buffer buffer, bool gpu) : buffer_(std::move(buffer)), gpu_(gpu) {}
   bool changed = false;
 
  protected:
@@ -493,7 +513,7 @@ class Driver : public ir::StmtMutator {
       });
       if (used) return block;
     }
-    Compactor compactor(buffer_, block->body);
+    Compactor compactor(buffer_, block->body, gpu_);
     Stmt body = compactor.Run();
     if (!body) return block;
     changed = true;
@@ -505,27 +525,61 @@ class Driver : public ir::StmtMutator {
 
  private:
   ir::Buffer buffer_;
+  bool gpu_;
 };
 
-}  // namespace
+// Every loop bound to a GPU thread index gets that index's one variable (per index and dtype),
+// so that accesses from sibling loops over the same threads compare equal.
+class ThreadIndexUnifier : public ir::StmtMutator {
+ protected:
+  Stmt VisitFor(const ir::ForNode* op, const Stmt& s) override {
+    if (ir::IsBlockIndex(op->for_kind) || !ir::IsThreadBinding(op->for_kind)) {
+      return StmtMutator::VisitFor(op, s);
+    }
+    auto key = std::make_pair(op->for_kind, op->loop_var->dtype);
+    auto it = indices_.find(key);
+    if (it == indices_.end()) {
+      it =
+          indices_.emplace(key, ir::MakeVar(ir::ToString(op->for_kind), op->loop_var->dtype)).first;
+    }
+    Stmt body = ir::Substitute(op->body, ir::VarMap{{op->loop_var.get(), it->second}});
+    return ir::MakeFor(it->second, op->extent, op->for_kind, VisitStmt(body), op->annotations);
+  }
 
-ir::KernelFunction CompactLocalBuffers(const ir::KernelFunction& kernel) {
-  std::vector<ir::Buffer> locals;
+ private:
+  std::map<std::pair<ir::ForKind, ir::DataType>, ir::Var> indices_;
+};
+
+ir::KernelFunction Compact(const ir::KernelFunction& kernel, bool gpu) {
+  std::vector<ir::Buffer> buffers;
   ir::VisitStmtTree(kernel.body, [&](const Stmt& s) {
     if (const auto* realize = ir::As<ir::BlockRealizeNode>(s)) {
       if (!realize->block) return;
       for (const ir::Buffer& b : realize->block->alloc_buffers) {
-        if (b && b->scope == "local" && !b->shape.empty()) locals.push_back(b);
+        bool scoped = b && (b->scope == "local" || (gpu && b->scope == "shared"));
+        if (scoped && !b->shape.empty()) buffers.push_back(b);
       }
     }
   });
   ir::KernelFunction out = kernel;
-  for (const ir::Buffer& buffer : locals) {
-    Driver driver(buffer);
+  for (const ir::Buffer& buffer : buffers) {
+    Driver driver(buffer, gpu);
     Stmt body = driver.VisitStmt(out.body);
     if (driver.changed) out.body = body;
   }
   return out;
+}
+
+}  // namespace
+
+ir::KernelFunction CompactLocalBuffers(const ir::KernelFunction& kernel) {
+  return Compact(kernel, /*gpu=*/false);
+}
+
+ir::KernelFunction CompactGpuBuffers(const ir::KernelFunction& kernel) {
+  ir::KernelFunction unified = kernel;
+  unified.body = ThreadIndexUnifier().VisitStmt(kernel.body);
+  return Compact(unified, /*gpu=*/true);
 }
 
 }  // namespace tandem::backends::codegen

@@ -93,11 +93,14 @@ void KernelCodegen::EmitThreadBound(const ir::ForNode* loop) {
   int slot = ThreadIndexSlot(loop->for_kind);
   llvm::Value* index = builder_.CreateZExt(builder_.CreateIntrinsic(kIndices[slot], {}, {}),
                                            builder_.getInt64Ty(), loop->loop_var->name);
+  bool threads = !ir::IsBlockIndex(loop->for_kind);
   auto body = [&] {
     ScopedEntry<std::unordered_map<const ir::ExprNode*, CgValue>> bind(
         vars_, loop->loop_var.get(),
         LoopVarValue(loop->loop_var, Uniform(index, ir::DataType::kInt64)));
+    if (threads) ++thread_loop_depth_;
     Emit(loop->body);
+    if (threads) --thread_loop_depth_;
   };
   if (loop->extent < gpu_->extents[slot]) {
     llvm::Value* inside = builder_.CreateICmpULT(index, builder_.getInt64(loop->extent));
@@ -275,12 +278,20 @@ GpuProgram CompileGpuKernel(const ir::KernelFunction& kernel, const GpuCodegenOp
   program.arch = options.arch;
   program.params = kernel.params;
   program.num_outputs = kernel.num_outputs;
-  // 1. Launches (register tiles staged in whole-output "local" buffers shrunk to the tile first,
-  // so that each thread holds its own tile).
-  ir::KernelFunction compacted = codegen::CompactLocalBuffers(kernel);
+  // 1. Launches ("local" and "shared" buffers shrunk to one thread's or one thread block's tile
+  // first).
+  ir::KernelFunction compacted = codegen::CompactGpuBuffers(kernel);
   program.launches = SplitGpuLaunches(compacted);
   if (const auto* root = ir::As<ir::BlockRealizeNode>(compacted.body)) {
     program.scratch = root->block->alloc_buffers;
+    for (const ir::Buffer& buffer : program.scratch) {
+      if (buffer->scope == "shared") {
+        throw Error(fmt::format(
+            "kernel '{}': the \"shared\" buffer '{}' does not shrink to one thread block's "
+            "tile (compute its producer under the loops of the block that reads it)",
+            kernel.name, buffer->name));
+      }
+    }
   }
   auto machine = NvptxTargetMachine(options.arch, options.opt_level);
   llvm::LLVMContext context;

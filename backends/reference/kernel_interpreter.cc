@@ -76,6 +76,13 @@ class ThreadAccessLog {
   void StartLaunch() {
     for (auto& [buffer, owners] : owners_) std::fill(owners.begin(), owners.end(), kNobody);
   }
+  // A barrier of the thread blocks: what threads did to "shared" buffers before it is ordered
+  // before what they do after it.
+  void Barrier() {
+    for (auto& [buffer, owners] : owners_) {
+      if (buffer->scope == "shared") std::fill(owners.begin(), owners.end(), kNobody);
+    }
+  }
   // An access by thread `thread` (0: not inside a thread-bound loop, not checked).
   void Access(const ir::Buffer& buffer, int64_t offset, uint64_t thread, bool write,
               const std::function<std::string()>& who) {
@@ -117,6 +124,12 @@ class Interpreter {
       case StmtKind::kFor: {
         const auto* loop = ir::As<ir::ForNode>(s);
         bool bound = ir::IsThreadBinding(loop->for_kind);
+        // Sibling loops over the threads of a block are separated by barriers where they
+        // share "shared" data (the code generator places them), so each outermost one starts
+        // with the shared buffers' accesses ordered.
+        bool block_threads = bound && !ir::IsBlockIndex(loop->for_kind) && thread_loops_ == 0;
+        if (block_threads) log_.Barrier();
+        if (bound && !ir::IsBlockIndex(loop->for_kind)) ++thread_loops_;
         uint64_t outer = thread_;
         for (int64_t v = 0; v < loop->extent; ++v) {
           vars_[loop->loop_var.get()] = Int(v);
@@ -130,6 +143,7 @@ class Interpreter {
           Exec(loop->body);
           if (bound) bound_.pop_back();
         }
+        if (bound && !ir::IsBlockIndex(loop->for_kind)) --thread_loops_;
         thread_ = outer;
         vars_.erase(loop->loop_var.get());
         break;
@@ -178,9 +192,11 @@ class Interpreter {
     if (simulate_threads_ && !in_root_) {
       // The root block: each of its statements is one launch.
       in_root_ = true;
+      // "local" buffers too: the GPU gives each thread its own copy, so an element two threads
+      // of a launch touch would be two elements there.
       for (const ir::Buffer& b : block->alloc_buffers) {
         buffers_[b.get()] = ir::Tensor(b->shape, b->dtype);
-        if (b->scope != "local") log_.Track(b);
+        log_.Track(b);
       }
       const auto* seq = ir::As<ir::SeqNode>(block->body);
       for (const Stmt& launch : seq ? seq->stmts : std::vector<Stmt>{block->body}) {
@@ -370,7 +386,8 @@ class Interpreter {
   // Thread-block simulation (kernels with thread bindings).
   bool simulate_threads_ = false;
   bool in_root_ = false;
-  uint64_t thread_ = 0;  // the thread running now; 0 outside thread-bound loops
+  uint64_t thread_ = 0;   // the thread running now; 0 outside thread-bound loops
+  int thread_loops_ = 0;  // threadIdx-bound loops around the statement running now
   std::vector<std::pair<ir::ForKind, int64_t>> bound_;
   ThreadAccessLog log_;
 };

@@ -12,7 +12,10 @@
 // values of the bound loops around an access is one thread, and an element of a parameter or
 // root-allocated buffer that one thread of a launch writes while another thread of the same
 // launch reads or writes it is a race, reported as an Error naming both accesses' buffer and the
-// thread. (A GPU orders nothing between the threads of a launch.)
+// thread. (A GPU orders nothing between the threads of a launch.) A "shared" buffer (one thread
+// block's staging memory) is the exception: the code generator separates sibling loops over a
+// block's threads by barriers where they share such data, so its accesses are checked only
+// within one such loop.
 #pragma once
 
 #include <vector>

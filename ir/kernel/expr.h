@@ -21,7 +21,9 @@ namespace tandem::ir {
 
 // A multi-dimensional array that kernels read and write. Shapes are static. `scope` is
 // "global" for function parameters and intermediate tensors, "local" for small per-thread
-// scratch buffers created by cache_read/cache_write/rfactor. Buffers are compared by identity.
+// scratch buffers created by cache_read/cache_write/rfactor, "shared" for a GPU thread block's
+// staging buffers (cache_read/cache_write into on-chip memory that every thread of the block
+// sees). Buffers are compared by identity.
 struct BufferNode {
   std::string name;
   DataType dtype = DataType::kFloat32;

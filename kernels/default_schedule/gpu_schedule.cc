@@ -137,8 +137,10 @@ bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_
 
 // Steps:
 //   1. pointwise producers inlined, as on the CPU (rule 1);
-//   2. a reduction with operand reuse: a register tile per thread (ScheduleGpuRegisterTile); a
-//      reduction with few outputs: per-thread partials (ScheduleGpuSplitReduction);
+//   2. a matrix product: thread-block tiles staged through shared memory
+//      (ScheduleGpuSharedTile); another reduction with operand reuse: a register tile per
+//      thread (ScheduleGpuRegisterTile); a reduction with few outputs: per-thread partials
+//      (ScheduleGpuSplitReduction);
 //   3. every block left (partials and their combination included), in program order: its
 //      leading spatial loops fused into one loop of
 //      extent E, split by the threads per block T (E itself when smaller; the last thread block
@@ -151,7 +153,10 @@ Schedule DefaultScheduler::RunGpu(const GpuScheduleOptions& options) {
   int64_t threads = std::max(1, options.threads_per_block);
   // 2. Register tiles, then partials of reductions with few outputs.
   for (const std::string& name : s_.BlockNames()) {
-    if (Exists(name) && ScheduleGpuRegisterTile(name, threads)) done_.insert(name);
+    if (!Exists(name) || done_.count(name)) continue;
+    if (ScheduleGpuSharedTile(name, threads) || ScheduleGpuRegisterTile(name, threads)) {
+      done_.insert(name);
+    }
   }
   for (const std::string& name : s_.BlockNames()) {
     if (Exists(name) && !done_.count(name)) ScheduleGpuSplitReduction(name, threads);

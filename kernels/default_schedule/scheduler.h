@@ -40,7 +40,9 @@ class DefaultScheduler {
   // Rule 1 (default_schedule.cc).
   void InlinePointwiseProducers();
 
-  // The GPU rule for reductions with operand reuse (gpu_schedule.cc).
+  // The GPU rules for reductions with operand reuse (gpu_shared_tile_schedule.cc,
+  // gpu_schedule.cc).
+  bool ScheduleGpuSharedTile(const std::string& name, int64_t threads);
   bool ScheduleGpuRegisterTile(const std::string& name, int64_t threads);
   bool ScheduleGpuSplitReduction(const std::string& name, int64_t threads);
 

@@ -193,11 +193,23 @@ Stmt AddAllocation(const Stmt& stmt, const ir::Buffer& buffer, const std::string
 
 namespace {
 
+bool OnlyRangedVars(const Expr& e, const ir::VarRanges& ranges) {
+  bool ok = true;
+  ir::VisitExprTree(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::kVar && !ranges.count(x.get())) ok = false;
+    if (x->kind == ExprKind::kLoad) ok = false;
+  });
+  return ok;
+}
+
 // index = sum(coefficients[v] * v) + rest, with v ranging over the ranged variables.
 struct LinearForm {
   std::map<const ir::ExprNode*, int64_t> coefficients;
   std::vector<std::pair<const ir::ExprNode*, Expr>> order;  // first appearance, for determinism
   Expr rest = ir::IntImm(0);
+  // Terms over ranged variables only that are not linear (floordiv(t, 16) of a fused thread
+  // loop), bounded numerically each: their sum lies in [low, high].
+  int64_t low = 0, high = 0;
 };
 
 bool Linearize(const Expr& e, const ir::VarRanges& ranges, int64_t scale, LinearForm& out) {
@@ -232,20 +244,18 @@ bool Linearize(const Expr& e, const ir::VarRanges& ranges, int64_t scale, Linear
       ir::VisitExprTree(e, [&](const Expr& x) {
         uses_ranged = uses_ranged || (x->kind == ExprKind::kVar && ranges.count(x.get()));
       });
-      if (uses_ranged) return false;
+      if (uses_ranged) {
+        if (!OnlyRangedVars(e, ranges)) return false;
+        ir::IntInterval b = ir::ConstIntBound(e, ranges);
+        if (!b.has_lower() || !b.has_upper()) return false;
+        out.low += std::min(b.min * scale, b.max * scale);
+        out.high += std::max(b.min * scale, b.max * scale);
+        return true;
+      }
       out.rest = out.rest + (scale == 1 ? e : e * ir::IntImm(scale));
       return true;
     }
   }
-}
-
-bool OnlyRangedVars(const Expr& e, const ir::VarRanges& ranges) {
-  bool ok = true;
-  ir::VisitExprTree(e, [&](const Expr& x) {
-    if (x->kind == ExprKind::kVar && !ranges.count(x.get())) ok = false;
-    if (x->kind == ExprKind::kLoad) ok = false;
-  });
-  return ok;
 }
 
 }  // namespace
@@ -253,7 +263,7 @@ bool OnlyRangedVars(const Expr& e, const ir::VarRanges& ranges) {
 bool SymbolicBounds(const Expr& index, const ir::VarRanges& ranges, Expr* min, Expr* max) {
   LinearForm form;
   if (Linearize(index, ranges, 1, form)) {
-    Expr lo = form.rest, hi = form.rest;
+    Expr lo = form.rest + ir::IntImm(form.low), hi = form.rest + ir::IntImm(form.high);
     for (const auto& [node, var] : form.order) {
       int64_t c = form.coefficients.at(node);
       const ir::IntInterval& r = ranges.at(node);

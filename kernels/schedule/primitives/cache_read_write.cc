@@ -144,9 +144,9 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
                     "reads {} buffers)",
                     block_name, read_index, block->reads.size()));
   }
-  if (scope != "global" && scope != "local") {
-    throw ScheduleError(
-        fmt::format("cache_read: unknown storage scope '{}' (expected global or local)", scope));
+  if (scope != "global" && scope != "local" && scope != "shared") {
+    throw ScheduleError(fmt::format(
+        "cache_read: unknown storage scope '{}' (expected global, shared or local)", scope));
   }
   const ir::Buffer& source = block->reads[static_cast<size_t>(read_index)].buffer;
   for (const ir::BufferRegion& written : block->writes) {
@@ -177,9 +177,9 @@ ir::KernelFunction CacheWrite(const ir::KernelFunction& fn, const std::string& b
                     "writes {} buffers)",
                     block_name, write_index, block->writes.size()));
   }
-  if (scope != "global" && scope != "local") {
-    throw ScheduleError(
-        fmt::format("cache_write: unknown storage scope '{}' (expected global or local)", scope));
+  if (scope != "global" && scope != "local" && scope != "shared") {
+    throw ScheduleError(fmt::format(
+        "cache_write: unknown storage scope '{}' (expected global, shared or local)", scope));
   }
   const ir::Buffer& target = block->writes[static_cast<size_t>(write_index)].buffer;
   if (BlocksWriting(fn, target).size() != 1) {

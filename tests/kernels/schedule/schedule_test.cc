@@ -173,7 +173,7 @@ TEST(Schedule, IllegalUsesAreErrorsAndChangeNothing) {
   ExpectIllegal(
       s, [&] { s.CacheRead(b, 5, "local"); }, "out of range");
   ExpectIllegal(
-      s, [&] { s.CacheWrite(b, 0, "shared"); }, "unknown storage scope");
+      s, [&] { s.CacheWrite(b, 0, "texture"); }, "unknown storage scope");
   ExpectIllegal(
       s, [&] { s.RFactor(loops[0], 0); }, "no reduction block");
   ExpectIllegal(
