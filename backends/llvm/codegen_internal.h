@@ -225,7 +225,8 @@ class KernelCodegen {
   bool AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer);
 
   // ---- GPU thread blocks (gpu_block_codegen.cc)
-  // A "shared" buffer: an array in the thread block's shared memory (address space 3).
+  // A "shared" buffer of a GPU kernel: an array in the thread block's shared memory (address
+  // space 3). (CPU code allocates shared buffers like global ones.)
   llvm::Value* AllocateShared(const ir::Buffer& buffer, int64_t count);
   // The statements of a sequence every thread of a block runs, with a barrier before each one
   // that touches shared memory another statement since the last barrier touched in a conflicting

@@ -395,11 +395,12 @@ void KernelCodegen::EmitStore(const ir::StoreNode* store) {
 bool KernelCodegen::AllocateBuffer(const ir::Buffer& buffer, llvm::Value** pointer) {
   int64_t count = ir::NumElements(buffer->shape);
   int64_t bytes = count * ir::SizeOf(buffer->dtype);
-  if (buffer->scope == "shared") {
+  if (buffer->scope == "shared" && gpu_) {
     *pointer = AllocateShared(buffer, count);
     return false;
   }
-  if (buffer->scope != "global" && buffer->scope != "local") {
+  // On a CPU a thread block's "shared" memory is ordinary memory (the kernel's loops are serial).
+  if (buffer->scope != "global" && buffer->scope != "local" && buffer->scope != "shared") {
     throw Error(
         fmt::format("buffer '{}' has the unsupported scope '{}'", buffer->name, buffer->scope));
   }

@@ -62,11 +62,6 @@ SharedAccesses SharedAccessesOf(const ir::Stmt& s) {
 }
 
 llvm::Value* KernelCodegen::AllocateShared(const ir::Buffer& buffer, int64_t count) {
-  if (!gpu_) {
-    throw Error(fmt::format(
-        "buffer '{}' is in \"shared\" memory, which only kernels for the cuda target have",
-        buffer->name));
-  }
   int64_t bytes = count * ir::SizeOf(buffer->dtype);
   shared_bytes_ += bytes;
   if (shared_bytes_ > kMaxSharedBytes) {
