@@ -159,15 +159,18 @@ void BindPythonPasses(py::module_& m) {
       [](const ir::IRModule& module, const py::object& pipeline, const std::string& target) {
         passes::PassPtr pass = ToPass(pipeline, target);
         if (passes::PassContext* context = CurrentPassContext()) {
-          return context->RunPipeline(*pass, module);
+          // As a built-in pass runs a registered one (RunRegisteredPass): the enclosing pass
+          // answers for what runs before it.
+          return context->RunPass(*pass, module);
         }
         passes::PassContext context;
         context.target = ir::ParseTarget(target);
         return context.RunPipeline(*pass, module);
       },
       py::arg("module"), py::arg("pipeline"), py::arg("target") = "llvm",
-      "runs a pipeline (a tandem.Pipeline or a registered name) on the module; inside a "
-      "Python pass, through that pass's context (its target and instruments)");
+      "runs a pipeline (a tandem.Pipeline or a registered name) on the module, its required "
+      "passes checked; inside a Python pass, through that pass's context (its target and "
+      "instruments), as a built-in pass runs another");
 }
 
 }  // namespace tandem::python
