@@ -38,6 +38,13 @@ ir::IRModule ImportOnnx(const py::object& source, const std::map<std::string, ir
   return frontend::ImportOnnxModel(bytes, "<onnx.ModelProto>", options);
 }
 
+template <typename Map>
+std::vector<std::string> Keys(const Map& map) {
+  std::vector<std::string> keys;
+  for (const auto& entry : map) keys.push_back(entry.first);
+  return keys;
+}
+
 py::dict NodeType(const ir::Type& type) {
   py::dict out;
   out["text"] = ir::PrintType(type);
@@ -106,20 +113,10 @@ void BindIr(py::module_& m) {
            [](const ir::IRModule& a, const ir::IRModule& b) { return ir::StructuralEqual(a, b); })
       .def("diff",
            [](const ir::IRModule& a, const ir::IRModule& b) { return ir::StructuralDiff(a, b); })
-      .def_property_readonly("functions",
-                             [](const ir::IRModule& module) {
-                               std::vector<std::string> names;
-                               for (const auto& [name, fn] : module.graph_functions())
-                                 names.push_back(name);
-                               return names;
-                             })
-      .def_property_readonly("kernels",
-                             [](const ir::IRModule& module) {
-                               std::vector<std::string> names;
-                               for (const auto& [name, k] : module.kernel_functions())
-                                 names.push_back(name);
-                               return names;
-                             })
+      .def_property_readonly(
+          "functions", [](const ir::IRModule& module) { return Keys(module.graph_functions()); })
+      .def_property_readonly(
+          "kernels", [](const ir::IRModule& module) { return Keys(module.kernel_functions()); })
       .def("function", &ir::IRModule::Get, py::arg("name") = "main", py::return_value_policy::copy)
       .def(
           "with_function",

@@ -50,6 +50,12 @@ std::vector<ir::Tensor> InputTensors(const backends::Executable& exe, const py::
   return inputs;
 }
 
+std::vector<std::string> TypeTexts(const std::vector<ir::TensorType>& types) {
+  std::vector<std::string> texts;
+  for (const ir::TensorType& type : types) texts.push_back(ir::ToString(type));
+  return texts;
+}
+
 py::list Arrays(const std::vector<ir::Tensor>& tensors) {
   py::list out;
   for (const ir::Tensor& tensor : tensors) out.append(ToArray(tensor));
@@ -152,20 +158,12 @@ void BindRunning(py::module_& m) {
       .def_readonly("copied_inputs", &PyExecutable::copied_inputs,
                     "how many inputs of the last run were copied (not C-contiguous, not "
                     "64-byte aligned) rather than used in place")
-      .def_property_readonly("input_types",
-                             [](const PyExecutable& exe) {
-                               std::vector<std::string> out;
-                               for (const auto& t : exe.executable->input_types())
-                                 out.push_back(ir::ToString(t));
-                               return out;
-                             })
-      .def_property_readonly("output_types",
-                             [](const PyExecutable& exe) {
-                               std::vector<std::string> out;
-                               for (const auto& t : exe.executable->output_types())
-                                 out.push_back(ir::ToString(t));
-                               return out;
-                             })
+      .def_property_readonly(
+          "input_types",
+          [](const PyExecutable& exe) { return TypeTexts(exe.executable->input_types()); })
+      .def_property_readonly(
+          "output_types",
+          [](const PyExecutable& exe) { return TypeTexts(exe.executable->output_types()); })
       .def("profile", [](const PyExecutable& exe) { return exe.executable->ProfileTable(); });
 
   m.def(

@@ -33,6 +33,7 @@ def test_text_round_trip_and_graph_view(tiny_cnn):
     text = tiny_cnn.text()
     parsed = tandem.parse(text)
     assert parsed == tiny_cnn and parsed.hash == tiny_cnn.hash
+    assert tiny_cnn.functions == ["main"] and tiny_cnn.kernels == []
     main = tiny_cnn.function("main")
     ops = {node.op for node in main.nodes if node.kind == "call"}
     assert "conv2d" in ops
@@ -76,6 +77,7 @@ def test_build_and_run_match_stored_outputs_and_reference(paths, tiny_cnn):
     expected = stored(paths, "output")
     optimized = tandem.compile(tiny_cnn, "default_heuristic")
     exe = tandem.build(optimized, threads=1)
+    assert exe.input_types == [f"f32[{','.join(map(str, inputs[0].shape))}]"]
     outputs = exe.run(*inputs)
     assert len(outputs) == len(expected)
     for out, want in zip(outputs, expected):
