@@ -19,15 +19,17 @@ ir::AttrValue ToAttrValue(const py::handle& value, const std::string& what) {
     for (const py::handle& item : items) {
       if (!py::isinstance<py::int_>(item)) all_ints = false;
       if (!py::isinstance<py::int_>(item) && !py::isinstance<py::float_>(item)) {
-        throw ir::Error(fmt::format("{}: a list attribute holds ints or floats, not {}", what,
-                                    py::str(py::type::handle_of(item)).cast<std::string>()));
+        throw ir::Error(
+            fmt::format("{}: a list attribute holds ints or floats, not {}", what,
+                        py::type::handle_of(item).attr("__name__").cast<std::string>()));
       }
     }
     if (all_ints) return items.cast<std::vector<int64_t>>();
     return items.cast<std::vector<double>>();
   }
   throw ir::Error(fmt::format("{}: an attribute is an int, float, str or list of numbers, not {}",
-                              what, py::str(py::type::handle_of(value)).cast<std::string>()));
+                              what,
+                              py::type::handle_of(value).attr("__name__").cast<std::string>()));
 }
 
 py::object FromAttrValue(const ir::AttrValue& value) {

@@ -41,7 +41,7 @@ class ContextScope {
 ir::IRModule ModuleResult(const py::object& result, const std::string& what) {
   if (!py::isinstance<ir::IRModule>(result)) {
     throw ir::Error(fmt::format("{} returned {}, not a tandem.IRModule", what,
-                                py::str(py::type::handle_of(result)).cast<std::string>()));
+                                py::type::handle_of(result).attr("__name__").cast<std::string>()));
   }
   return result.cast<ir::IRModule>();
 }

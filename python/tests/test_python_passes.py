@@ -107,3 +107,23 @@ def test_python_tuning_pass_decides_by_measurement_and_replays(paths, tiny_cnn, 
     assert not changed == result.module
     stored = tandem.open_database(db).runs()[-1]
     assert stored.trace == result.trace
+
+
+@tandem.register
+class PyBroken(tandem.Pass):
+    """Returns something that is not a module."""
+
+    def run(self, module):
+        return "not a module"
+
+
+def test_errors_of_python_code_name_the_pass_and_stop_tuning(tiny_cnn):
+    with pytest.raises(tandem.Error, match="pass PyBroken returned str, not a tandem.IRModule"):
+        tandem.apply(tiny_cnn, tandem.parse_pipeline("PyBroken"))
+
+    def stop(event):
+        raise KeyboardInterrupt("stopped by the progress callback")
+
+    with pytest.raises(tandem.Error, match="progress callback of tune: KeyboardInterrupt: stopped"):
+        tandem.tune(tiny_cnn, tandem.parse_pipeline("InferType, PyTuneLayout(eval=[FuseOps])"),
+                    trials=2, threads=1, repeats=1, confirm_rounds=0, progress=stop)
