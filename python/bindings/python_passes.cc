@@ -158,6 +158,7 @@ void BindPythonPasses(py::module_& m) {
       "apply",
       [](const ir::IRModule& module, const py::object& pipeline, const std::string& target) {
         passes::PassPtr pass = ToPass(pipeline, target);
+        py::gil_scoped_release release;  // Python passes in it take the GIL back
         if (passes::PassContext* context = CurrentPassContext()) {
           // As a built-in pass runs a registered one (RunRegisteredPass): the enclosing pass
           // answers for what runs before it.
