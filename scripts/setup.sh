@@ -13,12 +13,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # chromium renders the tuning report in its browser test (the test skips without it);
-# libonnx-testdata holds ONNX's backend node tests, which the ONNX node test runs.
+# libonnx-testdata holds ONNX's backend node tests, which the ONNX node test runs; pybind11-dev
+# and python3-dev build the Python package (python/), python3-pytest and python3-numpy run its tests.
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   llvm-16-dev libsqlite3-dev libgtest-dev libgmock-dev libonnx-testdata libboost-graph-dev
   libxgboost-dev libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev
   libcli11-dev libfmt-dev clang-format zlib1g-dev chromium
+  pybind11-dev python3-dev python3-pytest python3-numpy
 )
 
 log() { printf '==> [setup] %s\n' "$*"; }

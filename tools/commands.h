@@ -15,6 +15,7 @@
 #include "passes/instruments.h"
 #include "passes/pass.h"
 #include "tuning/database/database.h"
+#include "tuning/session/tuning_run.h"
 #include "tuning/session/tuning_session.h"
 
 namespace tandem::tools {
@@ -73,6 +74,51 @@ void WarnOfSkippedRuns(tuning::TuningSession& session, const std::vector<std::st
 // create one or change it.
 std::unique_ptr<tuning::Database> OpenExistingDatabase(const std::string& path);
 
+// What `tandem tune` takes (its options; the defaults are the command's).
+struct TuneOptions {
+  ModelOptions model;  // the model's name comes from here (ModelName)
+  PipelineOptions pipeline{.name = "graph_tuning"};
+  int64_t trials = 0;  // most real measurements of the job (0: no limit)
+  int repeats = 5;
+  int warmup = 1;
+  double min_warmup_ms = 50;
+  double min_repeat_ms = 2;
+  double timeout = 60;
+  bool flush_cache = false;
+  int threads = 0;  // threads of the measured programs (0: all cores)
+  int build_workers = 0;
+  bool in_process = false;
+  std::string output;      // --output: the tuned module's IR text
+  std::string trace_file;  // --save-trace
+  double time_budget = 0;  // seconds (0: no limit)
+  bool retune = false;
+  int confirm_rounds = tuning::TuningSession::Options().confirm_rounds;
+};
+
+// What TuneModel made: the tuned module, the run (trace, decisions, counts, latency before and
+// after) as committed to the database, whether it was replayed from an earlier run, and whether
+// the tuned module measured fine.
+struct TunedModel {
+  ir::IRModule module;
+  tuning::TuningRun run;
+  bool replayed = false;
+  bool ok = false;
+  std::shared_ptr<tuning::Database> database;
+  std::string pipeline_label;  // the pipeline's name, or "pipeline" for pipeline text
+};
+
+// Called after every evaluated batch with the event, the session's counts so far and the seconds
+// since the session started.
+using TuneProgress =
+    std::function<void(const tuning::ProgressEvent&, const tuning::EvaluationCounts&, double)>;
+
+// What `tandem tune` does before printing: tunes `model` with the pipeline under the budget,
+// recording measurements and the run in the database (an earlier run with the same model,
+// pipeline, budget and seed is replayed instead, unless `retune`; a killed run resumes). Progress
+// goes to `progress`, or as lines to stderr when it is empty. Errors are ir::Error.
+TunedModel TuneModel(const ir::IRModule& model, const TuneOptions& options,
+                     const TuneProgress& progress = {});
+
 Command AddShowCommand(CLI::App& app);
 Command AddInterpretCommand(CLI::App& app);
 Command AddPipelinesCommand(CLI::App& app);
@@ -84,5 +130,6 @@ Command AddBenchCommand(CLI::App& app);
 Command AddFixtureCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
+Command AddOpsCommand(CLI::App& app);
 
 }  // namespace tandem::tools

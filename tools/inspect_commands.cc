@@ -16,6 +16,7 @@
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
+#include "tools/op_catalog.h"
 
 namespace tandem::tools {
 
@@ -175,6 +176,20 @@ Command AddCompileCommand(CLI::App& app) {
     backends::CodegenOptions codegen = backends::CodegenOptionsFor(out, build.codegen);
     std::cout << (*emit == "asm" ? backends::EmitAssembly(kernels, codegen)
                                  : backends::EmitLlvmIr(kernels, codegen));
+    return 0;
+  };
+}
+
+Command AddOpsCommand(CLI::App& app) {
+  auto op = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "ops",
+      "list the operators with their compute definitions, default schedules and the "
+      "external backends that take them");
+  cmd->add_option("op", *op, "show everything about this operator");
+  return [cmd, op]() {
+    if (!*cmd) return -1;
+    std::cout << (op->empty() ? OpCatalogText(OpCatalog()) : OpDetailText(DescribeOp(*op)));
     return 0;
   };
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "ir/error.h"
+#include "plugins/plugin.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
@@ -13,17 +14,24 @@ int main(int argc, char** argv) {
   CLI::App app{
       "tandem: tunes graph-level and kernel-level decisions of deep-learning models jointly"};
   app.require_subcommand(1);
+  std::vector<std::string> plugins;
+  app.add_option("--load-plugin", plugins,
+                 "load a plugin (a shared library registering passes, schedule rules, mutators, "
+                 "external backends or pipelines) before the command runs; repeatable, and "
+                 "accepted after the command's name too");
+  app.fallthrough();  // --load-plugin after the subcommand's name
   std::vector<Command> commands = {
       AddShowCommand(app),    AddInterpretCommand(app), AddPipelinesCommand(app),
       AddCompileCommand(app), AddRunCommand(app),       AddTuneCommand(app),
       AddDbCommand(app),      AddBenchCommand(app),     AddFixtureCommand(app),
-      AddReportCommand(app),  AddExportCommand(app)};
+      AddReportCommand(app),  AddExportCommand(app),    AddOpsCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    for (const std::string& plugin : plugins) tandem::plugins::LoadPlugin(plugin);
     for (const Command& command : commands) {
       int status = command();
       if (status >= 0) return status;

@@ -38,26 +38,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TuneOptions {
-  ModelOptions model;
-  PipelineOptions pipeline;
-  int64_t trials = 0;
-  int repeats = 5;
-  int warmup = 1;
-  double min_warmup_ms = 50;
-  double min_repeat_ms = 2;
-  double timeout = 60;
-  bool flush_cache = false;
-  int threads = 0;
-  int build_workers = 0;
-  bool in_process = false;
-  std::string output;
-  std::string trace_file;
-  double time_budget = 0;
-  bool retune = false;
-  int confirm_rounds = tuning::TuningSession::Options().confirm_rounds;
-};
-
 std::string Milliseconds(double seconds) {
   return fmt::format("{:.3f} ms", seconds * 1e3);
 }
@@ -102,22 +82,27 @@ tuning::FmaPeakRecord MeasurePeak(const tuning::TuningSession& session) {
   return {peak.unit, peak.lanes, std::max(threads, 1), peak.gflops};
 }
 
-int RunTune(TuneOptions& options) {
-  ir::IRModule model = LoadModel(options.model);
+}  // namespace
+
+TunedModel TuneModel(const ir::IRModule& model, const TuneOptions& options,
+                     const TuneProgress& progress) {
+  // 1. The pipeline, the database and the session (runner, builder, measurement options).
   passes::PassContext context;
   std::shared_ptr<passes::TimingInstrument> timing;
   passes::PassPtr pipeline = PreparePipeline(options.pipeline, context, timing);
   std::string pipeline_text = passes::PrintPipeline(*pipeline);
-  std::string pipeline_label =
+  TunedModel result;
+  result.pipeline_label =
       options.pipeline.text.empty() ? options.pipeline.name : std::string("pipeline");
 
   std::shared_ptr<tuning::Database> database;
   if (context.tuning) {
     database = context.tuning->shared_database();
   } else {
-    std::cerr << "warning: no --db: measurements are kept in memory and lost at exit\n";
+    std::cerr << "warning: no database: measurements are kept in memory and lost at exit\n";
     database = tuning::MakeInMemoryDatabase();
   }
+  result.database = database;
   tuning::TuningSession::Options session_options;
   session_options.seed = context.seed;
   session_options.database_name = options.pipeline.database;
@@ -141,8 +126,12 @@ int RunTune(TuneOptions& options) {
       context.target, database, std::make_shared<tuning::LocalBuilder>(options.build_workers),
       runner, session_options);
   tuning::TuningSession& session = *context.tuning;
-  session.on_progress = [&session](const tuning::ProgressEvent& event) {
+  session.on_progress = [&session, progress](const tuning::ProgressEvent& event) {
     tuning::EvaluationCounts total = session.TotalCounts();
+    if (progress) {
+      progress(event, total, session.ElapsedSeconds());
+      return;
+    }
     std::cerr << fmt::format(
         "[{}] {}/{} | best {} | measured {}, from database {}, failed {} | "
         "{:.0f} s\n",
@@ -157,8 +146,9 @@ int RunTune(TuneOptions& options) {
   std::cerr << "target: " << session.target_descriptor() << "\n";
   std::string model_hash = ir::HashToHex(ir::StructuralHash(model));
 
-  // A run of this pipeline on this model under the same budget is in the database: replay its
-  // decisions instead of tuning again (--retune tunes anyway; measurements are still reused).
+  // 2. A run of this pipeline on this model under the same budget is in the database: replay
+  //    its decisions instead of tuning again (retune tunes anyway; measurements are still
+  //    reused).
   std::vector<std::string> skipped;
   std::optional<tuning::TuningRun> previous =
       options.retune ? std::nullopt
@@ -172,19 +162,19 @@ int RunTune(TuneOptions& options) {
         "reusing the tuning run of {} from the database (same model, pipeline and budget; "
         "--retune tunes again): replaying its {} decisions\n",
         previous->measured_at, previous->trace.size());
-    ir::IRModule tuned = passes::ReplayTrace(model, previous->trace, context);
+    result.module = passes::ReplayTrace(model, previous->trace, context);
     WarnOfSchedulesNotReplayed(session);
-    tuning::MeasureResult after = MeasureOne(session, tuned, "(after: tuned module)");
+    tuning::MeasureResult after = MeasureOne(session, result.module, "(after: tuned module)");
     previous->after_seconds = after.run_seconds;
     previous->after_error = after.error;
-    PrintRun(*previous, *database, pipeline_label);
-    if (!options.output.empty()) WriteText(options.output, ir::PrintModule(tuned));
-    SaveTrace(options.trace_file, *previous);
-    return after.ok() ? 0 : 1;
+    result.run = std::move(*previous);
+    result.replayed = true;
+    result.ok = after.ok();
+    return result;
   }
 
-  // The job (model, pipeline, record key, budget) keeps its spent trials in the database: a run
-  // killed part-way and started again spends only what is left (--retune starts over).
+  // 3. The job (model, pipeline, record key, budget) keeps its spent trials in the database: a
+  //    run killed part-way and started again spends only what is left (retune starts over).
   int64_t spent = session.ContinueJob(
       tuning::TuningJobKey(model_hash, pipeline_text, session.target_descriptor(), options.trials,
                            options.time_budget, context.seed),
@@ -198,6 +188,7 @@ int RunTune(TuneOptions& options) {
     }
   }
 
+  // 4. Measure default_heuristic, tune, measure the result, and commit the run.
   std::cerr << "computing reference outputs on the reference interpreter...\n";
   session.EnsureReference(model);
   passes::PassContext baseline_context;
@@ -220,22 +211,31 @@ int RunTune(TuneOptions& options) {
   run.after_error = after.error;
   run.fma_peak = MeasurePeak(session);
   tuning::CommitTuningRun(*database, run);
+  result.module = std::move(recorded.module);
+  result.run = std::move(run);
+  result.ok = after.ok();
+  return result;
+}
 
-  PrintRun(run, *database, pipeline_label);
-  if (!options.pipeline.database.empty()) {
+namespace {
+
+int RunTune(TuneOptions& options) {
+  ir::IRModule model = LoadModel(options.model);
+  TunedModel tuned = TuneModel(model, options);
+  PrintRun(tuned.run, *tuned.database, tuned.pipeline_label);
+  if (!tuned.replayed && !options.pipeline.database.empty()) {
     std::cout << fmt::format("database: {} ({} records)\n", options.pipeline.database,
-                             database->NumRecords());
+                             tuned.database->NumRecords());
   }
-  if (!options.output.empty()) WriteText(options.output, ir::PrintModule(recorded.module));
-  SaveTrace(options.trace_file, run);
-  return after.ok() ? 0 : 1;
+  if (!options.output.empty()) WriteText(options.output, ir::PrintModule(tuned.module));
+  SaveTrace(options.trace_file, tuned.run);
+  return tuned.ok ? 0 : 1;
 }
 
 }  // namespace
 
 Command AddTuneCommand(CLI::App& app) {
   auto options = std::make_shared<TuneOptions>();
-  options->pipeline.name = "graph_tuning";
   CLI::App* cmd = app.add_subcommand(
       "tune",
       "tune a model with a pipeline of tuning passes, recording measurements in a database");

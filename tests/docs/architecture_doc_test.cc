@@ -27,7 +27,7 @@ std::vector<std::string> SourceFolders() {
   const fs::path root(TANDEM_SOURCE_DIR);
   std::vector<std::string> folders;
   for (const char* top : {"ir", "frontend", "kernels", "backends", "tuning", "passes", "pipelines",
-                          "report", "tools", "bench", "fuzz", "include"}) {
+                          "report", "tools", "bench", "fuzz", "include", "plugins", "python"}) {
     if (!fs::is_directory(root / top)) continue;
     folders.push_back(std::string(top) + "/");
     for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
