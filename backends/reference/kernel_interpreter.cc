@@ -124,9 +124,10 @@ class Interpreter {
       case StmtKind::kFor: {
         const auto* loop = ir::As<ir::ForNode>(s);
         bool bound = ir::IsThreadBinding(loop->for_kind);
-        // Sibling loops over the threads of a block are separated by barriers where they
-        // share "shared" data (the code generator places them), so each outermost one starts
-        // with the shared buffers' accesses ordered.
+        // Sibling loops over the threads of a block, and the code the whole block runs between
+        // them, are separated by barriers where they share "shared" data (the code generator
+        // places them), so each outermost one starts and ends with the shared buffers'
+        // accesses ordered.
         bool block_threads = bound && !ir::IsBlockIndex(loop->for_kind) && thread_loops_ == 0;
         if (block_threads) log_.Barrier();
         if (bound && !ir::IsBlockIndex(loop->for_kind)) ++thread_loops_;
@@ -144,6 +145,7 @@ class Interpreter {
           if (bound) bound_.pop_back();
         }
         if (bound && !ir::IsBlockIndex(loop->for_kind)) --thread_loops_;
+        if (block_threads) log_.Barrier();
         thread_ = outer;
         vars_.erase(loop->loop_var.get());
         break;

@@ -39,6 +39,8 @@ size_t LeadingSpatialLoops(const Schedule& s, const std::string& name) {
 
 // Outputs per thread along each of the two tiled axes of a register tile.
 constexpr int64_t kRegisterTile = 4;
+// A reduction at least this long gets a thread block per output whatever the number of outputs.
+constexpr int64_t kLongRow = 512;
 
 }  // namespace
 
@@ -89,28 +91,33 @@ bool DefaultScheduler::ScheduleGpuRegisterTile(const std::string& name, int64_t 
   });
 }
 
-// A reduction with fewer outputs than a block has threads and a long innermost reduction (a
-// norm, a global sum, the statistics of a layer norm) is spread over threads through partials:
+// A reduction with a long innermost reduction and few outputs (fewer than a block has threads)
+// or long rows (a norm, a global sum, the statistics of a layer norm) is spread over threads
+// through partials:
 //   1. the reduction loops (all after the spatial ones) fused and split by the largest divisor of
 //      their extent up to the threads per block (at least 32, leaving at least 2 steps each);
 //   2. the inner part factored out (rfactor) into partial results, its loop moved right after
-//      the spatial loops so that the flat rule binds it to threads with them;
-//   3. the partials combined by the original block, which the flat rule schedules too (one
-//      thread per output). The partials and their combination are two launches, so nothing
-//      orders threads inside a launch. This reassociates the reduction, as on the CPU.
+//      the spatial loops;
+//   3. with spatial loops (an output per row): one thread block per output, the combination's
+//      spatial loops fused and bound to blockIdx.x, the partials computed under it with their
+//      loop bound to threadIdx.x and kept in "shared" memory, the combination run by the block
+//      after them (every thread computes the same sum; one launch);
+//      without (a full reduction): the partials and their combination are two launches, which
+//      the flat rule schedules (one thread per partial, then one thread).
+// This reassociates the reduction, as on the CPU.
 bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_t threads) {
   const ir::Block block = BlockOf(s_, name);
-  if (!IsReduction(block) || block->iter_vars.back().kind != ir::IterKind::kReduction ||
-      SpatialExtent(block) >= threads) {
+  if (!IsReduction(block) || block->iter_vars.back().kind != ir::IterKind::kReduction) {
     return false;
   }
+  int64_t extent = ReductionExtent(block);
+  if (SpatialExtent(block) >= threads && extent < kLongRow) return false;
   size_t spatial = 0;
   while (spatial < block->iter_vars.size() &&
          block->iter_vars[spatial].kind == ir::IterKind::kSpatial) {
     ++spatial;
   }
   if (CountIterators(block, ir::IterKind::kSpatial) != spatial) return false;
-  int64_t extent = ReductionExtent(block);
   int64_t lanes = LargestDivisor(extent, threads);
   if (lanes < 32 || extent / lanes < 2) return false;
   size_t rank = 0;
@@ -132,6 +139,27 @@ bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_
     order.insert(order.end(), rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial),
                  rf_loops.end() - 1);
     s_.Reorder(order);
+    // 3. One block per output.
+    if (spatial == 0) return;
+    std::vector<LoopRV> combine_loops = s_.GetLoops(s_.GetBlock(name));
+    std::vector<LoopRV> outputs(combine_loops.begin(),
+                                combine_loops.begin() + static_cast<std::ptrdiff_t>(spatial));
+    LoopRV row = outputs.size() > 1 ? s_.Fuse(outputs) : outputs[0];
+    s_.Bind(row, "blockIdx.x");
+    s_.ComputeAt(partials, row);
+    LoopRV lane_loop;
+    bool found = false;
+    for (const LoopRV& loop : s_.GetLoops(partials)) {
+      if (!found && s_.LoopExtent(loop) == lanes) {
+        lane_loop = loop;
+        found = true;
+      }
+    }
+    if (!found) throw ScheduleError("no loop over the partials");
+    s_.Bind(lane_loop, "threadIdx.x");
+    s_.SetScope(partials, 0, "shared");
+    done_.insert(s_.BlockName(partials));
+    done_.insert(name);
   });
 }
 

@@ -55,6 +55,10 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& function, const std::stri
 // placed right after it copies the result to the original buffer.
 ir::KernelFunction CacheWrite(const ir::KernelFunction& function, const std::string& block,
                               int write_index, const std::string& scope, std::string* new_block);
+// The buffer `block` writes (its write region `write_index`), allocated inside the kernel, in
+// storage `scope` instead ("local", "shared" or "global"), for every block that touches it.
+ir::KernelFunction SetScope(const ir::KernelFunction& function, const std::string& block,
+                            int write_index, const std::string& scope);
 // Moves producer `block` under `loop` (a loop of its consumers), computing just the region the
 // consumers under that loop need.
 ir::KernelFunction ComputeAt(const ir::KernelFunction& function, const std::string& block,
@@ -71,12 +75,11 @@ ir::KernelFunction ReverseComputeInline(const ir::KernelFunction& function,
 // Factorizes the reduction over `loop`: a new block computes partial results with the loop's
 // iterations as a spatial axis (at position `factor_axis` of the partial buffer), and the
 // original block reduces the partials. Returns the partial block's name.
-ir::KernelFunction RFactor(const ir::KernelFunction& function, const ir::Var& loop,
-                           int factor_axis, std::string* rf_block);
+ir::KernelFunction RFactor(const ir::KernelFunction& function, const ir::Var& loop, int factor_axis,
+                           std::string* rf_block);
 // Moves the init statement of reduction `block` into its own block placed before `loop`.
-ir::KernelFunction DecomposeReduction(const ir::KernelFunction& function,
-                                      const std::string& block, const ir::Var& loop,
-                                      std::string* init_block);
+ir::KernelFunction DecomposeReduction(const ir::KernelFunction& function, const std::string& block,
+                                      const ir::Var& loop, std::string* init_block);
 // Changes the layout of a buffer (read or write region `buffer_index` of `block`) allocated in
 // the kernel: `src_layout` names the current axes by position with capital letters ("AB"),
 // `dst_layout` is the new layout in the same notation as ir/layout.h ("BA", "AB16b").

@@ -90,6 +90,10 @@ class Replayer {
       BlockRV b = k == "cache_read" ? schedule_.CacheRead(Block(in[0]), index, scope)
                                     : schedule_.CacheWrite(Block(in[0]), index, scope);
       Bind(inst, 0, b.name);
+    } else if (k == "set_scope") {
+      need(1);
+      schedule_.SetScope(Block(in[0]), static_cast<int>(inst.attrs.GetInt("index")),
+                         inst.attrs.GetString("scope"));
     } else if (k == "compute_at") {
       need(2);
       schedule_.ComputeAt(Block(in[0]), Loop(in[1]));
@@ -119,9 +123,9 @@ class Replayer {
       need(1);
       std::optional<std::vector<int64_t>> decision;
       if (inst.decision) decision = std::get<std::vector<int64_t>>(*inst.decision);
-      BindAll(inst, schedule_.SamplePerfectTile(
-                        Loop(in[0]), static_cast<int>(inst.attrs.GetInt("n")),
-                        inst.attrs.GetInt("max_innermost_factor"), decision));
+      BindAll(inst,
+              schedule_.SamplePerfectTile(Loop(in[0]), static_cast<int>(inst.attrs.GetInt("n")),
+                                          inst.attrs.GetInt("max_innermost_factor"), decision));
     } else if (k == "sample_categorical") {
       std::optional<int64_t> decision;
       if (inst.decision) decision = std::get<int64_t>(*inst.decision);
@@ -197,13 +201,15 @@ Schedule Schedule::Replay(const ir::KernelFunction& function, const ir::Trace& t
       if (dynamic_cast<const ScheduleError*>(&e)) throw ScheduleError(message);
       throw Error(message);
     } catch (const std::bad_variant_access&) {
-      throw Error(fmt::format("replay of instruction {} ({}) on kernel '{}': the decision has the "
-                              "wrong kind",
-                              i, instructions[i].kind, function.name));
+      throw Error(
+          fmt::format("replay of instruction {} ({}) on kernel '{}': the decision has the "
+                      "wrong kind",
+                      i, instructions[i].kind, function.name));
     } catch (const std::out_of_range&) {
-      throw Error(fmt::format("replay of instruction {} ({}) on kernel '{}': a required attribute "
-                              "is missing",
-                              i, instructions[i].kind, function.name));
+      throw Error(
+          fmt::format("replay of instruction {} ({}) on kernel '{}': a required attribute "
+                      "is missing",
+                      i, instructions[i].kind, function.name));
     }
   }
   return schedule;

@@ -180,9 +180,10 @@ void Schedule::Bind(const LoopRV& loop, const std::string& thread) {
     if (ir::IsThreadBinding(k) && ir::ToString(k) == thread) kind = k;
   }
   if (!ir::IsThreadBinding(kind)) {
-    throw ScheduleError(fmt::format("cannot bind loop '{}' to '{}': not a thread index (one of "
-                                    "blockIdx.x/y/z, threadIdx.x/y/z)",
-                                    loop.name, thread));
+    throw ScheduleError(
+        fmt::format("cannot bind loop '{}' to '{}': not a thread index (one of "
+                    "blockIdx.x/y/z, threadIdx.x/y/z)",
+                    loop.name, thread));
   }
   function_ = primitive::SetLoopKind(function_, LoopVar(loop), kind);
   Record("bind", {loop.name}, ir::Attrs{{"thread", thread}}, {});
@@ -228,6 +229,12 @@ BlockRV Schedule::CacheWrite(const BlockRV& block, int write_index, const std::s
   Record("cache_write", {block.name}, ir::Attrs{{"index", int64_t{write_index}}, {"scope", scope}},
          {out.name});
   return out;
+}
+
+void Schedule::SetScope(const BlockRV& block, int write_index, const std::string& scope) {
+  function_ = primitive::SetScope(function_, BlockName(block), write_index, scope);
+  Record("set_scope", {block.name}, ir::Attrs{{"index", int64_t{write_index}}, {"scope", scope}},
+         {});
 }
 
 void Schedule::ComputeAt(const BlockRV& block, const LoopRV& loop) {

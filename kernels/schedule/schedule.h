@@ -115,6 +115,7 @@ class Schedule {
   // --- Block transformations ---
   BlockRV CacheRead(const BlockRV& block, int read_index, const std::string& scope);
   BlockRV CacheWrite(const BlockRV& block, int write_index, const std::string& scope);
+  void SetScope(const BlockRV& block, int write_index, const std::string& scope);
   // A loop handle from SampleComputeLocation may be the "root" location, in which case
   // compute_at / reverse_compute_at record themselves and leave the block where it is.
   void ComputeAt(const BlockRV& block, const LoopRV& loop);

@@ -1,6 +1,8 @@
 // cache_read / cache_write: stage a buffer through a copy in another storage scope.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/access.h"
@@ -15,6 +17,13 @@ using ir::Expr;
 using ir::Stmt;
 
 namespace {
+
+void CheckScope(const std::string& primitive, const std::string& scope) {
+  if (scope != "global" && scope != "local" && scope != "shared") {
+    throw ScheduleError(fmt::format(
+        "{}: unknown storage scope '{}' (expected global, shared or local)", primitive, scope));
+  }
+}
 
 // A loop nest with a block copying `from` into `to` element by element (same shape).
 Stmt CopyNest(const std::string& block_name, const ir::Buffer& from, const ir::Buffer& to) {
@@ -144,10 +153,7 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
                     "reads {} buffers)",
                     block_name, read_index, block->reads.size()));
   }
-  if (scope != "global" && scope != "local" && scope != "shared") {
-    throw ScheduleError(fmt::format(
-        "cache_read: unknown storage scope '{}' (expected global, shared or local)", scope));
-  }
+  CheckScope("cache_read", scope);
   const ir::Buffer& source = block->reads[static_cast<size_t>(read_index)].buffer;
   for (const ir::BufferRegion& written : block->writes) {
     if (written.buffer == source) {
@@ -167,6 +173,50 @@ ir::KernelFunction CacheRead(const ir::KernelFunction& fn, const std::string& bl
   return WithBody(fn, body);
 }
 
+namespace {
+
+// Replaces a buffer in allocations too.
+class AllocationRenamer : public BufferRenamer {
+ public:
+  AllocationRenamer(const ir::Buffer& from, const ir::Buffer& to)
+      : BufferRenamer(from, to, true, true), from_(from), to_(to) {}
+
+ protected:
+  ir::Block VisitBlock(const ir::Block& block) override {
+    ir::Block v = BufferRenamer::VisitBlock(block);
+    auto it = std::find(v->alloc_buffers.begin(), v->alloc_buffers.end(), from_);
+    if (it == v->alloc_buffers.end()) return v;
+    auto node = std::make_shared<ir::BlockNode>(*v);
+    node->alloc_buffers[static_cast<size_t>(it - v->alloc_buffers.begin())] = to_;
+    return node;
+  }
+
+ private:
+  ir::Buffer from_, to_;
+};
+
+}  // namespace
+
+ir::KernelFunction SetScope(const ir::KernelFunction& fn, const std::string& block_name,
+                            int write_index, const std::string& scope) {
+  StmtPath path = GetBlockPath(fn, block_name);
+  const ir::Block& block = ir::As<ir::BlockRealizeNode>(path.target)->block;
+  if (write_index < 0 || write_index >= static_cast<int>(block->writes.size())) {
+    throw ScheduleError(
+        fmt::format("set_scope of block '{}': write index {} is out of range (the block "
+                    "writes {} buffers)",
+                    block_name, write_index, block->writes.size()));
+  }
+  CheckScope("set_scope", scope);
+  const ir::Buffer& buffer = block->writes[static_cast<size_t>(write_index)].buffer;
+  if (std::find(fn.params.begin(), fn.params.end(), buffer) != fn.params.end()) {
+    throw ScheduleError(fmt::format("set_scope of block '{}': '{}' is a parameter of the kernel",
+                                    block_name, buffer->name));
+  }
+  ir::Buffer moved = ir::MakeBuffer(buffer->name, buffer->dtype, buffer->shape, scope);
+  return WithBody(fn, AllocationRenamer(buffer, moved).VisitStmt(fn.body));
+}
+
 ir::KernelFunction CacheWrite(const ir::KernelFunction& fn, const std::string& block_name,
                               int write_index, const std::string& scope, std::string* new_block) {
   StmtPath path = GetBlockPath(fn, block_name);
@@ -177,10 +227,7 @@ ir::KernelFunction CacheWrite(const ir::KernelFunction& fn, const std::string& b
                     "writes {} buffers)",
                     block_name, write_index, block->writes.size()));
   }
-  if (scope != "global" && scope != "local" && scope != "shared") {
-    throw ScheduleError(fmt::format(
-        "cache_write: unknown storage scope '{}' (expected global, shared or local)", scope));
-  }
+  CheckScope("cache_write", scope);
   const ir::Buffer& target = block->writes[static_cast<size_t>(write_index)].buffer;
   if (BlocksWriting(fn, target).size() != 1) {
     throw ScheduleError(

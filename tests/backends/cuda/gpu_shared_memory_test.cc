@@ -71,6 +71,24 @@ TEST_P(SharedTile, StagesOperandsAndKeepsTheResult) {
 
 INSTANTIATE_TEST_SUITE_P(Products, SharedTile, ::testing::Values(0, 1, 2));
 
+TEST(SharedMemoryCodegen, RowReductionsAreOneLaunchWithABarrier) {
+  ir::KernelFunction sum = kernels::testing::LowerOp("sum", {F32({64, 1024})},
+                                                     ir::Attrs{{"axes", std::vector<int64_t>{1}}});
+  kernels::Schedule s = kernels::ApplyGpuDefaultSchedule(sum);
+  EXPECT_LT(kernels::testing::CompareKernels(sum, s.function()), 1e-5);
+  for (const std::string& arch : ir::CudaArchitectures()) {
+    backends::GpuProgram program = backends::CompileGpuKernel(s.function(), {arch, 3});
+    ASSERT_EQ(program.launches.size(), 1u);
+    EXPECT_EQ(program.launches[0].grid[0], 64);
+    EXPECT_EQ(Count(program.ptx, ".shared .align 16"), 1u) << program.ptx;
+    EXPECT_GE(Count(program.ptx, "bar.sync"), 1u) << program.ptx;
+    if (backends::cuda::PtxasPath().empty()) continue;
+    backends::cuda::PtxasReport report = backends::cuda::AssemblePtx(program.ptx, arch);
+    EXPECT_TRUE(report.accepted) << report.log;
+    EXPECT_EQ(report.shared_bytes, 256 * 4) << report.log;
+  }
+}
+
 TEST(SharedMemoryCodegen, ScopesAreCheckedWhereTheyCannotBe) {
   // A shared tile under no thread block: one copy for the whole grid is not shared memory.
   ir::Buffer a = ir::MakeBuffer("A", ir::DataType::kFloat32, {64});

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/default_schedule.h"
+#include "tests/kernels/kernel_text.h"
 #include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels {
@@ -46,6 +47,38 @@ TEST(GpuDefaultSchedule, FewOutputsReduceThroughPerThreadPartials) {
     // The interpreter's thread simulation checks the launches for races too.
     EXPECT_LT(CompareKernels(sum, s.function()), 1e-5);
   }
+}
+
+TEST(GpuDefaultSchedule, LongRowsReduceInOneBlockPerRowThroughSharedPartials) {
+  // 64 rows of 1024 (layer norm statistics, softmax sums): a block per row, its threads' partials
+  // in shared memory, combined by the block in the same launch; replayed from the trace alike.
+  ir::KernelFunction sum = testing::LowerOp("sum", {testing::F32({64, 1024})},
+                                            ir::Attrs{{"axes", std::vector<int64_t>{1}}});
+  Schedule s = ApplyGpuDefaultSchedule(sum);
+  std::string trace = s.trace().ToText();
+  EXPECT_NE(trace.find("set_scope("), std::string::npos) << trace;
+  EXPECT_NE(trace.find("\"shared\""), std::string::npos) << trace;
+  EXPECT_NE(trace.find("blockIdx.x"), std::string::npos) << trace;
+  EXPECT_LT(CompareKernels(sum, s.function()), 1e-5);
+  Schedule replayed = Schedule::Replay(sum, s.trace());
+  EXPECT_EQ(replayed.trace().ToText(), trace);
+  EXPECT_LT(CompareKernels(sum, replayed.function()), 1e-5);
+}
+
+TEST(GpuDefaultSchedule, SetScopeMovesAnIntermediateBufferAndRefusesParameters) {
+  ir::KernelFunction sum = testing::LowerOp("sum", {testing::F32({4, 256})},
+                                            ir::Attrs{{"axes", std::vector<int64_t>{1}}});
+  Schedule s(sum);
+  BlockRV b = s.GetBlock(s.BlockNames().front());
+  EXPECT_THROW(s.SetScope(b, 0, "shared"), ScheduleError);  // the output is a parameter
+  BlockRV copy = s.CacheWrite(b, 0, "local");
+  s.SetScope(b, 0, "shared");
+  std::string text = testing::KernelText(s.function());
+  EXPECT_NE(text.find("shared"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" local"), std::string::npos) << text;
+  EXPECT_THROW(s.SetScope(b, 0, "texture"), ScheduleError);
+  EXPECT_LT(CompareKernels(sum, s.function()), 1e-6);
+  (void)copy;
 }
 
 }  // namespace
