@@ -49,6 +49,15 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
                      "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
                      "CombineParallelMatmul, FuseOps, DeadCodeElimination, Legalize",
                      "cuda"});
+  registry.Register({"all_cublas",
+                     "The GPU heuristic graph passes with every matmul, batched matmul and dense "
+                     "cuBLAS takes placed on cuBLAS (run on the executable's stream, in device "
+                     "memory); the rest is ours with default GPU schedules. Without a CUDA device "
+                     "cuBLAS is unavailable and nothing is placed.",
+                     "InferType, SimplifyExpr, FoldConstant, FuseLayerNorm, FuseGelu, "
+                     "CombineParallelMatmul, PlaceOnBackend(backend=\"cublas\"), FuseOps, "
+                     "DeadCodeElimination, Legalize",
+                     "cuda"});
   registry.Register({"graph_tuning",
                      "The graph-level tuning passes, each tuned alone in sequence (with the "
                      "heuristic passes they need as eval passes), then lowering with default "

@@ -2,8 +2,10 @@
 //
 // Compiled whenever the CUDA toolkit is present; available only where a CUDA device is (Available
 // says why not). A compiled subgraph owns device buffers for its operands and result; constant
-// operands (weights) are uploaded once at compile time, activations are copied in and the result
-// copied out on every call, so a measurement includes the transfers a placement really costs.
+// operands (weights) are uploaded once at compile time. Called from the host (the CPU executable,
+// measurement of a placement), activations are copied in and the result copied out on every call,
+// so a measurement includes the transfers such a placement really costs; called by a GPU
+// executable (RunOnCudaDevice), it reads and writes the executable's device memory on its stream.
 // Row-major products are computed as the column-major product of the transposes: C^T = B^T A^T.
 // Every CUDA call follows Available, which records that this process initializes CUDA
 // (MayInitializeCuda) and makes none in a process forked after its parent initialized it: the
@@ -123,24 +125,25 @@ class CublasFunction : public ExternalFunction {
                        cudaMemcpyHostToDevice),
             "copy in");
     }
-    const Product& p = product_;
-    const float one = 1.0f, zero = 0.0f;
-    // Column-major: C^T [n x m] = op(B)^T-view [n x k] * op(A)^T-view [k x m].
-    cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    int64_t ldb = p.transpose_b ? p.k : p.n;
-    int64_t lda = p.transpose_a ? p.m : p.k;
-    Check(cublasSgemmStridedBatched(
-              handle_, op_b, op_a, static_cast<int>(p.n), static_cast<int>(p.m),
-              static_cast<int>(p.k), &one, operands_[1]->data, static_cast<int>(ldb),
-              p.b_batched ? p.k * p.n : 0, operands_[0]->data, static_cast<int>(lda),
-              p.a_batched ? p.m * p.k : 0, &zero, result_->data, static_cast<int>(p.n), p.m * p.n,
-              static_cast<int>(p.batch)),
-          "cublasSgemmStridedBatched");
+    Check(cublasSetStream(handle_, nullptr), "cublasSetStream");
+    Multiply(operands_[0]->data, operands_[1]->data, result_->data);
     Check(
         cudaMemcpy(arguments[num_params_], result_->data,
                    static_cast<size_t>(result_->elements) * sizeof(float), cudaMemcpyDeviceToHost),
         "copy out");
+  }
+
+  // Activations and the result stay in the caller's device memory; constants are the ones
+  // uploaded at compile time.
+  bool runs_on_cuda_device() const override { return true; }
+
+  void RunOnCudaDevice(const uint64_t* device_arguments, void* stream) override {
+    const float* operands[2] = {operands_[0]->data, operands_[1]->data};
+    for (const auto& [argument, operand] : uploads_) {
+      operands[operand] = reinterpret_cast<const float*>(device_arguments[argument]);
+    }
+    Check(cublasSetStream(handle_, static_cast<cudaStream_t>(stream)), "cublasSetStream");
+    Multiply(operands[0], operands[1], reinterpret_cast<float*>(device_arguments[num_params_]));
   }
 
   // Its device buffers belong to the CUDA context of the process that compiled it.
@@ -152,6 +155,23 @@ class CublasFunction : public ExternalFunction {
   }
 
  private:
+  // Enqueues result = a x b on the handle's stream (all device pointers).
+  void Multiply(const float* a, const float* b, float* result) {
+    const Product& p = product_;
+    const float one = 1.0f, zero = 0.0f;
+    // Column-major: C^T [n x m] = op(B)^T-view [n x k] * op(A)^T-view [k x m].
+    cublasOperation_t op_b = p.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_a = p.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int64_t ldb = p.transpose_b ? p.k : p.n;
+    int64_t lda = p.transpose_a ? p.m : p.k;
+    Check(cublasSgemmStridedBatched(
+              handle_, op_b, op_a, static_cast<int>(p.n), static_cast<int>(p.m),
+              static_cast<int>(p.k), &one, b, static_cast<int>(ldb), p.b_batched ? p.k * p.n : 0, a,
+              static_cast<int>(lda), p.a_batched ? p.m * p.k : 0, &zero, result,
+              static_cast<int>(p.n), p.m * p.n, static_cast<int>(p.batch)),
+          "cublasSgemmStridedBatched");
+  }
+
   cublasHandle_t handle_ = nullptr;
   Product product_;
   std::vector<std::unique_ptr<DeviceBuffer>> operands_;

@@ -377,8 +377,32 @@ CudaModule::Kernel& CudaModule::Find(const std::string& name) const {
   return it->second;
 }
 
+CudaStream::CudaStream() {
+  const Driver& d = Current();
+  CUstream stream = nullptr;
+  d.Check(d.cuStreamCreate(&stream, kStreamDefault), "cuStreamCreate");
+  stream_ = stream;
+}
+
+CudaStream::~CudaStream() {
+  const Driver& d = Loaded();
+  d.cuCtxSetCurrent(d.context);  // errors ignored: see ~DeviceBuffer
+  d.cuStreamSynchronize(static_cast<CUstream>(stream_));
+  d.cuStreamDestroy_v2(static_cast<CUstream>(stream_));
+}
+
+void CudaStream::Synchronize(const std::string& last_work) const {
+  const Driver& d = Current();
+  CUresult r = d.cuStreamSynchronize(static_cast<CUstream>(stream_));
+  if (r == 0) return;
+  throw Error(fmt::format(
+      "cuStreamSynchronize failed after {} (the last work enqueued on the stream): {}{}", last_work,
+      d.Describe(r),
+      IsStickyError(r) ? "; the CUDA context is unusable for the rest of this process" : ""));
+}
+
 void CudaModule::Launch(const std::string& name, const LaunchDims& dims,
-                        const std::vector<uint64_t>& pointers) const {
+                        const std::vector<uint64_t>& pointers, void* stream) const {
   const Driver& d = Current();
   std::lock_guard lock(mutex_);
   Kernel& kernel = Find(name);
@@ -424,7 +448,8 @@ void CudaModule::Launch(const std::string& name, const LaunchDims& dims,
   auto u = [](int64_t v) { return static_cast<unsigned>(v); };
   d.Check(d.cuLaunchKernel(function, u(dims.grid[0]), u(dims.grid[1]), u(dims.grid[2]),
                            u(dims.block[0]), u(dims.block[1]), u(dims.block[2]),
-                           u(dims.dynamic_shared_bytes), static_cast<CUstream>(stream_),
+                           u(dims.dynamic_shared_bytes),
+                           static_cast<CUstream>(stream != nullptr ? stream : stream_),
                            arguments.empty() ? nullptr : arguments.data(), nullptr),
           fmt::format("cuLaunchKernel('{}', grid {}x{}x{}, block {}x{}x{}, {} shared bytes)", name,
                       dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],

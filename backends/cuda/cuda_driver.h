@@ -103,6 +103,26 @@ struct LaunchDims {
   int64_t dynamic_shared_bytes = 0;
 };
 
+// A stream of device 0 (cuStreamCreate with default flags: it synchronizes with the legacy
+// default stream that DeviceBuffer's copies use), destroyed after waiting for it. An executable
+// runs all its kernels and library calls on one, in order, and waits once.
+class CudaStream {
+ public:
+  // Throws Error when CUDA is unavailable.
+  CudaStream();
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  // The CUstream, which is also a cudaStream_t for the CUDA runtime and its libraries.
+  void* handle() const { return stream_; }
+  // Waits for the work on the stream. A fault is an Error saying what ran last (`last_work`).
+  void Synchronize(const std::string& last_work) const;
+
+ private:
+  void* stream_ = nullptr;
+};
+
 // A PTX module loaded (JIT-compiled by the driver) on device 0, with its own stream
 // (cuStreamCreate with default flags: it synchronizes with the legacy default stream). Unloaded
 // (stream destroyed) when destroyed, after waiting for its stream; errors on the way out are
@@ -128,9 +148,9 @@ class CudaModule {
   // least 1 and within the device's limits, the block's thread count is at most the device's
   // (and the kernel's) maximum, and the dynamic shared memory is within the device's opt-in
   // maximum. A kernel that faults while running is reported by a later Synchronize, copy or
-  // timing, not here.
+  // timing, not here. `stream` (a CudaStream's handle) runs the launch on that stream instead.
   void Launch(const std::string& name, const LaunchDims& dims,
-              const std::vector<uint64_t>& pointers) const;
+              const std::vector<uint64_t>& pointers, void* stream = nullptr) const;
 
   // Waits for all work launched on this module's stream. A kernel fault (e.g. an illegal
   // address) is an Error naming the last kernel launched; after such a fault the device's context

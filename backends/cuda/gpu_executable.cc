@@ -14,12 +14,40 @@ namespace {
 // Device allocations are 256-byte aligned; arena offsets keep that alignment.
 constexpr int64_t kDeviceAlignment = 256;
 
+// The function `node` (a call_extern) calls, compiled by its backend, which must be available and
+// run on the device.
+std::unique_ptr<ExternalFunction> CompileOnDevice(const ir::IRModule& module,
+                                                  const ir::Node& node) {
+  const ir::ErrorLocation where{.op = node.op, .node = node.name};
+  const ir::GraphFunction& subgraph = module.Get(node.callee);
+  const ExternalBackend& backend = ExternalBackendRegistry::Global().Get(subgraph.ExternBackend());
+  std::string why;
+  if (!backend.Available(&why)) {
+    throw ir::Error(fmt::format("%{} is placed on {}, which is not available here: {}", node.name,
+                                backend.name(), why),
+                    where);
+  }
+  std::unique_ptr<ExternalFunction> compiled;
+  try {
+    compiled = backend.Compile(subgraph);
+  } catch (const ir::Error& e) {
+    throw e.WithNode(node.name);
+  }
+  if (!compiled->runs_on_cuda_device()) {
+    throw ir::Error(fmt::format("%{} is placed on {}, which does not run on the CUDA device",
+                                node.name, backend.name()),
+                    where);
+  }
+  return compiled;
+}
+
 }  // namespace
 
 // Steps:
 //   1. the execution plan (slots, calls, one arena);
-//   2. every distinct kernel compiled for the architecture and loaded;
-//   3. the arena, a buffer per input, output and constant slot; constants uploaded.
+//   2. every distinct kernel compiled for the architecture and loaded, every distinct external
+//      subgraph compiled by its backend (which must run on the device);
+//   3. the arena, a buffer per input, output and constant slot; constants uploaded; the stream.
 std::unique_ptr<GpuExecutable> GpuExecutable::Build(const ir::IRModule& legalized,
                                                     const std::string& arch,
                                                     const std::string& function) {
@@ -30,16 +58,22 @@ std::unique_ptr<GpuExecutable> GpuExecutable::Build(const ir::IRModule& legalize
   auto exe = std::unique_ptr<GpuExecutable>(new GpuExecutable());
   // 1. Plan.
   exe->plan_ = PlanExecution(fn, kDeviceAlignment);
-  // 2. Kernels.
+  // 2. Kernels and library calls.
   for (const ExecutionPlan::Call& call : exe->plan_.calls) {
     const ir::Node& node = fn.node(call.node);
+    exe->callees_.push_back(node.callee);
+    exe->ops_.push_back(fmt::format("%{} ({})", node.name, node.op));
+    if (node.kind == ir::NodeKind::kCallExtern) {
+      if (!exe->externals_.count(node.callee)) {
+        exe->externals_[node.callee] = CompileOnDevice(legalized, node);
+      }
+      continue;
+    }
     if (node.kind != ir::NodeKind::kCallKernel) {
-      throw ir::Error(fmt::format("%{} is placed on an external backend ({}), which the GPU "
-                                  "executable cannot call yet",
-                                  node.name, node.callee),
+      throw ir::Error(fmt::format("%{} is a call of op {} left unlowered (run Legalize first)",
+                                  node.name, node.op),
                       ir::ErrorLocation{.op = node.op, .node = node.name});
     }
-    exe->callees_.push_back(node.callee);
     if (exe->kernels_.count(node.callee)) continue;
     GpuProgram program = CompileGpuKernel(legalized.GetKernel(node.callee), {target_arch, 3});
     exe->kernels_[node.callee] = std::make_unique<GpuKernel>(std::move(program));
@@ -61,6 +95,7 @@ std::unique_ptr<GpuExecutable> GpuExecutable::Build(const ir::IRModule& legalize
     }
     exe->slot_pointers_[s] = it->second.pointer();
   }
+  exe->stream_ = std::make_unique<CudaStream>();
   return exe;
 }
 
@@ -81,14 +116,18 @@ std::vector<ir::Tensor> GpuExecutable::Run(const std::vector<ir::Tensor>& inputs
     slot_buffers_.at(static_cast<int>(s))
         .CopyFromHost(input.raw_data(), static_cast<size_t>(input.num_bytes()));
   }
-  // Each kernel runs on its module's stream: one finishes before the next starts.
+  // Everything runs in order on the executable's stream; one wait at the end.
   for (size_t c = 0; c < plan_.calls.size(); ++c) {
     std::vector<uint64_t> pointers;
     for (int s : plan_.calls[c].args) pointers.push_back(slot_pointers_[static_cast<size_t>(s)]);
-    GpuKernel& kernel = *kernels_.at(callees_[c]);
-    kernel.Launch(pointers);
-    kernel.Synchronize();
+    auto external = externals_.find(callees_[c]);
+    if (external != externals_.end()) {
+      external->second->RunOnCudaDevice(pointers.data(), stream_->handle());
+    } else {
+      kernels_.at(callees_[c])->Launch(pointers, stream_->handle());
+    }
   }
+  if (!plan_.calls.empty()) stream_->Synchronize(ops_.back());
   std::vector<ir::Tensor> outputs;
   for (const ir::TensorType& type : plan_.output_types) outputs.emplace_back(type);
   for (size_t s = 0; s < plan_.slots.size(); ++s) {

@@ -64,15 +64,15 @@ void GpuKernel::Upload(const std::vector<ir::Tensor>& inputs) {
   for (const DeviceBuffer& buffer : params_) pointers_.push_back(buffer.pointer());
 }
 
-void GpuKernel::Launch(const std::vector<uint64_t>& params) {
+void GpuKernel::Launch(const std::vector<uint64_t>& params, void* stream) {
   if (params.size() != program_.params.size()) {
     throw ir::Error(fmt::format("kernel '{}' takes {} buffers but {} were given", program_.name,
                                 program_.params.size(), params.size()));
   }
-  LaunchAll(params);
+  LaunchAll(params, stream);
 }
 
-void GpuKernel::LaunchAll(const std::vector<uint64_t>& params) {
+void GpuKernel::LaunchAll(const std::vector<uint64_t>& params, void* stream) {
   std::vector<uint64_t> pointers = params;
   for (DeviceBuffer& buffer : scratch_) {
     buffer.Zero();
@@ -84,7 +84,7 @@ void GpuKernel::LaunchAll(const std::vector<uint64_t>& params) {
       dims.grid[axis] = launch.grid[axis];
       dims.block[axis] = launch.block[axis];
     }
-    module_->Launch(launch.entry, dims, pointers);
+    module_->Launch(launch.entry, dims, pointers, stream);
   }
 }
 

@@ -25,10 +25,10 @@ class GpuKernel {
   // rejects the PTX.
   explicit GpuKernel(GpuProgram program);
 
-  // Zero-fills the scratch buffers and enqueues every launch on the module's stream with
-  // `params` as the device pointers of the parameters (inputs, then outputs; the caller keeps
-  // them alive until Synchronize).
-  void Launch(const std::vector<uint64_t>& params);
+  // Zero-fills the scratch buffers and enqueues every launch on the module's stream (or on
+  // `stream`, a CudaStream's handle) with `params` as the device pointers of the parameters
+  // (inputs, then outputs; the caller keeps them alive until the stream is synchronized).
+  void Launch(const std::vector<uint64_t>& params, void* stream = nullptr);
   void Synchronize() const { module_->Synchronize(); }
   const CudaModule& module() const { return *module_; }
 
@@ -45,7 +45,7 @@ class GpuKernel {
 
  private:
   void Upload(const std::vector<ir::Tensor>& inputs);
-  void LaunchAll(const std::vector<uint64_t>& pointers);
+  void LaunchAll(const std::vector<uint64_t>& pointers, void* stream = nullptr);
 
   GpuProgram program_;
   std::unique_ptr<CudaModule> module_;

@@ -52,8 +52,7 @@ PtxasReport AssemblePtx(const std::string& ptx, const std::string& arch) {
     }
   }
   // 2. Run.
-  std::string command =
-      fmt::format("'{}' -arch={} -v '{}' -o /dev/null 2>&1", ptxas, arch, path);
+  std::string command = fmt::format("'{}' -arch={} -v '{}' -o /dev/null 2>&1", ptxas, arch, path);
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) {
     std::remove(path);

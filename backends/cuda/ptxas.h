@@ -13,10 +13,10 @@ std::string PtxasPath();
 // What ptxas said about a PTX module.
 struct PtxasReport {
   bool accepted = false;
-  std::string log;            // ptxas's output (errors, or its -v resource report)
-  int max_registers = 0;      // the most registers one entry uses
-  int64_t spill_bytes = 0;    // spill stores plus spill loads, summed over the entries
-  int64_t shared_bytes = 0;   // the most static shared memory one entry uses
+  std::string log;           // ptxas's output (errors, or its -v resource report)
+  int max_registers = 0;     // the most registers one entry uses
+  int64_t spill_bytes = 0;   // spill stores plus spill loads, summed over the entries
+  int64_t shared_bytes = 0;  // the most static shared memory one entry uses
 };
 
 // Assembles `ptx` for `arch` ("sm_90") with `ptxas -v`. Error when this build has no ptxas or it

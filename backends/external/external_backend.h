@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/external/pattern.h"
+#include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/target.h"
 
@@ -39,6 +40,16 @@ class ExternalFunction {
   // measurement server (tuning/measure/measure_server.h), whose processes never shared this one's
   // CUDA.
   virtual bool runs_in_forked_process() const { return true; }
+  // Whether RunOnCudaDevice works: the function computes on the CUDA device from device memory,
+  // so a GPU executable calls it between its own kernels without copies.
+  virtual bool runs_on_cuda_device() const { return false; }
+  // Enqueues the computation on `stream` (a CUstream, i.e. a cudaStream_t) of device 0's primary
+  // context and returns without waiting. `device_arguments`: the device addresses of the operand
+  // buffers in parameter order, then of the results, in the layouts the graph function's types
+  // name. Only called when runs_on_cuda_device(); the default throws ir::Error.
+  virtual void RunOnCudaDevice(const uint64_t* /*device_arguments*/, void* /*stream*/) {
+    throw ir::Error(Describe() + " does not run on a CUDA device");
+  }
   // Whether it runs its parallel work on OpenMP's team: an executable that calls such a function
   // runs its own kernels' loops there too (backends/runtime/thread_pool.h, OpenMPTeamScope).
   virtual bool runs_on_openmp() const { return false; }

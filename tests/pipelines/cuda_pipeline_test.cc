@@ -8,6 +8,7 @@
 
 #include "backends/cuda/gpu_executable.h"
 #include "backends/cuda/ptxas.h"
+#include "backends/external/external_backend.h"
 #include "backends/llvm/nvptx_codegen.h"
 #include "backends/runtime/executable.h"
 #include "frontend/onnx_importer.h"
@@ -95,6 +96,42 @@ TEST(CudaTarget, SharedModelsBuildForCudaAssembleAndComputeTheirOutputs) {
     ASSERT_EQ(gpu_outputs.size(), expected.size());
     for (size_t i = 0; i < gpu_outputs.size(); ++i) {
       EXPECT_LT(ir::RelativeError(gpu_outputs[i], expected[i]), 1e-4) << "GPU output " << i;
+    }
+  }
+}
+
+// all_cublas@cuda: with a device, the matrix products of bert_small run in cuBLAS on the GPU
+// executable's stream, in its device memory, and the model matches its stored outputs; without
+// one, cuBLAS is unavailable and the pipeline places nothing (its kernels all ours).
+TEST(CudaTarget, AllCublasRunsMatrixProductsInCublasOnTheDevice) {
+  std::filesystem::path dir = std::filesystem::path(TANDEM_MODELS_DIR) / "bert_small";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no shared model at " << dir;
+  PassContext context;
+  context.target = ir::ParseTarget("cuda -arch=sm_90");
+  ir::IRModule module = frontend::ImportOnnxFile((dir / "model.onnx").string());
+  ir::IRModule optimized = context.RunPipeline(
+      *pipelines::PipelineRegistry::Global().Create("all_cublas", context.target), module);
+  int placed = 0;
+  for (const ir::Node& node : optimized.Get("main").nodes) {
+    placed += node.kind == ir::NodeKind::kCallExtern;
+  }
+  std::string why;
+  const backends::ExternalBackend* cublas =
+      backends::ExternalBackendRegistry::Global().Find("cublas");
+  if (cublas == nullptr || !cublas->Available(&why)) {
+    EXPECT_EQ(placed, 0);
+    GTEST_SKIP() << "cuBLAS unavailable: " << (cublas ? why : "not compiled in");
+  }
+  EXPECT_GT(placed, 0);
+  std::string data = (dir / "test_data_set_0").string();
+  std::vector<ir::Tensor> inputs = frontend::ReadTensorProtoDirectory(data, "input");
+  std::vector<ir::Tensor> expected = frontend::ReadTensorProtoDirectory(data, "output");
+  auto gpu = backends::cuda::GpuExecutable::Build(optimized);
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the uploaded weights
+    std::vector<ir::Tensor> outputs = gpu->Run(inputs);
+    ASSERT_EQ(outputs.size(), expected.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      EXPECT_LT(ir::RelativeError(outputs[i], expected[i]), 1e-4) << "output " << i;
     }
   }
 }
