@@ -58,12 +58,15 @@ struct GpuScheduleOptions {
 };
 
 // The default schedule for a GPU (kernels/default_schedule/gpu_schedule.cc): pointwise producers
-// inlined as by ApplyDefaultSchedule; a matrix product (spatial loops, then one reduction) gets
-// thread-block tiles whose operands are staged through "shared" memory, each thread a register
-// tile of the block's; another reduction that reuses its operands (a convolution)
-// with enough outputs gets a register tile per thread (up to 4 x 4 outputs of its last two
-// spatial axes, accumulated in a "local" cache_write block, tile loops unrolled); a long
-// reduction with few outputs or long rows (a norm, a global sum) is factored (rfactor) into
+// inlined as by ApplyDefaultSchedule; a row-wise group (reductions over rows of at least 32
+// feeding one elementwise block over the same rows: softmax, layer norm) runs as one launch with
+// a thread block per row, threads across the row, the row statistics combined from "shared"
+// partials into "local" copies every thread holds (gpu_row_group_schedule.cc); a matrix product
+// (spatial loops, then one reduction) gets thread-block tiles whose operands are staged through
+// "shared" memory, each thread a register tile of the block's; another reduction that reuses its
+// operands (a convolution) with enough outputs gets a register tile per thread (up to 4 x 4 outputs
+// of its last two spatial axes, accumulated in a "local" cache_write block, tile loops unrolled); a
+// long reduction with few outputs or long rows (a norm, a global sum) is factored (rfactor) into
 // per-thread partials, kept in "shared" memory and combined by a thread block per output in the
 // same launch (a full reduction: combined by a second launch); every other
 // block has its leading spatial loops fused, split by the threads per block and bound to

@@ -83,14 +83,44 @@ class ThreadAccessLog {
       if (buffer->scope == "shared") std::fill(owners.begin(), owners.end(), kNobody);
     }
   }
-  // An access by thread `thread` (0: not inside a thread-bound loop, not checked).
-  void Access(const ir::Buffer& buffer, int64_t offset, uint64_t thread, bool write,
+  // An access by thread `thread` (0: not inside a thread-bound loop, not checked) of the thread
+  // block `block` (equal to `thread` for code the whole block runs, outside threadIdx loops).
+  // Every thread of a block runs the block's own code on its own copy of a "local" buffer, so
+  // such an element written by the block holds the same value in every thread: its threads may
+  // read it, but a thread writing it (or the block reading what one thread wrote) would make the
+  // copies differ, which one interpreted copy cannot show: both are errors.
+  void Access(const ir::Buffer& buffer, int64_t offset, uint64_t thread, uint64_t block, bool write,
               const std::function<std::string()>& who) {
     if (thread == 0) return;
     auto it = owners_.find(buffer.get());
     if (it == owners_.end()) return;
     uint64_t& owner = it->second[static_cast<size_t>(offset)];
-    thread &= ~kWritten;
+    if (buffer->scope == "local") {
+      bool block_wide = owner != kNobody && (owner & kBlockWide);
+      uint64_t owner_block = owner & ~(kWritten | kBlockWide);
+      if (thread == block) {
+        if (!write && owner != kNobody && (!block_wide || owner_block != (block & ~kWritten))) {
+          throw Error(
+              fmt::format("{} reads {}[{}] (local) outside its threads' loops, which one "
+                          "thread wrote: the threads' copies differ",
+                          who(), buffer->name, offset));
+        }
+        if (write) owner = (block & ~(kWritten | kBlockWide)) | kBlockWide | kWritten;
+        return;
+      }
+      if (block_wide) {
+        if (write || owner_block != (block & ~(kWritten | kBlockWide))) {
+          throw Error(fmt::format(
+              "{} {} {}[{}] (local), which its thread block {}: the threads' "
+              "copies would differ",
+              who(), write ? "writes" : "reads", buffer->name, offset,
+              owner_block != (block & ~(kWritten | kBlockWide)) ? "never wrote (another block did)"
+                                                                : "wrote for all of them"));
+        }
+        return;
+      }
+    }
+    thread &= ~(kWritten | kBlockWide);
     if (owner != kNobody && (owner & ~kWritten) != thread && (write || (owner & kWritten))) {
       throw Error(fmt::format("race: {} {} {}[{}], which another thread of the same launch {}",
                               who(), write ? "writes" : "reads", buffer->name, offset,
@@ -102,6 +132,7 @@ class ThreadAccessLog {
  private:
   static constexpr uint64_t kNobody = ~uint64_t{0} >> 1;
   static constexpr uint64_t kWritten = uint64_t{1} << 63;
+  static constexpr uint64_t kBlockWide = uint64_t{1} << 62;  // written by a whole thread block
   std::unordered_map<const ir::BufferNode*, std::vector<uint64_t>> owners_;
 };
 
@@ -129,7 +160,10 @@ class Interpreter {
         // places them), so each outermost one starts and ends with the shared buffers'
         // accesses ordered.
         bool block_threads = bound && !ir::IsBlockIndex(loop->for_kind) && thread_loops_ == 0;
-        if (block_threads) log_.Barrier();
+        if (block_threads) {
+          log_.Barrier();
+          block_ = thread_;
+        }
         if (bound && !ir::IsBlockIndex(loop->for_kind)) ++thread_loops_;
         uint64_t outer = thread_;
         for (int64_t v = 0; v < loop->extent; ++v) {
@@ -179,7 +213,7 @@ class Interpreter {
 
  private:
   void LogAccess(const ir::Buffer& buffer, int64_t offset, bool write) {
-    log_.Access(buffer, offset, thread_, write, [&] {
+    log_.Access(buffer, offset, thread_, thread_loops_ == 0 ? thread_ : block_, write, [&] {
       std::string who = "thread (";
       for (size_t k = 0; k < bound_.size(); ++k) {
         who +=
@@ -390,6 +424,7 @@ class Interpreter {
   bool in_root_ = false;
   uint64_t thread_ = 0;   // the thread running now; 0 outside thread-bound loops
   int thread_loops_ = 0;  // threadIdx-bound loops around the statement running now
+  uint64_t block_ = 0;    // inside threadIdx loops: the thread running the block's own code
   std::vector<std::pair<ir::ForKind, int64_t>> bound_;
   ThreadAccessLog log_;
 };

@@ -120,25 +120,9 @@ bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_
   if (CountIterators(block, ir::IterKind::kSpatial) != spatial) return false;
   int64_t lanes = LargestDivisor(extent, threads);
   if (lanes < 32 || extent / lanes < 2) return false;
-  size_t rank = 0;
-  for (const ir::BufferRegion& w : block->writes) rank = w.buffer->shape.size();
   return TrySteps(s_, [&] {
-    // 1. Split.
-    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(name));
-    if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
-    std::vector<LoopRV> reductions(loops.begin() + static_cast<std::ptrdiff_t>(spatial),
-                                   loops.end());
-    LoopRV reduction = reductions.size() > 1 ? s_.Fuse(reductions) : reductions[0];
-    std::vector<LoopRV> parts = s_.Split(reduction, {-1, lanes});
-    // 2. Partials, their loop right after the spatial ones.
-    BlockRV partials = s_.RFactor(parts[1], static_cast<int>(rank));
-    std::vector<LoopRV> rf_loops = s_.GetLoops(partials);
-    std::vector<LoopRV> order(rf_loops.begin(),
-                              rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial));
-    order.push_back(rf_loops.back());
-    order.insert(order.end(), rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial),
-                 rf_loops.end() - 1);
-    s_.Reorder(order);
+    // 1 and 2. Partials.
+    BlockRV partials = FactorReductionOverLanes(name, spatial, lanes);
     // 3. One block per output.
     if (spatial == 0) return;
     std::vector<LoopRV> combine_loops = s_.GetLoops(s_.GetBlock(name));
@@ -147,25 +131,47 @@ bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_
     LoopRV row = outputs.size() > 1 ? s_.Fuse(outputs) : outputs[0];
     s_.Bind(row, "blockIdx.x");
     s_.ComputeAt(partials, row);
-    LoopRV lane_loop;
-    bool found = false;
-    for (const LoopRV& loop : s_.GetLoops(partials)) {
-      if (!found && s_.LoopExtent(loop) == lanes) {
-        lane_loop = loop;
-        found = true;
-      }
-    }
-    if (!found) throw ScheduleError("no loop over the partials");
-    s_.Bind(lane_loop, "threadIdx.x");
-    s_.SetScope(partials, 0, "shared");
-    done_.insert(s_.BlockName(partials));
+    SharePartialsAcrossThreads(partials, lanes);
     done_.insert(name);
   });
 }
 
+BlockRV DefaultScheduler::FactorReductionOverLanes(const std::string& name, size_t spatial,
+                                                   int64_t lanes) {
+  const ir::Block block = BlockOf(s_, name);
+  size_t rank = 0;
+  for (const ir::BufferRegion& w : block->writes) rank = w.buffer->shape.size();
+  std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(name));
+  if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
+  std::vector<LoopRV> reductions(loops.begin() + static_cast<std::ptrdiff_t>(spatial), loops.end());
+  LoopRV reduction = reductions.size() > 1 ? s_.Fuse(reductions) : reductions[0];
+  std::vector<LoopRV> parts = s_.Split(reduction, {-1, lanes});
+  BlockRV partials = s_.RFactor(parts[1], static_cast<int>(rank));
+  std::vector<LoopRV> rf_loops = s_.GetLoops(partials);
+  std::vector<LoopRV> order(rf_loops.begin(),
+                            rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial));
+  order.push_back(rf_loops.back());
+  order.insert(order.end(), rf_loops.begin() + static_cast<std::ptrdiff_t>(spatial),
+               rf_loops.end() - 1);
+  s_.Reorder(order);
+  return partials;
+}
+
+void DefaultScheduler::SharePartialsAcrossThreads(const BlockRV& partials, int64_t lanes) {
+  std::vector<LoopRV> loops = s_.GetLoops(partials);
+  size_t lane = 1;
+  while (lane < loops.size() && s_.LoopExtent(loops[lane]) != lanes) ++lane;
+  if (lane >= loops.size()) throw ScheduleError("no lane loop inside the partials' row loop");
+  s_.Bind(loops[lane], "threadIdx.x");
+  s_.SetScope(partials, 0, "shared");
+  done_.insert(s_.BlockName(partials));
+}
+
 // Steps:
 //   1. pointwise producers inlined, as on the CPU (rule 1);
-//   2. a matrix product: thread-block tiles staged through shared memory
+//   2. a row-wise group (softmax, layer norm: row reductions feeding one elementwise block) in
+//      one launch with a thread block per row (ScheduleGpuRowGroup); a matrix product:
+//      thread-block tiles staged through shared memory
 //      (ScheduleGpuSharedTile); another reduction with operand reuse: a register tile per
 //      thread (ScheduleGpuRegisterTile); a reduction with few outputs: per-thread partials
 //      (ScheduleGpuSplitReduction);
@@ -179,7 +185,8 @@ Schedule DefaultScheduler::RunGpu(const GpuScheduleOptions& options) {
   // 1. Producers.
   InlinePointwiseProducers();
   int64_t threads = std::max(1, options.threads_per_block);
-  // 2. Register tiles, then partials of reductions with few outputs.
+  // 2. A row-wise group, register tiles, then partials of reductions with few outputs.
+  ScheduleGpuRowGroup(threads);
   for (const std::string& name : s_.BlockNames()) {
     if (!Exists(name) || done_.count(name)) continue;
     if (ScheduleGpuSharedTile(name, threads) || ScheduleGpuRegisterTile(name, threads)) {

@@ -45,6 +45,15 @@ class DefaultScheduler {
   bool ScheduleGpuSharedTile(const std::string& name, int64_t threads);
   bool ScheduleGpuRegisterTile(const std::string& name, int64_t threads);
   bool ScheduleGpuSplitReduction(const std::string& name, int64_t threads);
+  // The reduction loops of block `name` (after its `spatial` leading spatial loops) fused, split
+  // by `lanes` and the inner part factored into partials (rfactor) whose lane loop comes right
+  // after the spatial loops. Returns the partials; the block combines them. Inside TrySteps.
+  BlockRV FactorReductionOverLanes(const std::string& name, size_t spatial, int64_t lanes);
+  // Partials computed at a (fused) row loop bound to blockIdx.x: their lane loop, right inside
+  // it, bound to threadIdx.x and their buffer put in "shared" memory for the block to combine.
+  void SharePartialsAcrossThreads(const BlockRV& partials, int64_t lanes);
+  // A row-wise group (softmax, layer norm; gpu_row_group_schedule.cc).
+  bool ScheduleGpuRowGroup(int64_t threads);
 
   // Rule 2 (register_tiled_schedule.cc). The loops of a register-tiled block once split:
   // outer spatial loops (those the vector operands depend on first), reduction loops, the tile

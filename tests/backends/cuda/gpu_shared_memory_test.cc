@@ -89,6 +89,33 @@ TEST(SharedMemoryCodegen, RowReductionsAreOneLaunchWithABarrier) {
   }
 }
 
+TEST(SharedMemoryCodegen, SoftmaxAndLayerNormAreOneLaunchWithABlockPerRow) {
+  // Two reductions per row, each through shared partials (a barrier before each combination),
+  // their results in registers: 2 shared arrays of 256 floats, one launch of a block per row.
+  ir::KernelFunction softmax =
+      kernels::testing::LowerOp("softmax", {F32({64, 256})}, ir::Attrs{{"axis", int64_t{1}}});
+  ir::KernelFunction layer_norm =
+      kernels::testing::LowerOp("layer_norm", {F32({32, 768}), F32({768}), F32({768})},
+                                ir::Attrs{{"axis", int64_t{-1}}, {"epsilon", 1e-5}});
+  for (const auto& [kernel, rows] : {std::pair{softmax, 64}, std::pair{layer_norm, 32}}) {
+    SCOPED_TRACE(kernel.name);
+    kernels::Schedule s = kernels::ApplyGpuDefaultSchedule(kernel);
+    EXPECT_LT(kernels::testing::CompareKernels(kernel, s.function()), 1e-5);
+    for (const std::string& arch : ir::CudaArchitectures()) {
+      backends::GpuProgram program = backends::CompileGpuKernel(s.function(), {arch, 3});
+      ASSERT_EQ(program.launches.size(), 1u);
+      EXPECT_EQ(program.launches[0].grid[0], rows);
+      EXPECT_EQ(Count(program.ptx, ".shared .align 16"), 2u) << program.ptx;
+      EXPECT_GE(Count(program.ptx, "bar.sync"), 2u) << program.ptx;
+      if (backends::cuda::PtxasPath().empty()) continue;
+      backends::cuda::PtxasReport report = backends::cuda::AssemblePtx(program.ptx, arch);
+      EXPECT_TRUE(report.accepted) << report.log;
+      EXPECT_EQ(report.shared_bytes, 2 * 256 * 4) << report.log;
+      EXPECT_EQ(report.spill_bytes, 0) << report.log;
+    }
+  }
+}
+
 TEST(SharedMemoryCodegen, ScopesAreCheckedWhereTheyCannotBe) {
   // A shared tile under no thread block: one copy for the whole grid is not shared memory.
   ir::Buffer a = ir::MakeBuffer("A", ir::DataType::kFloat32, {64});

@@ -132,5 +132,53 @@ TEST(ThreadSimulation, ThreadsSharingALocalElementRace) {
   }
 }
 
+// Two thread blocks of 4 threads over A[8]: the block's own code sets local s[0] = A[4b], then
+// C[4b + t] = A[4b + t] + s[0] by each thread. `thread_writes`: each thread then also writes s[0];
+// `block_reads_thread_value`: a one-thread loop writes s[0] and the block's code reads it.
+ir::KernelFunction BlockWideLocal(bool thread_writes, bool block_reads_thread_value) {
+  ir::Buffer a = ir::MakeBuffer("A", ir::DataType::kFloat32, {8});
+  ir::Buffer local = ir::MakeBuffer("s", ir::DataType::kFloat32, {1}, "local");
+  ir::Buffer c = ir::MakeBuffer("C", ir::DataType::kFloat32, {8});
+  ir::Var b = ir::MakeVar("b"), t = ir::MakeVar("t"), u = ir::MakeVar("u");
+  ir::Expr zero = ir::IntImm(0);
+  std::vector<ir::Stmt> per_thread = {
+      ir::MakeStore(c, {b * 4 + t}, ir::Load(a, {b * 4 + t}) + ir::Load(local, {zero}))};
+  if (thread_writes) per_thread.push_back(ir::MakeStore(local, {zero}, ir::Load(a, {t})));
+  std::vector<ir::Stmt> block_code = {ir::MakeStore(local, {zero}, ir::Load(a, {b * 4}))};
+  if (block_reads_thread_value) {
+    block_code.push_back(ir::MakeFor(u, 1, ir::ForKind::kThreadIdxX,
+                                     ir::MakeStore(local, {zero}, ir::Load(a, {b * 4 + u}))));
+    block_code.push_back(ir::MakeStore(c, {b * 4}, ir::Load(local, {zero})));
+  } else {
+    block_code.push_back(ir::MakeFor(t, 4, ir::ForKind::kThreadIdxX, ir::MakeSeq(per_thread)));
+  }
+  auto root = std::make_shared<ir::BlockNode>();
+  root->name = "root";
+  root->alloc_buffers = {local};
+  root->body = ir::MakeFor(b, 2, ir::ForKind::kBlockIdxX, ir::MakeSeq(block_code));
+  ir::KernelFunction kernel;
+  kernel.name = "block_wide_local";
+  kernel.params = {a, c};
+  kernel.num_outputs = 1;
+  kernel.body = ir::MakeBlockRealize({}, ir::IntImm(1), root);
+  return kernel;
+}
+
+TEST(ThreadSimulation, ABlocksOwnCodeFillsEveryThreadsLocalCopy) {
+  ir::Tensor input = ir::Tensor::FromFloats({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<ir::Tensor> out = RunKernelReference(BlockWideLocal(false, false), {input}, true);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].GetDouble(1), 2 + 1);
+  EXPECT_EQ(out[0].GetDouble(6), 7 + 5);
+  for (bool thread_writes : {true, false}) {
+    try {
+      RunKernelReference(BlockWideLocal(thread_writes, !thread_writes), {input}, true);
+      FAIL() << "diverging local copies were not reported";
+    } catch (const ir::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("copies"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tandem::backends

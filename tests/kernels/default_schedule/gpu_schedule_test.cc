@@ -81,5 +81,49 @@ TEST(GpuDefaultSchedule, SetScopeMovesAnIntermediateBufferAndRefusesParameters) 
   (void)copy;
 }
 
+TEST(GpuDefaultSchedule, RowWiseGroupsRunInOneLaunchWithABlockPerRow) {
+  // Softmax and layer norm (reductions over each row, then an elementwise block over the same
+  // rows): one thread block per row, threads across the row, the row statistics in "local"
+  // memory after shared partials. Rows of 256, of 1000 (250 lanes) and of 768 in two row axes.
+  struct Case {
+    std::string op;
+    std::vector<ir::TensorType> inputs;
+    ir::Attrs attrs;
+  };
+  std::vector<Case> cases = {
+      {"softmax", {testing::F32({64, 256})}, ir::Attrs{{"axis", int64_t{1}}}},
+      {"softmax", {testing::F32({8, 1000})}, ir::Attrs{{"axis", int64_t{-1}}}},
+      {"layer_norm",
+       {testing::F32({2, 16, 768}), testing::F32({768}), testing::F32({768})},
+       ir::Attrs{{"axis", int64_t{-1}}, {"epsilon", 1e-5}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + " " + ir::ToString(c.inputs[0]));
+    ir::KernelFunction kernel = testing::LowerOp(c.op, c.inputs, c.attrs);
+    Schedule s = ApplyGpuDefaultSchedule(kernel);
+    std::string trace = s.trace().ToText();
+    EXPECT_NE(trace.find("\"local\""), std::string::npos) << trace;
+    EXPECT_NE(trace.find("\"shared\""), std::string::npos) << trace;
+    std::string text = testing::KernelText(s.function());
+    // One nest under one blockIdx.x loop: one launch.
+    size_t first = text.find("blockIdx.x for");
+    ASSERT_NE(first, std::string::npos) << text;
+    EXPECT_EQ(text.find("blockIdx.x for", first + 1), std::string::npos) << text;
+    // The interpreter simulates the thread blocks: shared races and shared local elements fail.
+    EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5);
+    Schedule replayed = Schedule::Replay(kernel, s.trace());
+    EXPECT_EQ(replayed.trace().ToText(), trace);
+  }
+}
+
+TEST(GpuDefaultSchedule, ShortRowsStayOneThreadPerRow) {
+  // Rows of 16 would leave most of a warp idle: the flat rule keeps a thread per row.
+  ir::KernelFunction kernel =
+      testing::LowerOp("softmax", {testing::F32({512, 16})}, ir::Attrs{{"axis", int64_t{1}}});
+  Schedule s = ApplyGpuDefaultSchedule(kernel);
+  EXPECT_EQ(s.trace().ToText().find("rfactor("), std::string::npos) << s.trace().ToText();
+  EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5);
+}
+
 }  // namespace
 }  // namespace tandem::kernels

@@ -1,0 +1,102 @@
+// The GPU rule for row-wise groups: reductions over the rows of a tensor feeding one elementwise
+// block over the same rows (softmax: max, then the sum of exponentials, then the quotient; layer
+// norm: mean, variance, then the normalized output) run in one launch, a thread block per row.
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kernels/default_schedule/scheduler.h"
+#include "kernels/schedule/block_analysis.h"
+#include "kernels/schedule/primitives.h"
+
+namespace tandem::kernels::default_schedule {
+
+namespace {
+
+// Rows shorter than a warp leave most threads of a block idle: one thread per row does better.
+constexpr int64_t kMinLanes = 32;
+
+// How many leading iterators of `block` are spatial when all its spatial iterators lead (0 when
+// a spatial iterator follows a reduction one).
+size_t LeadingSpatialIterators(const ir::Block& block) {
+  size_t spatial = 0;
+  while (spatial < block->iter_vars.size() &&
+         block->iter_vars[spatial].kind == ir::IterKind::kSpatial) {
+    ++spatial;
+  }
+  return CountIterators(block, ir::IterKind::kSpatial) == spatial ? spatial : 0;
+}
+
+}  // namespace
+
+// A kernel whose blocks left are reductions R1..Rn (each reducing the trailing axes of its rows)
+// followed by one elementwise block E over the same rows, e.g. a fused softmax or layer norm:
+//   1. lanes: the largest divisor, up to the threads per block and at least kMinLanes, of the
+//      row length of E and of every reduction;
+//   2. E's row loops fused and bound to blockIdx.x; its other loops fused, split by the lanes,
+//      the lane part bound to threadIdx.x and moved outside the rest (consecutive threads,
+//      consecutive elements);
+//   3. each reduction, last first: factored over the lanes into partials (as for long rows),
+//      its combination computed at E's row loop into a "local" buffer (every thread of the
+//      block combines the same partials, so each holds the row's value), its partials computed
+//      there too with their lane loop bound to threadIdx.x in "shared" memory.
+// The code generator puts a barrier between the partials and their combination. Skipped (false,
+// schedule unchanged) when the blocks do not have that shape or a step is illegal.
+bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
+  std::vector<std::string> names;
+  for (const std::string& name : s_.BlockNames()) {
+    if (Exists(name) && !done_.count(name)) names.push_back(name);
+  }
+  if (names.size() < 2) return false;
+  const ir::Block elementwise = BlockOf(s_, names.back());
+  if (IsReduction(elementwise) || elementwise->iter_vars.empty()) return false;
+  // 1. The rows and the lanes.
+  size_t row_axes = 0;
+  int64_t rows = 0, lanes = 0;
+  for (size_t k = 0; k + 1 < names.size(); ++k) {
+    const ir::Block reduction = BlockOf(s_, names[k]);
+    size_t spatial = LeadingSpatialIterators(reduction);
+    if (!IsReduction(reduction) || spatial == 0 || (row_axes != 0 && spatial != row_axes)) {
+      return false;
+    }
+    row_axes = spatial;
+    rows = SpatialExtent(reduction);
+    lanes = std::gcd(lanes, ReductionExtent(reduction));
+  }
+  if (elementwise->iter_vars.size() <= row_axes) return false;
+  int64_t elementwise_rows = 1, row_length = 1;
+  for (size_t k = 0; k < elementwise->iter_vars.size(); ++k) {
+    (k < row_axes ? elementwise_rows : row_length) *= elementwise->iter_vars[k].extent;
+  }
+  if (elementwise_rows != rows) return false;
+  lanes = LargestDivisor(std::gcd(lanes, row_length), threads);
+  if (lanes < kMinLanes) return false;
+  std::vector<std::string> reductions(names.begin(), names.end() - 1);
+  return TrySteps(s_, [&] {
+    // 2. The elementwise block.
+    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(names.back()));
+    if (loops.size() != elementwise->iter_vars.size()) throw ScheduleError("unexpected loops");
+    std::vector<LoopRV> row_loops(loops.begin(), loops.begin() + static_cast<ptrdiff_t>(row_axes));
+    std::vector<LoopRV> column_loops(loops.begin() + static_cast<ptrdiff_t>(row_axes), loops.end());
+    LoopRV row = row_loops.size() > 1 ? s_.Fuse(row_loops) : row_loops[0];
+    LoopRV column = column_loops.size() > 1 ? s_.Fuse(column_loops) : column_loops[0];
+    std::vector<LoopRV> parts = s_.Split(column, {-1, lanes});
+    s_.Reorder({parts[1], parts[0]});
+    s_.Bind(row, "blockIdx.x");
+    s_.Bind(parts[1], "threadIdx.x");
+    // 3. The reductions, consumers before their producers.
+    for (auto name = reductions.rbegin(); name != reductions.rend(); ++name) {
+      BlockRV partials = FactorReductionOverLanes(*name, row_axes, lanes);
+      BlockRV combination = s_.GetBlock(*name);
+      s_.ComputeAt(combination, row);
+      s_.SetScope(combination, 0, "local");
+      s_.ComputeAt(partials, row);
+      SharePartialsAcrossThreads(partials, lanes);
+      done_.insert(*name);
+    }
+    done_.insert(names.back());
+  });
+}
+
+}  // namespace tandem::kernels::default_schedule
