@@ -67,13 +67,13 @@ struct GpuScheduleOptions {
 // operands (a convolution) with enough outputs gets a register tile per thread (up to 4 x 4 outputs
 // of its last two spatial axes, accumulated in a "local" cache_write block, tile loops unrolled); a
 // long reduction with few outputs or long rows (a norm, a global sum) is factored (rfactor) into
-// per-thread partials, kept in "shared" memory and combined by a thread block per output in the
-// same launch (a full reduction: combined by a second launch); every other
-// block has its leading spatial loops fused, split by the threads per block and bound to
-// blockIdx.x and threadIdx.x, what is left of the nest (reduction loops) running inside each
-// thread. Every block whose nest starts with a spatial loop ends with its loops bound; a short
-// full reduction runs on one thread. The result computes what the kernel computes (the kernel
-// interpreter's thread simulation checks it, races included).
+// per-thread partials, kept in "shared" memory and combined in two levels (group sums, then
+// the whole block) by a thread block per output in the same launch (a full reduction: combined by a
+// second launch); every other block has its leading spatial loops fused, split by the threads per
+// block and bound to blockIdx.x and threadIdx.x, what is left of the nest (reduction loops) running
+// inside each thread. Every block whose nest starts with a spatial loop ends with its loops bound;
+// a short full reduction runs on one thread. The result computes what the kernel computes (the
+// kernel interpreter's thread simulation checks it, races included).
 Schedule ApplyGpuDefaultSchedule(const ir::KernelFunction& kernel,
                                  const GpuScheduleOptions& options = {});
 

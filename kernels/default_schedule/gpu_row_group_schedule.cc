@@ -3,6 +3,7 @@
 // norm: mean, variance, then the normalized output) run in one launch, a thread block per row.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,10 @@ size_t LeadingSpatialIterators(const ir::Block& block) {
 //      the lane part bound to threadIdx.x and moved outside the rest (consecutive threads,
 //      consecutive elements);
 //   3. each reduction, last first: factored over the lanes into partials (as for long rows),
-//      its combination computed at E's row loop into a "local" buffer (every thread of the
-//      block combines the same partials, so each holds the row's value), its partials computed
-//      there too with their lane loop bound to threadIdx.x in "shared" memory.
+//      the combination in two levels (FactorCombination), computed at E's row loop into a
+//      "local" buffer (every thread of the block combines the same group sums, so each holds the
+//      row's value), the group sums and the partials computed there too, each with its lane loop
+//      bound to threadIdx.x in "shared" memory.
 // The code generator puts a barrier between the partials and their combination. Skipped (false,
 // schedule unchanged) when the blocks do not have that shape or a step is illegal.
 bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
@@ -88,11 +90,14 @@ bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
     // 3. The reductions, consumers before their producers.
     for (auto name = reductions.rbegin(); name != reductions.rend(); ++name) {
       BlockRV partials = FactorReductionOverLanes(*name, row_axes, lanes);
+      std::optional<BlockRV> groups = FactorCombination(*name, lanes);
       BlockRV combination = s_.GetBlock(*name);
       s_.ComputeAt(combination, row);
       s_.SetScope(combination, 0, "local");
+      if (groups) s_.ComputeAt(*groups, row);
       s_.ComputeAt(partials, row);
       SharePartialsAcrossThreads(partials, lanes);
+      if (groups) SharePartialsAcrossThreads(*groups, lanes / CombineGroup(lanes));
       done_.insert(*name);
     }
     done_.insert(names.back());

@@ -2,6 +2,7 @@
 // outer spatial loops fused and spread over thread blocks and threads, the rest of its nest run
 // by each thread.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,15 @@ size_t LeadingSpatialLoops(const Schedule& s, const std::string& name) {
 constexpr int64_t kRegisterTile = 4;
 // A reduction at least this long gets a thread block per output whatever the number of outputs.
 constexpr int64_t kLongRow = 512;
+// Partials a thread adds up in the first level of a two-level combination (FactorCombination).
+constexpr int64_t kCombineGroup = 16;
 
 }  // namespace
+
+int64_t CombineGroup(int64_t lanes) {
+  int64_t group = LargestDivisor(lanes, kCombineGroup);
+  return group >= 2 && lanes / group >= 2 ? group : 0;
+}
 
 // A reduction that reuses its operands (matmul, convolution) gets a register tile per thread:
 //   1. its last two leading spatial loops split by up to kRegisterTile (a divisor of each);
@@ -100,8 +108,9 @@ bool DefaultScheduler::ScheduleGpuRegisterTile(const std::string& name, int64_t 
 //      the spatial loops;
 //   3. with spatial loops (an output per row): one thread block per output, the combination's
 //      spatial loops fused and bound to blockIdx.x, the partials computed under it with their
-//      loop bound to threadIdx.x and kept in "shared" memory, the combination run by the block
-//      after them (every thread computes the same sum; one launch);
+//      loop bound to threadIdx.x and kept in "shared" memory, combined in two levels
+//      (FactorCombination: shared group sums by a few threads, then the block; every thread
+//      computes the same sum; one launch);
 //      without (a full reduction): the partials and their combination are two launches, which
 //      the flat rule schedules (one thread per partial, then one thread).
 // This reassociates the reduction, as on the CPU.
@@ -125,13 +134,16 @@ bool DefaultScheduler::ScheduleGpuSplitReduction(const std::string& name, int64_
     BlockRV partials = FactorReductionOverLanes(name, spatial, lanes);
     // 3. One block per output.
     if (spatial == 0) return;
+    std::optional<BlockRV> groups = FactorCombination(name, lanes);
     std::vector<LoopRV> combine_loops = s_.GetLoops(s_.GetBlock(name));
     std::vector<LoopRV> outputs(combine_loops.begin(),
                                 combine_loops.begin() + static_cast<std::ptrdiff_t>(spatial));
     LoopRV row = outputs.size() > 1 ? s_.Fuse(outputs) : outputs[0];
     s_.Bind(row, "blockIdx.x");
+    if (groups) s_.ComputeAt(*groups, row);
     s_.ComputeAt(partials, row);
     SharePartialsAcrossThreads(partials, lanes);
+    if (groups) SharePartialsAcrossThreads(*groups, lanes / CombineGroup(lanes));
     done_.insert(name);
   });
 }
@@ -155,6 +167,19 @@ BlockRV DefaultScheduler::FactorReductionOverLanes(const std::string& name, size
                rf_loops.end() - 1);
   s_.Reorder(order);
   return partials;
+}
+
+std::optional<BlockRV> DefaultScheduler::FactorCombination(const std::string& name, int64_t lanes) {
+  int64_t group = CombineGroup(lanes);
+  if (group == 0) return std::nullopt;
+  std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(name));
+  if (loops.empty() || s_.LoopExtent(loops.back()) != lanes) {
+    throw ScheduleError("the combination's last loop is not over the lanes");
+  }
+  std::vector<LoopRV> parts = s_.Split(loops.back(), {-1, group});
+  size_t rank = 0;
+  for (const ir::BufferRegion& w : BlockOf(s_, name)->writes) rank = w.buffer->shape.size();
+  return s_.RFactor(parts[0], static_cast<int>(rank));
 }
 
 void DefaultScheduler::SharePartialsAcrossThreads(const BlockRV& partials, int64_t lanes) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ namespace tandem::kernels::default_schedule {
 const ir::Block& BlockOf(const Schedule& s, const std::string& name);
 // The largest divisor of `extent` that is at most `limit`.
 int64_t LargestDivisor(int64_t extent, int64_t limit);
+// How many partials a thread adds up in the first level of combining `lanes` partials (at most
+// 16); 0 when no split leaves two or more of each level.
+int64_t CombineGroup(int64_t lanes);
 
 // Applies the default rules to one kernel; each rule that turns out illegal for a block leaves
 // the schedule as it was (TrySteps) and the next rule is tried.
@@ -52,6 +56,12 @@ class DefaultScheduler {
   // Partials computed at a (fused) row loop bound to blockIdx.x: their lane loop, right inside
   // it, bound to threadIdx.x and their buffer put in "shared" memory for the block to combine.
   void SharePartialsAcrossThreads(const BlockRV& partials, int64_t lanes);
+  // The combination `name` of `lanes` partials (FactorReductionOverLanes) made two-level: groups
+  // of CombineGroup(lanes) partials summed into group sums (the returned block, to be computed
+  // and shared like the partials), which the combination then adds up; each thread then reads
+  // lanes / group + group values instead of all lanes. None when the lanes do not split so.
+  // Before any compute_at of the blocks involved. Inside TrySteps.
+  std::optional<BlockRV> FactorCombination(const std::string& name, int64_t lanes);
   // A row-wise group (softmax, layer norm; gpu_row_group_schedule.cc).
   bool ScheduleGpuRowGroup(int64_t threads);
 

@@ -80,18 +80,19 @@ TEST(SharedMemoryCodegen, RowReductionsAreOneLaunchWithABarrier) {
     backends::GpuProgram program = backends::CompileGpuKernel(s.function(), {arch, 3});
     ASSERT_EQ(program.launches.size(), 1u);
     EXPECT_EQ(program.launches[0].grid[0], 64);
-    EXPECT_EQ(Count(program.ptx, ".shared .align 16"), 1u) << program.ptx;
-    EXPECT_GE(Count(program.ptx, "bar.sync"), 1u) << program.ptx;
+    // 256 partials, then 16 group sums of 16 partials each, a barrier after each level.
+    EXPECT_EQ(Count(program.ptx, ".shared .align 16"), 2u) << program.ptx;
+    EXPECT_GE(Count(program.ptx, "bar.sync"), 2u) << program.ptx;
     if (backends::cuda::PtxasPath().empty()) continue;
     backends::cuda::PtxasReport report = backends::cuda::AssemblePtx(program.ptx, arch);
     EXPECT_TRUE(report.accepted) << report.log;
-    EXPECT_EQ(report.shared_bytes, 256 * 4) << report.log;
+    EXPECT_EQ(report.shared_bytes, (256 + 16) * 4) << report.log;
   }
 }
 
 TEST(SharedMemoryCodegen, SoftmaxAndLayerNormAreOneLaunchWithABlockPerRow) {
-  // Two reductions per row, each through shared partials (a barrier before each combination),
-  // their results in registers: 2 shared arrays of 256 floats, one launch of a block per row.
+  // Two reductions per row, each through 256 shared partials and 16 shared group sums (a
+  // barrier after each level), their results in registers; one launch of a block per row.
   ir::KernelFunction softmax =
       kernels::testing::LowerOp("softmax", {F32({64, 256})}, ir::Attrs{{"axis", int64_t{1}}});
   ir::KernelFunction layer_norm =
@@ -105,12 +106,12 @@ TEST(SharedMemoryCodegen, SoftmaxAndLayerNormAreOneLaunchWithABlockPerRow) {
       backends::GpuProgram program = backends::CompileGpuKernel(s.function(), {arch, 3});
       ASSERT_EQ(program.launches.size(), 1u);
       EXPECT_EQ(program.launches[0].grid[0], rows);
-      EXPECT_EQ(Count(program.ptx, ".shared .align 16"), 2u) << program.ptx;
-      EXPECT_GE(Count(program.ptx, "bar.sync"), 2u) << program.ptx;
+      EXPECT_EQ(Count(program.ptx, ".shared .align 16"), 4u) << program.ptx;
+      EXPECT_GE(Count(program.ptx, "bar.sync"), 4u) << program.ptx;
       if (backends::cuda::PtxasPath().empty()) continue;
       backends::cuda::PtxasReport report = backends::cuda::AssemblePtx(program.ptx, arch);
       EXPECT_TRUE(report.accepted) << report.log;
-      EXPECT_EQ(report.shared_bytes, 2 * 256 * 4) << report.log;
+      EXPECT_EQ(report.shared_bytes, 2 * (256 + 16) * 4) << report.log;
       EXPECT_EQ(report.spill_bytes, 0) << report.log;
     }
   }

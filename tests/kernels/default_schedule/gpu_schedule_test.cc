@@ -104,6 +104,13 @@ TEST(GpuDefaultSchedule, RowWiseGroupsRunInOneLaunchWithABlockPerRow) {
     std::string trace = s.trace().ToText();
     EXPECT_NE(trace.find("\"local\""), std::string::npos) << trace;
     EXPECT_NE(trace.find("\"shared\""), std::string::npos) << trace;
+    // Each reduction: partials over the lanes, then group sums of them (two rfactors).
+    size_t rfactors = 0;
+    for (size_t at = trace.find("rfactor("); at != std::string::npos;
+         at = trace.find("rfactor(", at + 1)) {
+      ++rfactors;
+    }
+    EXPECT_EQ(rfactors, 4u) << trace;
     std::string text = testing::KernelText(s.function());
     // One nest under one blockIdx.x loop: one launch.
     size_t first = text.find("blockIdx.x for");
