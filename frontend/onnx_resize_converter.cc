@@ -30,8 +30,10 @@ namespace {
 using ir::Attrs;
 using ir::Shape;
 
-// The largest period tried when decomposing a gather (step 2); larger patterns fail.
-constexpr int64_t kMaxPeriod = 64;
+// The largest period tried when decomposing a gather (step 2), and the most output positions a
+// gather without such a period may have: each position is then a phase of its own.
+constexpr int64_t kMaxPeriod = 256;
+constexpr int64_t kMaxIrregularPositions = 1024;
 
 struct ResizeMode {
   std::string mode = "nearest";            // nearest, linear, cubic
@@ -123,7 +125,8 @@ struct Phase {
 };
 
 // The smallest period r (with its phases) such that index[j + r] = index[j] + step of j's phase
-// for every j; empty when there is none up to kMaxPeriod.
+// for every j; without one up to kMaxPeriod, one phase per position when there are at most
+// kMaxIrregularPositions of them, else none.
 std::vector<Phase> FindPhases(const std::vector<int64_t>& index) {
   int64_t n = static_cast<int64_t>(index.size());
   for (int64_t r = 1; r <= std::min(n, kMaxPeriod); ++r) {
@@ -140,7 +143,10 @@ std::vector<Phase> FindPhases(const std::vector<int64_t>& index) {
     }
     if (regular) return phases;
   }
-  return {};
+  if (n > kMaxIrregularPositions) return {};
+  std::vector<Phase> phases;
+  for (int64_t i : index) phases.push_back(Phase{i, 0});
+  return phases;
 }
 
 Shape WithExtent(Shape shape, int64_t axis, int64_t extent) {
@@ -166,9 +172,9 @@ Value GatherAxis(NodeContext& ctx, Value x, int64_t axis, std::vector<int64_t> i
   std::vector<Phase> phases = FindPhases(index);
   if (phases.empty()) {
     ctx.Fail(
-        fmt::format("{}: the source positions of axis {} repeat no pattern of period {} or "
-                    "less, which is not supported",
-                    ctx.op_type(), axis, kMaxPeriod));
+        fmt::format("{}: the {} source positions of axis {} repeat no pattern of period {} or "
+                    "less, which is not supported beyond {} positions",
+                    ctx.op_type(), n, axis, kMaxPeriod, kMaxIrregularPositions));
   }
   auto r = static_cast<int64_t>(phases.size());
   int64_t count = (n + r - 1) / r;  // per phase; the last period may be cut short

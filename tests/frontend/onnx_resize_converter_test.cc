@@ -136,6 +136,24 @@ TEST(OnnxResizeConvert, LinearAndCubic) {
   ExpectResize1d(exclude, 7, 3);
 }
 
+TEST(OnnxResizeConvert, IrregularIndexPatterns) {
+  // 300 / 224 = 75 / 56: a period of 75 output positions, one strided slice per phase.
+  ExpectResize1d({"nearest", "asymmetric", "floor"}, 224, 300);
+  ExpectResize1d({"linear", "half_pixel"}, 224, 300);
+  // 500 -> 503 with align_corners: source j * 499 / 502, a period of 502 > 256; one slice per
+  // position.
+  ExpectResize1d({"nearest", "align_corners", "round_prefer_ceil"}, 500, 503);
+  OnnxModel large;
+  large.Input("x", {1, 2000});
+  large.Initializer("roi", Tensor::FromFloats({0}, {}));
+  large.Initializer("scales", Tensor::FromFloats({0}, {}));
+  large.Initializer("sizes", Tensor::FromInt64s({2}, {1, 2003}));
+  large.Node("Resize", {"x", "roi", "scales", "sizes"}, {"y"},
+             {StringAttr("coordinate_transformation_mode", "align_corners")});
+  large.Output("y");
+  ExpectError([&] { large.Import(); }, {"Resize", "2003 source positions", "period 256"});
+}
+
 TEST(OnnxResizeConvert, TwoAxesAreSeparable) {
   OnnxModel model;
   model.Input("x", {1, 2, 3, 4});
