@@ -330,6 +330,11 @@ const ConverterMap& Converters() {
     AddElementwiseConverters(*map);
     AddTensorConverters(*map);
     AddConstantConverters(*map);
+    AddReductionConverters(*map);
+    AddNormalizationConverters(*map);
+    AddLayoutConverters(*map);
+    AddResizeConverters(*map);
+    AddEinsumConverters(*map);
     return map;
   }();
   return *converters;

@@ -168,6 +168,14 @@ void AddNeuralConverters(ConverterMap& converters);       // onnx_neural_convert
 void AddElementwiseConverters(ConverterMap& converters);  // onnx_elementwise_converters.cc
 void AddTensorConverters(ConverterMap& converters);       // onnx_tensor_converters.cc
 void AddConstantConverters(ConverterMap& converters);     // onnx_constant_converters.cc
+
+// The converters of the ops common in exported models beyond the basic ones.
+void AddReductionConverters(ConverterMap& converters);      // onnx_reduction_converters.cc
+void AddNormalizationConverters(ConverterMap& converters);  // onnx_normalization_converters.cc
+void AddLayoutConverters(ConverterMap& converters);         // onnx_layout_converters.cc
+void AddResizeConverters(ConverterMap& converters);         // onnx_resize_converter.cc
+void AddEinsumConverters(ConverterMap& converters);         // onnx_einsum_converter.cc
+
 // Every converter, by key.
 const ConverterMap& Converters();
 // The key of a node's converter: its op type, prefixed by "<domain>." unless the domain is the

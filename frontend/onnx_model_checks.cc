@@ -29,6 +29,39 @@ const std::map<std::string, int64_t>& UnchangedSince() {
   return table;
 }
 
+// The same for the ops of the reduction, normalization, layout and resize converters: they read
+// the attributes of every version since these (Upsample-7's scales attribute, Resize-10's
+// asymmetric coordinates).
+const std::map<std::string, int64_t>& ConvertedSince() {
+  static const std::map<std::string, int64_t> table = {{"ArgMax", 1},
+                                                       {"ArgMin", 1},
+                                                       {"DepthToSpace", 1},
+                                                       {"InstanceNormalization", 6},
+                                                       {"LRN", 1},
+                                                       {"ReduceL1", 1},
+                                                       {"ReduceL2", 1},
+                                                       {"ReduceLogSum", 1},
+                                                       {"ReduceLogSumExp", 1},
+                                                       {"ReduceMin", 1},
+                                                       {"ReduceProd", 1},
+                                                       {"ReduceSumSquare", 1},
+                                                       {"Resize", 10},
+                                                       {"SpaceToDepth", 1},
+                                                       {"Tile", 6},
+                                                       {"Upsample", 7}};
+  return table;
+}
+
+// The oldest opset since which `op_type` has meant what its converter implements, or 0 when
+// the converter handles opset 11 and later only.
+int64_t OldestOpsetOf(const std::string& op_type) {
+  for (const auto* table : {&UnchangedSince(), &ConvertedSince()}) {
+    auto it = table->find(op_type);
+    if (it != table->end()) return it->second;
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
@@ -75,8 +108,8 @@ void CheckOldOpset(const onnx::GraphProto& graph, int64_t opset) {
   for (const onnx::NodeProto& node : graph.node()) {
     std::string key = ConverterKey(node.domain(), node.op_type());
     if (Converters().count(key) == 0) continue;  // CheckOpsSupported names it
-    auto it = UnchangedSince().find(node.op_type());
-    if (key != node.op_type() || it == UnchangedSince().end() || it->second > opset) {
+    int64_t oldest = OldestOpsetOf(node.op_type());
+    if (key != node.op_type() || oldest == 0 || oldest > opset) {
       changed.insert(key);
     }
   }

@@ -1,4 +1,4 @@
-// Reductions: sum, mean, max over a set of axes.
+// Reductions: sum, mean, max, min and prod over a set of axes.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,7 +10,7 @@
 namespace tandem::ir::ops {
 namespace {
 
-enum class Reduction { kSum, kMean, kMax };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 // Which axes of `shape` the attributes reduce: `axes` (possibly negative; [] = all axes).
 // Duplicate or out-of-range axes are errors.
@@ -50,9 +50,10 @@ Type InferReduction(Reduction kind, const std::vector<Type>& inputs, const Attrs
     if (x.shape[i] == 0) empty_reduction = true;
     if (keepdims) shape.push_back(1);
   }
-  if (kind == Reduction::kMax && empty_reduction && NumElements(shape) > 0) {
-    throw Error(fmt::format("max over an axis of extent 0 of shape {} has no value",
-                            ShapeToString(x.shape)));
+  bool extreme = kind == Reduction::kMax || kind == Reduction::kMin;
+  if (extreme && empty_reduction && NumElements(shape) > 0) {
+    throw Error(fmt::format("{} over an axis of extent 0 of shape {} has no value",
+                            kind == Reduction::kMax ? "max" : "min", ShapeToString(x.shape)));
   }
   return TensorType{shape, x.dtype, ""};
 }
@@ -80,17 +81,24 @@ Tensor EvaluateReduction(Reduction kind, const Tensor& x, const Attrs& attrs,
     throw Error(fmt::format("result type {} does not fit a reduction of shape {}", ToString(type),
                             ShapeToString(x.shape())));
   }
-  double init = kind == Reduction::kMax ? -std::numeric_limits<double>::infinity() : 0.0;
+  double init = kind == Reduction::kMax    ? -std::numeric_limits<double>::infinity()
+                : kind == Reduction::kMin  ? std::numeric_limits<double>::infinity()
+                : kind == Reduction::kProd ? 1.0
+                                           : 0.0;
   std::vector<double> accumulator(static_cast<size_t>(type.num_elements()), init);
   ForEachIndex(x.shape(), [&](const std::vector<int64_t>& index, int64_t flat) {
     int64_t target = 0;
     for (size_t i = 0; i < index.size(); ++i) target += index[i] * strides[i];
     double& acc = accumulator[static_cast<size_t>(target)];
     double v = x.GetDouble(flat);
-    if (kind != Reduction::kMax) {
+    if (kind == Reduction::kProd) {
+      acc *= v;
+    } else if (kind == Reduction::kMax) {
+      if (v > acc || std::isnan(v)) acc = v;  // once NaN, stays NaN (nothing compares greater)
+    } else if (kind == Reduction::kMin) {
+      if (v < acc || std::isnan(v)) acc = v;
+    } else {
       acc += v;
-    } else if (v > acc || std::isnan(v)) {
-      acc = v;  // once NaN, stays NaN (nothing compares greater than NaN)
     }
   });
   Tensor out(type);
@@ -133,6 +141,12 @@ void RegisterReductionOps(OpRegistry& registry) {
   RegisterReduction(registry, "max", Reduction::kMax,
                     "Maximum over axes (NaN if any reduced element is NaN; a reduced axis of "
                     "extent 0 is an error).");
+  RegisterReduction(registry, "min", Reduction::kMin,
+                    "Minimum over axes (NaN if any reduced element is NaN; a reduced axis of "
+                    "extent 0 is an error; ONNX ReduceMin).");
+  RegisterReduction(registry, "prod", Reduction::kProd,
+                    "Product over axes (accumulated in double; 1 when the reduced extent is 0; "
+                    "ONNX ReduceProd).");
 }
 
 }  // namespace tandem::ir::ops

@@ -10,6 +10,7 @@ void RegisterPoolingOps(OpRegistry& registry);        // pooling_ops.cc
 void RegisterElementwiseOps(OpRegistry& registry);    // elementwise_ops.cc
 void RegisterActivationOps(OpRegistry& registry);     // activation_ops.cc
 void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc
+void RegisterAxisOps(OpRegistry& registry);           // axis_ops.cc
 void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc
 void RegisterLayoutOps(OpRegistry& registry);         // layout_ops.cc
 void RegisterWinogradOps(OpRegistry& registry);       // winograd_ops.cc
@@ -23,6 +24,7 @@ void RegisterAllOps(OpRegistry& registry) {
   ops::RegisterElementwiseOps(registry);
   ops::RegisterActivationOps(registry);
   ops::RegisterReductionOps(registry);
+  ops::RegisterAxisOps(registry);
   ops::RegisterShapeOps(registry);
   ops::RegisterLayoutOps(registry);
   ops::RegisterWinogradOps(registry);

@@ -77,6 +77,27 @@ void CheckValue(const std::string& block, const Buffer& out, const Expr& value) 
   }
 }
 
+// The highest value of `dtype` (+inf for float types): the identity of a minimum.
+Expr HighestValue(ir::DataType dtype) {
+  switch (dtype) {
+    case ir::DataType::kFloat32:
+    case ir::DataType::kFloat64:
+    case ir::DataType::kFloat16:
+      return ir::FloatImm(std::numeric_limits<double>::infinity(), dtype);
+    case ir::DataType::kInt8:
+      return ir::IntImm(std::numeric_limits<int8_t>::max(), dtype);
+    case ir::DataType::kUInt8:
+      return ir::IntImm(std::numeric_limits<uint8_t>::max(), dtype);
+    case ir::DataType::kBool:
+      return ir::IntImm(1, dtype);
+    case ir::DataType::kInt32:
+      return ir::IntImm(std::numeric_limits<int32_t>::max(), dtype);
+    case ir::DataType::kInt64:
+      return ir::IntImm(std::numeric_limits<int64_t>::max(), dtype);
+  }
+  return ir::IntImm(0, dtype);
+}
+
 }  // namespace
 
 bool SameExpr(const Expr& a, const Expr& b) {
@@ -132,6 +153,8 @@ std::vector<ir::BufferRegion> ReadRegions(const Expr& value, const Buffer& exclu
 
 Expr ReducerIdentity(Reducer reducer, ir::DataType dtype) {
   if (reducer == Reducer::kSum) return ir::MakeConst(dtype, 0);
+  if (reducer == Reducer::kProd) return ir::MakeConst(dtype, 1);
+  if (reducer == Reducer::kMin) return HighestValue(dtype);
   switch (dtype) {
     case ir::DataType::kFloat32:
     case ir::DataType::kFloat64:
@@ -256,7 +279,10 @@ void ComputeBuilder::Reduce(const std::string& block_name, const Buffer& out,
   CheckValue(block->name, out, value);
   std::vector<Expr> index(spatial.begin(), spatial.end());
   Expr current = ir::Load(out, index);
-  Expr combined = reducer == Reducer::kSum ? current + value : ir::Max(current, value);
+  Expr combined = reducer == Reducer::kSum    ? current + value
+                  : reducer == Reducer::kProd ? current * value
+                  : reducer == Reducer::kMin  ? ir::Min(current, value)
+                                              : ir::Max(current, value);
   block->reads = ReadRegions(value, out);
   block->writes = {PointRegion(out, spatial)};
   block->init = ir::MakeStore(out, index, identity);

@@ -33,7 +33,7 @@ struct ReduceAxis {
   int64_t extent = 1;
 };
 
-enum class Reducer { kSum, kMax };
+enum class Reducer { kSum, kMax, kMin, kProd };
 
 // out[s...] of a spatial compute, given the block's spatial iterators.
 using SpatialBody = std::function<ir::Expr(const std::vector<ir::Var>& spatial)>;
@@ -57,8 +57,9 @@ class ComputeBuilder {
                const std::vector<std::string>& names, const SpatialBody& body);
 
   // Adds the reduction block `block_name` (made unique): out[s...] = reducer over the reduction
-  // iterators of body(s, r). Its init stores the reducer's identity (0, or the lowest value of
-  // the dtype: -inf for floats); its body is out[s] = out[s] + value (or max(out[s], value)).
+  // iterators of body(s, r). Its init stores the reducer's identity (0; 1 for a product; the
+  // lowest value of the dtype for max, -inf for floats; the highest for min); its body is
+  // out[s] = out[s] + value (or out[s] * value, max(out[s], value), min(out[s], value)).
   // Accumulation happens in the output's dtype.
   void Reduce(const std::string& block_name, const ir::Buffer& out,
               const std::vector<std::string>& spatial_names, const std::vector<ReduceAxis>& axes,
@@ -91,7 +92,8 @@ std::vector<ir::BufferRegion> ReadRegions(const ir::Expr& value, const ir::Buffe
 // Structural equality of expressions (variables and buffers by identity).
 bool SameExpr(const ir::Expr& a, const ir::Expr& b);
 
-// The identity of `reducer` in `dtype`: 0, or the lowest value (-inf for float types).
+// The identity of `reducer` in `dtype`: 0 for kSum, 1 for kProd, the lowest value for kMax
+// (-inf for float types), the highest for kMin (+inf for float types).
 ir::Expr ReducerIdentity(Reducer reducer, ir::DataType dtype);
 
 // "i0", "i1", ... (`prefix` followed by the position).

@@ -56,7 +56,9 @@ void LowerBinary(ComputeBuilder& builder, const OpCall& call);  // add, ..., pow
 void LowerUnary(ComputeBuilder& builder, const OpCall& call);   // relu, ..., gelu, clip,
                                                                 // leaky_relu, elu
 void LowerCast(ComputeBuilder& builder, const OpCall& call);
-void LowerReduction(ComputeBuilder& builder, const OpCall& call);  // sum, mean, max
+void LowerReduction(ComputeBuilder& builder, const OpCall& call);   // sum, mean, max, min, prod
+void LowerArgExtreme(ComputeBuilder& builder, const OpCall& call);  // argmax, argmin
+void LowerCumsum(ComputeBuilder& builder, const OpCall& call);
 void LowerBatchNorm(ComputeBuilder& builder, const OpCall& call);
 void LowerLayerNorm(ComputeBuilder& builder, const OpCall& call);
 void LowerSoftmax(ComputeBuilder& builder, const OpCall& call);

@@ -1,5 +1,5 @@
-// Reductions: sum and max are one reduction block; mean is a sum block into an intermediate
-// followed by a block that divides by the number of reduced elements.
+// Reductions: sum, max, min and prod are one reduction block; mean is a sum block into an
+// intermediate followed by a block that divides by the number of reduced elements.
 #include <fmt/format.h>
 
 #include "ir/error.h"
@@ -47,9 +47,12 @@ void LowerReduction(ComputeBuilder& builder, const OpCall& call) {
     return ir::Load(x, index);
   };
   std::vector<std::string> names = AxisNames(out->shape.size());
-  if (call.op == "sum" || call.op == "max") {
-    builder.Reduce(call.op, out, names, reduce_axes,
-                   call.op == "sum" ? Reducer::kSum : Reducer::kMax, value);
+  if (call.op == "sum" || call.op == "max" || call.op == "min" || call.op == "prod") {
+    Reducer reducer = call.op == "sum"   ? Reducer::kSum
+                      : call.op == "max" ? Reducer::kMax
+                      : call.op == "min" ? Reducer::kMin
+                                         : Reducer::kProd;
+    builder.Reduce(call.op, out, names, reduce_axes, reducer, value);
     return;
   }
   if (call.op != "mean") throw LoweringError(call.op, "not a reduction op");

@@ -250,8 +250,8 @@ TEST(CompiledOpsTable, EveryRegisteredOpHasACase) {
 }
 
 // The scheduled variants are not degenerate: the default schedule vectorizes nearly every case,
-// and the forced variant parallelizes every case except the few without a spatial axis (full
-// reductions, a dot product).
+// and the forced variant parallelizes every case except the few without a spatial axis (the full
+// reductions of sum, mean, max, min and prod, a dot product).
 TEST(CompiledOpsTable, ScheduledVariantsVectorizeAndParallelize) {
   size_t vectorized = 0, parallel = 0;
   for (size_t i = 0; i < Cases().size(); ++i) {
@@ -261,7 +261,7 @@ TEST(CompiledOpsTable, ScheduledVariantsVectorizeAndParallelize) {
     parallel += prepared.variants[kForcedParallel].trace.find("parallel(") != std::string::npos;
   }
   EXPECT_GE(vectorized * 10, Cases().size() * 8);
-  EXPECT_GE(parallel + 5, Cases().size());
+  EXPECT_GE(parallel + 7, Cases().size());
 }
 
 }  // namespace

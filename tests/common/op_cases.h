@@ -348,7 +348,7 @@ inline std::vector<Case> PoolingCases() {
 
 inline std::vector<Case> ReductionCases() {
   std::vector<Case> cases;
-  for (const char* op : {"sum", "mean", "max"}) {
+  for (const char* op : {"sum", "mean", "max", "min", "prod"}) {
     cases.push_back({op, {F32({3, 4, 5})}, {}, {{-1, 1}}, "all_axes"});
     cases.push_back({op,
                      {F32({3, 4, 5})},
@@ -358,6 +358,33 @@ inline std::vector<Case> ReductionCases() {
     cases.push_back({op, {F32({3, 4, 5})}, {{"axes", Ints{-1, 0}}}, {{-1, 1}}, "negative_axes"});
     cases.push_back({op, {I32({3, 4})}, {{"axes", Ints{1}}}, {{-9, 9}}, "int32"});
   }
+  for (const char* op : {"argmax", "argmin"}) {
+    cases.push_back({op, {F32({3, 4, 5})}, {{"axis", int64_t{1}}}, {{-1, 1}}, "keepdims"});
+    cases.push_back({op,
+                     {F32({3, 4, 5})},
+                     {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}},
+                     {{-1, 1}},
+                     "last_axis_dropped"});
+    // Few distinct values: equal extremes in most lines.
+    cases.push_back({op, {I32({4, 6})}, {{"axis", int64_t{1}}}, {{-2, 2}}, "ties_first"});
+    cases.push_back({op,
+                     {I32({6, 4})},
+                     {{"axis", int64_t{0}}, {"select_last_index", int64_t{1}}},
+                     {{-2, 2}},
+                     "ties_last"});
+  }
+  cases.push_back({"cumsum", {F32({3, 7})}, {{"axis", int64_t{1}}}, {{-1, 1}}, "inclusive"});
+  cases.push_back({"cumsum",
+                   {F32({2, 5, 3})},
+                   {{"axis", int64_t{1}}, {"exclusive", int64_t{1}}, {"reverse", int64_t{1}}},
+                   {{-1, 1}},
+                   "exclusive_reverse"});
+  cases.push_back({"cumsum",
+                   {I32({6, 2})},
+                   {{"axis", int64_t{-2}}, {"exclusive", int64_t{1}}},
+                   {{-9, 9}},
+                   "int32_exclusive"});
+  cases.push_back({"cumsum", {F32({4, 3})}, {{"reverse", int64_t{1}}}, {{-1, 1}}, "reverse"});
   return cases;
 }
 

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "ir/error.h"
-#include "ir/lexer.h"
 #include "ir/graph.h"
+#include "ir/lexer.h"
 #include "ir/op_registry.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -377,6 +377,13 @@ const std::map<std::string, OpSample>& OpSamples() {
       {"sum", {{F32({2, 3, 4})}, {{"axes", Ints{1}}, {"keepdims", int64_t{1}}}}},
       {"mean", {{F32({2, 3, 4})}, {{"axes", Ints{-1}}}}},
       {"max", {{F32({2, 3, 4})}, {{"axes", Ints{0, 2}}}}},
+      {"min", {{F32({2, 3, 4})}, {{"axes", Ints{1}}, {"keepdims", int64_t{1}}}}},
+      {"prod", {{F32({2, 3, 4})}, {{"axes", Ints{-1}}}}},
+      {"argmax", {{F32({2, 3, 4})}, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}}},
+      {"argmin", {{F32({2, 3, 4})}, {{"axis", int64_t{-1}}, {"select_last_index", int64_t{1}}}}},
+      {"cumsum",
+       {{F32({2, 3, 4})},
+        {{"axis", int64_t{2}}, {"exclusive", int64_t{1}}, {"reverse", int64_t{1}}}}},
       {"reshape", {{F32({2, 3, 4})}, {{"newshape", Ints{0, -1}}}}},
       {"transpose", {{F32({2, 3, 4})}, {{"axes", Ints{2, 0, 1}}}}},
       {"flatten", {{F32({2, 3, 4, 5})}, {{"axis", int64_t{2}}}}},

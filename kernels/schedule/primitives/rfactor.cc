@@ -19,7 +19,7 @@ namespace {
 struct ReductionPattern {
   ir::Buffer buffer;
   std::vector<Expr> indices;
-  ExprKind combiner;  // kAdd or kMax
+  ExprKind combiner;  // kAdd, kMul, kMax or kMin
   Expr value;         // the reduced operand
   Expr identity;      // init value
 };
@@ -40,7 +40,10 @@ bool MatchReduction(const ir::Block& block, ReductionPattern* out) {
   if (!store || !init || init->buffer != store->buffer) return false;
   if (!SameIndices(init->indices, store->indices)) return false;
   const Expr& v = store->value;
-  if (v->kind != ExprKind::kAdd && v->kind != ExprKind::kMax) return false;
+  if (v->kind != ExprKind::kAdd && v->kind != ExprKind::kMul && v->kind != ExprKind::kMax &&
+      v->kind != ExprKind::kMin) {
+    return false;
+  }
   for (int side = 0; side < 2; ++side) {
     const Expr& self = v->operands[static_cast<size_t>(side)];
     if (self->kind == ExprKind::kLoad && self->buffer == store->buffer &&
@@ -54,7 +57,16 @@ bool MatchReduction(const ir::Block& block, ReductionPattern* out) {
 }
 
 Expr Combine(ExprKind kind, Expr a, Expr b) {
-  return kind == ExprKind::kAdd ? a + b : ir::Max(a, b);
+  switch (kind) {
+    case ExprKind::kAdd:
+      return a + b;
+    case ExprKind::kMul:
+      return a * b;
+    case ExprKind::kMin:
+      return ir::Min(a, b);
+    default:
+      return ir::Max(a, b);
+  }
 }
 
 }  // namespace
