@@ -12,8 +12,7 @@
 //   1. registers: S0 S2 S1 R0 R1 S3 R2 S4;
 //   2. cooperative fetch: S0 R0 S2 S1 R1 S3 R2 S4, every operand tile that the kernel takes as
 //      input and indexes by sums of iterators read under R0 into a "shared" cache by all threads
-//      of the block (the copy's loops
-//      fused and split by the block's threads).
+//      of the block (the copy's loops fused and split by the block's threads).
 // Applies to a reduction block in its own nest that reads some operand without one of its
 // spatial iterators (data reuse) and writes one buffer indexed by its spatial iterators in order.
 // A structure whose steps turn out illegal for the block is left out.
@@ -32,7 +31,7 @@ namespace tandem::kernels {
 
 namespace {
 
-// Positions of the levels in the loop order of each structure (S0 S1 S2 S3 S4, R0 R1 R2).
+// Tile levels of a spatial loop (S0..S4) and of a reduction loop (R0..R2).
 constexpr int kSpatialLevels = 5;
 constexpr int kReductionLevels = 3;
 
