@@ -24,6 +24,19 @@ ScheduleRulePtr MakeParallelVectorizeUnroll(const SearchTarget& target);
 // "add_rfactor": for a reduction with little spatial parallelism and a long reduction, adds
 // design spaces where the reduction is split and factored (rfactor) on either part.
 ScheduleRulePtr MakeAddRFactor(const SearchTarget& target);
+// GPU rules:
+// "multi_level_tiling_gpu": SSSRRSRS tiling of a reduction block with data reuse, bound to
+// blockIdx.x and threadIdx.x, accumulated in "local" registers; a second design space stages the
+// operand tiles in "shared" memory, fetched by all threads of the block.
+ScheduleRulePtr MakeMultiLevelTilingGpu(const SearchTarget& target);
+// "cross_thread_reduction": for a reduction with long rows and no operand reuse, adds a design
+// space where a block's threads compute partials of each row in shared memory (rfactor).
+ScheduleRulePtr MakeCrossThreadReduction(const SearchTarget& target);
+// "auto_bind": at the root, spreads every nest left without thread binding over blockIdx.x and
+// a sampled number of threadIdx.x.
+ScheduleRulePtr MakeAutoBind(const SearchTarget& target);
+// "auto_unroll": annotates the root block with a sampled unroll depth.
+ScheduleRulePtr MakeAutoUnroll(const SearchTarget& target);
 
 // --- Postprocessors ---
 // "rewrite_epilogue_fusion": computes each epilogue under the tile level sampled for it.
@@ -35,6 +48,9 @@ PostprocessorPtr MakeRewriteReductionBlock(const SearchTarget& target);
 PostprocessorPtr MakeRewriteParallelVectorizeUnroll(const SearchTarget& target);
 // "verify_program": rejects programs the target cannot run well or that are malformed.
 PostprocessorPtr MakeVerifyProgram(const SearchTarget& target);
+// "verify_gpu_launch": rejects GPU programs whose launches exceed the target's threads per
+// block, shared memory per block or registers per thread, or leave work to a single thread.
+PostprocessorPtr MakeVerifyGpuLaunch(const SearchTarget& target);
 
 // --- Mutators ---
 // "mutate_tile_size": moves a prime factor between two levels of one sample_perfect_tile.
@@ -46,5 +62,7 @@ MutatorPtr MakeMutateUnroll(const SearchTarget& target);
 // "mutate_compute_location": another legal compute location (sample_compute_location) or
 // epilogue tile level.
 MutatorPtr MakeMutateComputeLocation(const SearchTarget& target);
+// "mutate_thread_extent": another sampled number of threads (AutoBind, CrossThreadReduction).
+MutatorPtr MakeMutateThreadExtent(const SearchTarget& target);
 
 }  // namespace tandem::kernels

@@ -67,7 +67,11 @@ Registry<ScheduleRuleFactory>& Rules() {
                         {"multi_level_tiling", MakeMultiLevelTiling},
                         {"random_compute_location", MakeRandomComputeLocation},
                         {"parallel_vectorize_unroll", MakeParallelVectorizeUnroll},
-                        {"add_rfactor", MakeAddRFactor}});
+                        {"add_rfactor", MakeAddRFactor},
+                        {"multi_level_tiling_gpu", MakeMultiLevelTilingGpu},
+                        {"cross_thread_reduction", MakeCrossThreadReduction},
+                        {"auto_bind", MakeAutoBind},
+                        {"auto_unroll", MakeAutoUnroll}});
   return registry;
 }
 
@@ -76,16 +80,18 @@ Registry<PostprocessorFactory>& Postprocessors() {
       "postprocessor", {{"rewrite_epilogue_fusion", MakeRewriteEpilogueFusion},
                         {"rewrite_reduction_block", MakeRewriteReductionBlock},
                         {"rewrite_parallel_vectorize_unroll", MakeRewriteParallelVectorizeUnroll},
-                        {"verify_program", MakeVerifyProgram}});
+                        {"verify_program", MakeVerifyProgram},
+                        {"verify_gpu_launch", MakeVerifyGpuLaunch}});
   return registry;
 }
 
 Registry<MutatorFactory>& Mutators() {
-  static Registry<MutatorFactory> registry(
-      "mutator", {{"mutate_tile_size", MakeMutateTileSize},
-                  {"mutate_parallel", MakeMutateParallel},
-                  {"mutate_unroll", MakeMutateUnroll},
-                  {"mutate_compute_location", MakeMutateComputeLocation}});
+  static Registry<MutatorFactory> registry("mutator",
+                                           {{"mutate_tile_size", MakeMutateTileSize},
+                                            {"mutate_parallel", MakeMutateParallel},
+                                            {"mutate_unroll", MakeMutateUnroll},
+                                            {"mutate_compute_location", MakeMutateComputeLocation},
+                                            {"mutate_thread_extent", MakeMutateThreadExtent}});
   return registry;
 }
 
@@ -186,6 +192,27 @@ SearchSpace DefaultCpuSearchSpace(const SearchTarget& target) {
                     {MakeMutator("mutate_unroll", target), 0.03},
                     {MakeMutator("mutate_parallel", target), 0.02}};
   return space;
+}
+
+SearchSpace DefaultGpuSearchSpace(const SearchTarget& target) {
+  SearchSpace space;
+  for (const char* name : {"auto_inline", "cross_thread_reduction", "multi_level_tiling_gpu",
+                           "auto_bind", "auto_unroll"}) {
+    space.rules.push_back(MakeScheduleRule(name, target));
+  }
+  // Not verify_program: its checks are about CPU vectors and parallel loops, and it refuses the
+  // empty loops of an op's empty outputs, which a GPU launch simply skips.
+  for (const char* name : {"rewrite_parallel_vectorize_unroll", "verify_gpu_launch"}) {
+    space.postprocessors.push_back(MakePostprocessor(name, target));
+  }
+  space.mutators = {{MakeMutator("mutate_tile_size", target), 0.85},
+                    {MakeMutator("mutate_thread_extent", target), 0.1},
+                    {MakeMutator("mutate_unroll", target), 0.05}};
+  return space;
+}
+
+SearchSpace DefaultSearchSpace(const SearchTarget& target) {
+  return target.gpu ? DefaultGpuSearchSpace(target) : DefaultCpuSearchSpace(target);
 }
 
 std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,

@@ -37,13 +37,33 @@
 
 namespace tandem::kernels {
 
-// Facts about the target that rules need.
+// Facts about the target that rules need. The GPU fields matter where `gpu` is true (the
+// DefaultGpuSearchSpace's rules and postprocessors read them; CPU ones ignore them).
 struct SearchTarget {
   int vector_lanes = 16;  // f32 lanes of the widest vector
   int num_cores = 2;      // cores parallel loops are spread over
   int64_t max_innermost_factor = 64;
   std::vector<int64_t> unroll_depths = {0, 16, 64, 512};  // candidates for auto-unroll
+
+  bool gpu = false;
+  std::string gpu_arch;                             // "sm_80", "sm_90" (what ptxas checks)
+  int64_t max_threads_per_block = 1024;             // threads of one thread block
+  int64_t max_shared_memory_per_block = 48 * 1024;  // bytes of static shared memory per block
+  int64_t registers_per_block = 65536;              // 32-bit registers one block may use
+  int64_t max_registers_per_thread = 255;           // what ptxas gives one thread at most
+  int warp_size = 32;
+  int sm_count = 108;  // streaming multiprocessors
+
+  bool operator==(const SearchTarget& other) const = default;
 };
+
+// The search target of an NVIDIA GPU architecture ("sm_80": A100, 108 SMs; "sm_90": H100 and
+// H200, 132 SMs): gpu set, the architecture's limits filled in. Error for another architecture.
+SearchTarget GpuSearchTarget(const std::string& arch);
+// A search target as JSON and back (every field; a missing field keeps its default, a field of
+// the wrong type is an Error naming it).
+std::string SearchTargetToJson(const SearchTarget& target);
+SearchTarget SearchTargetFromJson(const std::string& json);
 
 class ScheduleRule {
  public:
@@ -105,6 +125,15 @@ std::vector<std::string> MutatorNames();
 // postprocessors that rewrite annotations and verify; mutators of tile sizes, parallel extent,
 // unroll depth and compute location.
 SearchSpace DefaultCpuSearchSpace(const SearchTarget& target);
+// The default GPU space (MetaSchedule's CUDA space): auto-inline, cross-thread reduction,
+// multi-level tiling with thread binding (SSSRRSRS; with and without operand tiles staged in
+// shared memory), auto-bind of what is left unbound, auto-unroll; the postprocessors that
+// rewrite the unroll annotation and verify the launches against the target's limits (not
+// verify_ptxas, which needs the CUDA toolkit: backends/cuda/verify_ptxas.h adds it); mutators of
+// tile sizes, thread extents and unroll depth.
+SearchSpace DefaultGpuSearchSpace(const SearchTarget& target);
+// DefaultGpuSearchSpace for a GPU target, DefaultCpuSearchSpace otherwise.
+SearchSpace DefaultSearchSpace(const SearchTarget& target);
 
 // Design spaces of `kernel` (see the file comment). Always at least one.
 std::vector<Schedule> GenerateDesignSpaces(const ir::KernelFunction& kernel,

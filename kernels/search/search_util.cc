@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/kernel/functor.h"
+
 namespace tandem::kernels::search {
 
 size_t PostprocessingStart(const ir::Trace& trace) {
@@ -68,6 +70,43 @@ std::optional<ir::Trace> MutateOneCategorical(const ir::Trace& trace,
 bool GoodVectorExtent(int64_t extent, int64_t max_extent, int vector_lanes) {
   int64_t multiple = std::min<int64_t>(4, std::max(1, vector_lanes));
   return extent >= 2 && extent <= max_extent && extent % multiple == 0;
+}
+
+std::vector<ir::Stmt> TopLevelStatements(const ir::KernelFunction& function) {
+  const auto* root = ir::As<ir::BlockRealizeNode>(function.body);
+  if (!root || !root->block->body) return {};
+  if (const auto* seq = ir::As<ir::SeqNode>(root->block->body)) return seq->stmts;
+  return {root->block->body};
+}
+
+std::vector<std::string> BlocksUnder(const ir::Stmt& stmt) {
+  std::vector<std::string> names;
+  ir::VisitStmtTree(stmt, [&](const ir::Stmt& s) {
+    if (const auto* r = ir::As<ir::BlockRealizeNode>(s)) names.push_back(r->block->name);
+  });
+  return names;
+}
+
+bool HasThreadBinding(const ir::Stmt& stmt) {
+  bool bound = false;
+  ir::VisitStmtTree(stmt, [&](const ir::Stmt& s) {
+    const auto* loop = ir::As<ir::ForNode>(s);
+    if (loop && ir::IsThreadBinding(loop->for_kind)) bound = true;
+  });
+  return bound;
+}
+
+std::vector<int64_t> ThreadCountCandidates(int64_t extent, int64_t warp_size, int64_t max_threads,
+                                           bool divisors_only) {
+  std::vector<int64_t> counts;
+  for (int64_t count = std::max<int64_t>(1, warp_size); count <= max_threads && count <= extent;
+       count *= 2) {
+    if (!divisors_only || extent % count == 0) counts.push_back(count);
+  }
+  if (counts.empty() && extent >= 1 && extent < warp_size && extent <= max_threads) {
+    counts.push_back(extent);
+  }
+  return counts;
 }
 
 }  // namespace tandem::kernels::search

@@ -26,6 +26,9 @@ inline constexpr char kTileLevelKey[] = "tandem.tile_level";
 // Block annotation of an epilogue: the tile level of its producer it is computed under
 // (MultiLevelTiling -> RewriteEpilogueFusion).
 inline constexpr char kFuseLevelKey[] = "tandem.fuse_level";
+// Block annotation of a GPU rule that spread the block over a sampled number of threads (AutoBind,
+// CrossThreadReduction): that number, so that MutateThreadExtent finds its decision.
+inline constexpr char kThreadExtentKey[] = "tandem.thread_extent";
 
 using kernels::TrySteps;  // kernels/schedule/schedule.h
 
@@ -52,5 +55,17 @@ std::optional<ir::Trace> MutateOneCategorical(const ir::Trace& trace,
 // True when a vector of `extent` lanes is one the target does well: a multiple of 4 (of the
 // lane count when it is smaller) no longer than `max_extent`.
 bool GoodVectorExtent(int64_t extent, int64_t max_extent, int vector_lanes);
+
+// The statements of the root block's body (the nests; on a GPU, the launches).
+std::vector<ir::Stmt> TopLevelStatements(const ir::KernelFunction& function);
+// Names of the blocks under `stmt`, in pre-order.
+std::vector<std::string> BlocksUnder(const ir::Stmt& stmt);
+// True when some loop under `stmt` is bound to a GPU block or thread index.
+bool HasThreadBinding(const ir::Stmt& stmt);
+// The thread counts a GPU rule samples from for a loop of `extent` iterations: the powers of two
+// from the warp size up to the target's threads per block that are at most `extent` (`extent`
+// itself when it is below a warp), and, when `divisors_only`, only those dividing `extent`.
+std::vector<int64_t> ThreadCountCandidates(int64_t extent, int64_t warp_size, int64_t max_threads,
+                                           bool divisors_only);
 
 }  // namespace tandem::kernels::search

@@ -167,6 +167,10 @@ std::map<std::string, ir::Trace> ScheduleDecision(const ir::Instruction& instruc
 }
 
 kernels::SearchSpace SearchSpaceFor(const ir::Target& target, const std::string& descriptor) {
+  if (target.kind == "cuda") {
+    return kernels::DefaultGpuSearchSpace(kernels::GpuSearchTarget(
+        target.arch.empty() ? ir::CudaArchitectures().front() : target.arch));
+  }
   kernels::SearchTarget search;
   if (target.vector_bits > 0) {
     search.vector_lanes = target.vector_bits / 32;

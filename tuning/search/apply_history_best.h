@@ -68,8 +68,9 @@ bool CarriesSchedules(const ir::Instruction& instruction);
 // Error when neither form is there.
 std::map<std::string, ir::Trace> ScheduleDecision(const ir::Instruction& instruction);
 
-// The CPU search space for a target (vector width from its features or vector_bits, cores
-// from its thread count).
+// The search space for a target: for "cuda", the GPU space of its architecture
+// (kernels::DefaultGpuSearchSpace); otherwise the CPU space (vector width from its features or
+// vector_bits, cores from its thread count).
 kernels::SearchSpace SearchSpaceFor(const ir::Target& target, const std::string& descriptor);
 
 }  // namespace tandem::tuning

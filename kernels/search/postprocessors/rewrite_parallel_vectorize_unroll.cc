@@ -22,21 +22,7 @@ namespace tandem::kernels {
 
 namespace {
 
-// The statements of the root block's body.
-std::vector<ir::Stmt> TopLevel(const ir::KernelFunction& fn) {
-  const auto* root = ir::As<ir::BlockRealizeNode>(fn.body);
-  if (!root) return {};
-  if (const auto* seq = ir::As<ir::SeqNode>(root->block->body)) return seq->stmts;
-  return {root->block->body};
-}
-
-std::vector<std::string> BlocksUnder(const ir::Stmt& stmt) {
-  std::vector<std::string> names;
-  ir::VisitStmtTree(stmt, [&](const ir::Stmt& s) {
-    if (const auto* r = ir::As<ir::BlockRealizeNode>(s)) names.push_back(r->block->name);
-  });
-  return names;
-}
+using search::BlocksUnder;
 
 bool CanSetKind(const ir::KernelFunction& fn, const ir::Var& loop, ir::ForKind kind) {
   try {
@@ -64,7 +50,7 @@ class RewriteParallelVectorizeUnroll : public Postprocessor {
     Limits limits{a.GetInt(search::kParallelKey, 1), a.GetInt(search::kVectorizeKey, 0),
                   a.GetInt(search::kUnrollKey, 0)};
     if (limits.parallel < 1 || limits.vector < 0 || limits.unroll < 0) return false;
-    size_t nests = TopLevel(s.function()).size();
+    size_t nests = search::TopLevelStatements(s.function()).size();
     for (size_t t = 0; t < nests; ++t) {
       if (limits.vector > 0) Vectorize(s, t, limits);
       if (limits.parallel > 1) Parallelize(s, t, limits);
@@ -81,7 +67,7 @@ class RewriteParallelVectorizeUnroll : public Postprocessor {
   };
 
   void Vectorize(Schedule& s, size_t nest, const Limits& limits) const {
-    for (const std::string& name : BlocksUnder(TopLevel(s.function())[nest])) {
+    for (const std::string& name : BlocksUnder(search::TopLevelStatements(s.function())[nest])) {
       StmtPath path = GetBlockPath(s.function(), name);
       std::vector<const ir::ForNode*> loops = EnclosingLoops(path);
       if (loops.empty()) continue;
@@ -113,7 +99,7 @@ class RewriteParallelVectorizeUnroll : public Postprocessor {
 
   void Parallelize(Schedule& s, size_t nest, const Limits& limits) const {
     const ir::KernelFunction& fn = s.function();
-    const ir::Stmt top = TopLevel(fn)[nest];
+    const ir::Stmt top = search::TopLevelStatements(fn)[nest];
     std::vector<std::string> blocks = BlocksUnder(top);
     if (blocks.empty()) return;
     // The outer loops that are perfectly nested, serial and bound to no reduction iterator.
@@ -138,7 +124,7 @@ class RewriteParallelVectorizeUnroll : public Postprocessor {
   }
 
   void Unroll(Schedule& s, size_t nest, const Limits& limits) const {
-    for (const std::string& name : BlocksUnder(TopLevel(s.function())[nest])) {
+    for (const std::string& name : BlocksUnder(search::TopLevelStatements(s.function())[nest])) {
       StmtPath path = GetBlockPath(s.function(), name);
       std::vector<const ir::ForNode*> loops = EnclosingLoops(path);
       std::vector<size_t> chosen;

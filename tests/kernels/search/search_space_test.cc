@@ -19,8 +19,8 @@
 #include "kernels/default_schedule.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/search_space.h"
-#include "tests/kernels/schedule_test_util.h"
 #include "tests/common/op_cases.h"
+#include "tests/kernels/schedule_test_util.h"
 
 namespace tandem::kernels {
 namespace {
@@ -393,7 +393,8 @@ TEST(MultiLevelTiling, EpilogueMovesWithItsTileLevelDecision) {
 TEST(SearchSpace, RulesAreRegisteredByName) {
   std::vector<std::string> rules = ScheduleRuleNames();
   for (const char* name : {"auto_inline", "multi_level_tiling", "random_compute_location",
-                           "parallel_vectorize_unroll", "add_rfactor"}) {
+                           "parallel_vectorize_unroll", "add_rfactor", "multi_level_tiling_gpu",
+                           "cross_thread_reduction", "auto_bind", "auto_unroll"}) {
     EXPECT_NE(std::find(rules.begin(), rules.end(), name), rules.end()) << name;
     EXPECT_EQ(MakeScheduleRule(name, SearchTarget{})->name(), name);
   }
@@ -403,8 +404,8 @@ TEST(SearchSpace, RulesAreRegisteredByName) {
   for (const std::string& name : MutatorNames()) {
     EXPECT_EQ(MakeMutator(name, SearchTarget{})->name(), name);
   }
-  EXPECT_EQ(PostprocessorNames().size(), 4u);
-  EXPECT_EQ(MutatorNames().size(), 4u);
+  EXPECT_EQ(PostprocessorNames().size(), 5u);
+  EXPECT_EQ(MutatorNames().size(), 5u);
   try {
     MakeScheduleRule("multi_level_tilling", SearchTarget{});
     ADD_FAILURE() << "an unknown rule name was accepted";
