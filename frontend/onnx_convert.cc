@@ -330,6 +330,7 @@ const ConverterMap& Converters() {
     AddElementwiseConverters(*map);
     AddTensorConverters(*map);
     AddConstantConverters(*map);
+    AddIndexConverters(*map);
     return map;
   }();
   return *converters;

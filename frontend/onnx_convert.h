@@ -168,6 +168,7 @@ void AddNeuralConverters(ConverterMap& converters);       // onnx_neural_convert
 void AddElementwiseConverters(ConverterMap& converters);  // onnx_elementwise_converters.cc
 void AddTensorConverters(ConverterMap& converters);       // onnx_tensor_converters.cc
 void AddConstantConverters(ConverterMap& converters);     // onnx_constant_converters.cc
+void AddIndexConverters(ConverterMap& converters);        // onnx_index_converters.cc
 // Every converter, by key.
 const ConverterMap& Converters();
 // The key of a node's converter: its op type, prefixed by "<domain>." unless the domain is the
