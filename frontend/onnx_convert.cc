@@ -330,6 +330,7 @@ const ConverterMap& Converters() {
     AddElementwiseConverters(*map);
     AddTensorConverters(*map);
     AddConstantConverters(*map);
+    AddIndexConverters(*map);
     AddReductionConverters(*map);
     AddNormalizationConverters(*map);
     AddLayoutConverters(*map);

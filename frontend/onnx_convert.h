@@ -168,6 +168,7 @@ void AddNeuralConverters(ConverterMap& converters);       // onnx_neural_convert
 void AddElementwiseConverters(ConverterMap& converters);  // onnx_elementwise_converters.cc
 void AddTensorConverters(ConverterMap& converters);       // onnx_tensor_converters.cc
 void AddConstantConverters(ConverterMap& converters);     // onnx_constant_converters.cc
+void AddIndexConverters(ConverterMap& converters);        // onnx_index_converters.cc
 
 // The converters of the ops common in exported models beyond the basic ones.
 void AddReductionConverters(ConverterMap& converters);      // onnx_reduction_converters.cc

@@ -15,17 +15,18 @@ namespace {
 
 // Ops of the default domain whose meaning at inference has stayed the same since the given
 // opset: Abs-6 dropped the legacy consumed_inputs attribute, PRelu-7 broadcasts the slope, the
-// variadic ops broadcast from opset 8 on; later versions only added data types.
+// comparisons and And/Or/Xor broadcast from opset 7 on, the variadic ops from opset 8 on; later
+// versions only added data types.
 const std::map<std::string, int64_t>& UnchangedSince() {
   static const std::map<std::string, int64_t> table = {
-      {"Abs", 6},           {"Ceil", 6},        {"Elu", 6},
-      {"Exp", 6},           {"Floor", 6},       {"GlobalAveragePool", 1},
-      {"GlobalMaxPool", 1}, {"HardSigmoid", 6}, {"LeakyRelu", 6},
-      {"Log", 6},           {"Max", 8},         {"Mean", 8},
-      {"Min", 8},           {"Neg", 6},         {"PRelu", 7},
-      {"Reciprocal", 6},    {"Relu", 6},        {"Selu", 6},
-      {"Sigmoid", 6},       {"Softplus", 1},    {"Sqrt", 6},
-      {"Sum", 8},           {"Tanh", 6}};
+      {"Abs", 6},           {"And", 7},        {"Ceil", 6},        {"Elu", 6},
+      {"Equal", 7},         {"Exp", 6},        {"Floor", 6},       {"GlobalAveragePool", 1},
+      {"GlobalMaxPool", 1}, {"Greater", 7},    {"HardSigmoid", 6}, {"LeakyRelu", 6},
+      {"Less", 7},          {"Log", 6},        {"Max", 8},         {"Mean", 8},
+      {"Min", 8},           {"Neg", 6},        {"Not", 1},         {"Or", 7},
+      {"PRelu", 7},         {"Reciprocal", 6}, {"Relu", 6},        {"Selu", 6},
+      {"Sigmoid", 6},       {"Softplus", 1},   {"Sqrt", 6},        {"Sum", 8},
+      {"Tanh", 6},          {"Xor", 7}};
   return table;
 }
 

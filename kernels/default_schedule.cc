@@ -55,13 +55,13 @@ bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& c
 }
 
 // True when `block`'s value calls an intrinsic that costs tens of instructions per element
-// (exp, log, sqrt, erf, tanh, sigmoid, pow; not abs, floor, ceil or round).
+// (exp, log, sqrt, erf, tanh, sigmoid, pow; not abs, floor, ceil, round or checked_index).
 bool CallsCostlyIntrinsic(const ir::Block& block) {
   bool costly = false;
   ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {
     ir::VisitExprTree(top, [&](const ir::Expr& e) {
       if (e->kind == ir::ExprKind::kCall && e->name != "abs" && e->name != "floor" &&
-          e->name != "ceil" && e->name != "round") {
+          e->name != "ceil" && e->name != "round" && e->name != "checked_index") {
         costly = true;
       }
     });

@@ -246,7 +246,7 @@ void CompiledModule::Run(const std::string& kernel_name,
     try {
       std::rethrow_exception(error);
     } catch (const std::exception& e) {
-      throw Error(fmt::format("kernel '{}' failed in a parallel loop: {}", kernel_name, e.what()));
+      throw Error(fmt::format("kernel '{}' failed: {}", kernel_name, e.what()));
     }
   }
 }

@@ -192,6 +192,9 @@ class KernelCodegen {
 
   // ---- intrinsics (codegen_math.cc)
   CgValue EvalCall(const ir::Expr& e);
+  // checked_index(index, extent) (ir/kernel/expr.h): the wrapped index, and on CPUs a call of
+  // tandem_index_error for each active lane out of range (which then reads position 0).
+  CgValue CheckedIndex(const ir::Expr& e);
   llvm::Value* MathFunction(const std::string& name, ir::DataType dtype,
                             const std::vector<llvm::Value*>& args);
   llvm::Value* ExpF32(llvm::Value* x);

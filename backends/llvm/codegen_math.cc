@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <cmath>
 #include <map>
@@ -46,6 +47,7 @@ const std::map<std::string, size_t>& IntrinsicArity() {
 }  // namespace
 
 CgValue KernelCodegen::EvalCall(const Expr& e) {
+  if (e->name == "checked_index") return CheckedIndex(e);
   auto it = IntrinsicArity().find(e->name);
   if (it == IntrinsicArity().end()) throw Error(fmt::format("unknown intrinsic '{}'", e->name));
   if (e->operands.size() != it->second) {
@@ -203,6 +205,56 @@ llvm::Value* KernelCodegen::TanhF32(llvm::Value* x) {
   llvm::Value* large = B.CreateFSub(one, B.CreateFDiv(FloatConst(type, 2.0), B.CreateFAdd(e, one)));
   large = B.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
   return B.CreateSelect(B.CreateFCmpOLT(a, FloatConst(type, 0.55)), small, large);
+}
+
+CgValue KernelCodegen::CheckedIndex(const Expr& e) {
+  if (e->operands.size() != 2) {
+    throw Error(
+        fmt::format("intrinsic 'checked_index' takes 2 arguments but has {}", e->operands.size()));
+  }
+  CgValue index = Cast(Eval(e->operands[0]), DataType::kInt64);
+  CgValue extent = Cast(Eval(e->operands[1]), DataType::kInt64);
+  llvm::Value* active_mask = mask_;  // null when every lane is active
+  return Apply({index, extent}, DataType::kInt64, [&](const std::vector<llvm::Value*>& v) {
+    auto& B = builder_;
+    llvm::Value* zero = llvm::Constant::getNullValue(v[0]->getType());
+    // 1. Wrap negative indices; every index still outside [0, extent) is bad (unsigned compare).
+    llvm::Value* wrapped =
+        B.CreateSelect(B.CreateICmpSLT(v[0], zero), B.CreateAdd(v[0], v[1]), v[0]);
+    llvm::Value* bad = B.CreateICmpUGE(wrapped, v[1]);
+    if (gpu_ == nullptr) {
+      // 2. On a CPU, a bad index of an active lane is reported once per lane, off the hot path.
+      auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(v[0]->getType());
+      llvm::Value* reported = bad;
+      if (active_mask != nullptr) {
+        // A uniform index counts when any lane is active, a vector one in its active lanes.
+        reported = B.CreateAnd(bad, vector ? active_mask : B.CreateOrReduce(active_mask));
+      }
+      llvm::Value* any = vector ? B.CreateOrReduce(reported) : reported;
+      auto* report_block = llvm::BasicBlock::Create(context_, "index.bad", function_);
+      auto* continue_block = llvm::BasicBlock::Create(context_, "index.ok", function_);
+      llvm::MDBuilder weights(context_);
+      B.CreateCondBr(any, report_block, continue_block, weights.createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(report_block);
+      llvm::Type* i64 = B.getInt64Ty();
+      llvm::FunctionCallee report =
+          module_.getOrInsertFunction("tandem_index_error", B.getVoidTy(), i64, i64, i64);
+      if (auto* declaration = llvm::dyn_cast<llvm::Function>(report.getCallee())) {
+        declaration->setDoesNotThrow();
+        declaration->addFnAttr(llvm::Attribute::Cold);
+      }
+      unsigned lanes = vector ? vector->getNumElements() : 1;
+      for (unsigned lane = 0; lane < lanes; ++lane) {
+        auto at = [&](llvm::Value* x) { return vector ? B.CreateExtractElement(x, lane) : x; };
+        llvm::Value* flag = B.CreateZExt(at(reported), i64);
+        B.CreateCall(report, {flag, at(v[0]), at(v[1])});
+      }
+      B.CreateBr(continue_block);
+      B.SetInsertPoint(continue_block);
+    }
+    // 3. A bad index reads position 0 (in bounds whenever the axis has elements).
+    return B.CreateSelect(bad, zero, wrapped);
+  });
 }
 
 llvm::Value* KernelCodegen::LibmCall(const std::string& function, llvm::Value* x) {

@@ -239,6 +239,7 @@ std::unique_ptr<JitEngine> JitEngine::Create(const TargetSpec& spec, int opt_lev
                                  llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   };
   define("tandem_parallel_for", reinterpret_cast<void*>(&tandem_parallel_for));
+  define("tandem_index_error", reinterpret_cast<void*>(&tandem_index_error));
   define("aligned_alloc", reinterpret_cast<void*>(&std::aligned_alloc));
   define("free", reinterpret_cast<void*>(&std::free));
   if (llvm::Error error = lljit.getMainJITDylib().define(llvm::orc::absoluteSymbols(runtime))) {

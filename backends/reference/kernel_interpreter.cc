@@ -325,6 +325,7 @@ class Interpreter {
   }
 
   Scalar EvalCall(const Expr& e) {
+    if (e->name == "checked_index") return EvalCheckedIndex(e);
     std::vector<double> args;
     for (const Expr& a : e->operands) args.push_back(Eval(a).AsDouble());
     auto need = [&](size_t n) {
@@ -365,6 +366,21 @@ class Interpreter {
         throw Error(fmt::format("unknown intrinsic '{}'", f));
     }
     return Normalize(e->dtype, Float(r));
+  }
+
+  // checked_index(index, extent): index, or index + extent for a negative one; an index
+  // outside [-extent, extent) is an error naming it (see ir/kernel/expr.h).
+  Scalar EvalCheckedIndex(const Expr& e) {
+    if (e->operands.size() != 2) {
+      throw Error(fmt::format("intrinsic 'checked_index' takes 2 arguments but has {}",
+                              e->operands.size()));
+    }
+    int64_t index = Eval(e->operands[0]).AsInt();
+    int64_t extent = Eval(e->operands[1]).AsInt();
+    if (index < -extent || index >= extent) {
+      throw Error(fmt::format("index {} is out of range [{}, {})", index, -extent, extent));
+    }
+    return Int(index < 0 ? index + extent : index);
   }
 
   Scalar EvalBinary(const Expr& e) {

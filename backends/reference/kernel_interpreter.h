@@ -16,6 +16,12 @@
 // block's staging memory) is the exception: the code generator separates sibling loops over a
 // block's threads by barriers where they share such data, so its accesses are checked only
 // within one such loop.
+//
+// The intrinsic checked_index(index, extent) (i64; what gathers of run-time indices compute
+// their position with) is index, or index + extent for a negative index; an index outside
+// [-extent, extent) is an Error "index I is out of range [-E, E)". Compiled CPU code reports the
+// same message through tandem_index_error (backends/runtime/thread_pool.h), which the caller of
+// the kernel rethrows naming the kernel, and reads position 0 instead of the bad one.
 #pragma once
 
 #include <vector>

@@ -273,11 +273,10 @@ void RethrowParallelForError(std::exception_ptr error, const std::string& what,
   try {
     std::rethrow_exception(error);
   } catch (const ir::Error& e) {
-    throw ir::Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, name, e.message()),
-                    e.where())
+    throw ir::Error(fmt::format("{} '{}' failed: {}", what, name, e.message()), e.where())
         .WithOp(op);
   } catch (const std::exception& e) {
-    throw ir::Error(fmt::format("{} '{}' failed in a parallel loop: {}", what, name, e.what()),
+    throw ir::Error(fmt::format("{} '{}' failed: {}", what, name, e.what()),
                     ir::ErrorLocation{.op = op});
   } catch (...) {
     throw ir::Error(fmt::format("{} '{}' failed in a parallel loop (an exception that is not a "
@@ -292,6 +291,12 @@ std::exception_ptr TakeParallelForError() {
 }
 
 }  // namespace tandem::backends
+
+extern "C" void tandem_index_error(int64_t bad, int64_t index, int64_t extent) {
+  if (bad == 0 || tandem::backends::tls_pending_error) return;
+  tandem::backends::tls_pending_error = std::make_exception_ptr(
+      tandem::ir::Error(fmt::format("index {} is out of range [{}, {})", index, -extent, extent)));
+}
 
 extern "C" void tandem_parallel_for(int64_t extent, void (*body)(int64_t, int64_t, void*),
                                     void* closure) {

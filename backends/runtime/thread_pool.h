@@ -135,8 +135,8 @@ class OpenMPTeamScope {
 // clears it. Callers of generated code call it after the code returns and rethrow what it gives.
 std::exception_ptr TakeParallelForError();
 
-// Throws `error` (one TakeParallelForError gave) as an ir::Error "<what> '<name>' failed in a
-// parallel loop: <its message>", keeping its location and adding `op`: what the callers of
+// Throws `error` (one TakeParallelForError gave) as an ir::Error "<what> '<name>' failed: <its
+// message>", keeping its location and adding `op`: what the callers of
 // generated code (Executable, ArtifactModel) report for a step whose loop failed.
 [[noreturn]] void RethrowParallelForError(std::exception_ptr error, const std::string& what,
                                           const std::string& name, const std::string& op);
@@ -148,4 +148,9 @@ extern "C" {
 // ThreadPool::Global(). Never throws: the first exception of the body becomes the calling
 // thread's pending error (TakeParallelForError); later ones are dropped while one is pending.
 void tandem_parallel_for(int64_t extent, void (*body)(int64_t, int64_t, void*), void* closure);
+// What generated code calls for an index out of range (the kernel IR intrinsic checked_index):
+// when `bad` is non-zero and no error is pending on this thread, the Error "index <index> is out
+// of range [-extent, extent)" becomes its pending error (TakeParallelForError), which the caller
+// of the generated code reports naming the step. Never throws.
+void tandem_index_error(int64_t bad, int64_t index, int64_t extent);
 }

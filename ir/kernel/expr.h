@@ -41,7 +41,7 @@ enum class ExprKind {
   kCast,    // operands: value; dtype is the target type
   kLoad,    // buffer[operands...]
   kCall,    // pure intrinsic `name`(operands...): exp, log, sqrt, erf, tanh, sigmoid, pow, abs,
-            // floor, ceil
+            // floor, ceil, round, checked_index (a gather's bounds check: kernel_interpreter.h)
 };
 
 std::string ToString(ExprKind kind);

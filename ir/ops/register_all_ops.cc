@@ -12,6 +12,8 @@ void RegisterActivationOps(OpRegistry& registry);     // activation_ops.cc
 void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc
 void RegisterAxisOps(OpRegistry& registry);           // axis_ops.cc
 void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc
+void RegisterGatherOps(OpRegistry& registry);         // gather_ops.cc
+void RegisterLogicalOps(OpRegistry& registry);        // logical_ops.cc
 void RegisterLayoutOps(OpRegistry& registry);         // layout_ops.cc
 void RegisterWinogradOps(OpRegistry& registry);       // winograd_ops.cc
 }  // namespace ops
@@ -26,6 +28,8 @@ void RegisterAllOps(OpRegistry& registry) {
   ops::RegisterReductionOps(registry);
   ops::RegisterAxisOps(registry);
   ops::RegisterShapeOps(registry);
+  ops::RegisterGatherOps(registry);
+  ops::RegisterLogicalOps(registry);
   ops::RegisterLayoutOps(registry);
   ops::RegisterWinogradOps(registry);
 }

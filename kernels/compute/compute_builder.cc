@@ -57,6 +57,12 @@ ir::Range CoveringRange(const std::vector<Expr>& values) {
   return ir::Range{minimum, maximum - minimum + Expr(1)};
 }
 
+bool ContainsLoad(const Expr& e) {
+  bool found = false;
+  ir::VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ir::ExprKind::kLoad; });
+  return found;
+}
+
 std::vector<Var> MakeVars(const std::vector<std::string>& names) {
   std::vector<Var> vars;
   for (const std::string& name : names) vars.push_back(ir::MakeVar(name));
@@ -143,8 +149,14 @@ std::vector<ir::BufferRegion> ReadRegions(const Expr& value, const Buffer& exclu
     ir::BufferRegion region{a.buffer, {}};
     for (size_t axis = 0; axis < a.buffer->shape.size(); ++axis) {
       std::vector<Expr> values;
-      for (const auto& index : a.indices) values.push_back(index[axis]);
-      region.region.push_back(CoveringRange(values));
+      bool data_dependent = false;
+      for (const auto& index : a.indices) {
+        values.push_back(index[axis]);
+        data_dependent = data_dependent || ContainsLoad(index[axis]);
+      }
+      // An index read from memory (a gather) may address any position of the axis.
+      region.region.push_back(data_dependent ? ir::Range{Expr(0), Expr(a.buffer->shape[axis])}
+                                             : CoveringRange(values));
     }
     regions.push_back(std::move(region));
   }

@@ -11,11 +11,23 @@ namespace {
 using ir::Expr;
 using ir::Var;
 
+// a / b; integers truncate like the reference, and a division by zero gives what the
+// reference's double division saturates to: the largest value for a > 0, the lowest for a < 0,
+// 0 for 0 / 0.
+Expr Divide(const Expr& a, const Expr& b) {
+  ir::DataType t = a->dtype;
+  if (ir::IsFloat(t)) return a / b;
+  Expr zero = Constant(t, 0);
+  Expr by_zero = ir::Select(a > zero, Constant(t, INFINITY),
+                            ir::Select(a < zero, Constant(t, -INFINITY), zero));
+  return ir::Select(b == zero, by_zero, a / ir::Select(b == zero, Constant(t, 1), b));
+}
+
 Expr ApplyBinary(const std::string& op, const Expr& a, const Expr& b) {
   if (op == "add") return a + b;
   if (op == "subtract") return a - b;
   if (op == "multiply") return a * b;
-  if (op == "divide") return a / b;  // integers: truncating division, like the reference
+  if (op == "divide") return Divide(a, b);
   if (op == "pow") return ir::Call("pow", {a, b}, a->dtype);
   bool is_float = ir::IsFloat(a->dtype);
   // Float maximum and minimum propagate a NaN of either operand: Max and Min keep a NaN `a`

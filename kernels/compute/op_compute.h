@@ -72,6 +72,13 @@ void LowerSplit(ComputeBuilder& builder, const OpCall& call);
 void LowerStridedSlice(ComputeBuilder& builder, const OpCall& call);
 void LowerPad(ComputeBuilder& builder, const OpCall& call);
 void LowerLayoutTransform(ComputeBuilder& builder, const OpCall& call);
+void LowerGather(ComputeBuilder& builder, const OpCall& call);
+void LowerGatherElements(ComputeBuilder& builder, const OpCall& call);
+void LowerCompare(ComputeBuilder& builder, const OpCall& call);  // equal, less, greater,
+                                                                 // less_equal, greater_equal,
+                                                                 // logical_and/or/xor
+void LowerLogicalNot(ComputeBuilder& builder, const OpCall& call);
+void LowerWhere(ComputeBuilder& builder, const OpCall& call);
 
 // Indices into an operand of `operand_shape` for a broadcast op whose result index is `index`
 // (numpy rules: right-aligned; an extent-1 axis against a larger one reads index 0).

@@ -70,6 +70,18 @@ std::map<std::string, ComputeDef> BuildTable() {
       {"strided_slice", LowerStridedSlice, unary},
       {"pad", LowerPad, unary},
       {"layout_transform", LowerLayoutTransform, unary},
+      {"gather", LowerGather, {"data", "indices"}},
+      {"gather_elements", LowerGatherElements, {"data", "indices"}},
+      {"equal", LowerCompare, binary},
+      {"less", LowerCompare, binary},
+      {"greater", LowerCompare, binary},
+      {"less_equal", LowerCompare, binary},
+      {"greater_equal", LowerCompare, binary},
+      {"logical_and", LowerCompare, binary},
+      {"logical_or", LowerCompare, binary},
+      {"logical_xor", LowerCompare, binary},
+      {"logical_not", LowerLogicalNot, unary},
+      {"where", LowerWhere, {"condition", "x", "y"}},
   };
   std::map<std::string, ComputeDef> table;
   for (ComputeDef& def : defs) table.emplace(def.op, std::move(def));

@@ -58,6 +58,16 @@ std::vector<ir::BufferRegion> CoveringRegions(const std::vector<Access>& accesse
   for (size_t g = 0; g < regions.size(); ++g) {
     size_t rank = regions[g].buffer->shape.size();
     for (size_t d = 0; d < rank; ++d) {
+      bool data_dependent = false;
+      for (const Access* a : groups[g]) {
+        ir::VisitExprTree(a->indices[d], [&](const Expr& x) {
+          data_dependent = data_dependent || x->kind == ExprKind::kLoad;
+        });
+      }
+      if (data_dependent) {  // an index read from memory (a gather): any position of the axis
+        regions[g].region.push_back(ir::Range{Expr(0), Expr(regions[g].buffer->shape[d])});
+        continue;
+      }
       Expr lo = groups[g][0]->indices[d], hi = lo;
       for (size_t k = 1; k < groups[g].size(); ++k) {
         const Expr& x = groups[g][k]->indices[d];

@@ -39,6 +39,12 @@ inline ir::TensorType F32(ir::Shape shape) {
 inline ir::TensorType I32(ir::Shape shape) {
   return ir::TensorType{std::move(shape), ir::DataType::kInt32, ""};
 }
+inline ir::TensorType I64(ir::Shape shape) {
+  return ir::TensorType{std::move(shape), ir::DataType::kInt64, ""};
+}
+inline ir::TensorType Bool(ir::Shape shape) {
+  return ir::TensorType{std::move(shape), ir::DataType::kBool, ""};
+}
 
 inline std::vector<Case> ConvolutionCases() {
   return {
@@ -554,10 +560,63 @@ inline std::vector<Case> WinogradCases() {
   };
 }
 
+// Integer and bool tensors: gathers on run-time indices (negative ones included), comparisons,
+// logic, where, casts between f32/i64/i32/bool and i64 arithmetic.
+inline std::vector<Case> IndexAndLogicCases() {
+  std::vector<Case> cases = {
+      {"gather", {F32({5, 3}), I64({2, 4})}, {}, {{-1, 1}, {-5, 5}}, "embedding"},
+      {"gather",
+       {F32({2, 6, 3}), I64({4})},
+       {{"axis", int64_t{1}}},
+       {{-1, 1}, {-6, 6}},
+       "middle_axis"},
+      {"gather",
+       {F32({4, 5}), I64({2, 3})},
+       {{"axis", int64_t{-1}}},
+       {{-1, 1}, {-5, 5}},
+       "last_axis"},
+      {"gather", {I64({7, 2}), I32({3})}, {}, {{-100, 100}, {-7, 7}}, "i64_data_i32_indices"},
+      {"gather_elements",
+       {F32({3, 4}), I64({3, 4})},
+       {{"axis", int64_t{1}}},
+       {{-1, 1}, {-4, 4}},
+       "axis1"},
+      {"gather_elements", {F32({3, 4}), I64({2, 4})}, {}, {{-1, 1}, {-3, 3}}, "smaller_indices"},
+      {"logical_not", {Bool({3, 5})}, {}, {{0, 2}}, "bool"},
+      {"logical_not", {Bool({2, 2, 3})}, {}, {{0, 2}}, "rank3"},
+      {"where", {Bool({3, 1}), F32({3, 4}), F32({4})}, {}, {{0, 2}, {-1, 1}}, "broadcast"},
+      {"where", {Bool({2, 3}), I64({2, 3}), I64({1})}, {}, {{0, 2}, {-9, 9}}, "i64"},
+  };
+  for (const char* op : {"equal", "less", "greater", "less_equal", "greater_equal"}) {
+    cases.push_back({op, {F32({2, 3, 4}), F32({4})}, {}, {{-1, 1}}, "broadcast"});
+    cases.push_back({op, {I64({3, 4}), I64({1})}, {}, {{-3, 3}}, "i64"});
+    cases.push_back({op, {I32({3, 4}), I32({3, 4})}, {}, {{-2, 2}}, "i32"});
+  }
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    cases.push_back({op, {Bool({3, 4}), Bool({4})}, {}, {{0, 2}}, "broadcast"});
+    cases.push_back({op, {Bool({2, 5}), Bool({2, 5})}, {}, {{0, 2}}, "same_shape"});
+  }
+  for (const char* op : {"add", "subtract", "multiply", "divide"}) {
+    cases.push_back({op, {I64({3, 4}), I64({4})}, {}, {{-99, 99}, {1, 9}}, "i64"});
+  }
+  for (auto [from, to] : {std::pair{I64({3, 4}), "f32"}, std::pair{F32({3, 4}), "i64"},
+                          std::pair{Bool({3, 4}), "f32"}, std::pair{I64({3, 4}), "bool"},
+                          std::pair{I64({3, 4}), "i32"}, std::pair{I32({3, 4}), "i64"},
+                          std::pair{Bool({3, 4}), "i64"}}) {
+    cases.push_back({"cast",
+                     {from},
+                     {{"dtype", std::string(to)}},
+                     {{-3, 3}},
+                     ir::ToString(from.dtype) + "_to_" + to});
+  }
+  return cases;
+}
+
 inline std::vector<Case> AllCases() {
   std::vector<Case> all;
-  for (auto cases : {ConvolutionCases(), MatmulCases(), ElementwiseCases(), NormalizationCases(),
-                     PoolingCases(), ReductionCases(), ShapeCases(), WinogradCases()}) {
+  for (auto cases :
+       {ConvolutionCases(), MatmulCases(), ElementwiseCases(), NormalizationCases(), PoolingCases(),
+        ReductionCases(), ShapeCases(), WinogradCases(), IndexAndLogicCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -1,0 +1,266 @@
+#include "examples/models/bert_tokens/bert_tokens_model.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+
+namespace tandem::examples {
+namespace {
+
+using ir::DataType;
+using ir::Tensor;
+
+constexpr double kEpsilon = 1e-12;
+constexpr double kMaskValue = -10000.0;
+
+// Uniform values in [low, high) from the raw output of a 64-bit Mersenne Twister (the same
+// sequence with every standard library, unlike std::uniform_real_distribution).
+class Generator {
+ public:
+  explicit Generator(uint64_t seed) : engine_(seed) {}
+  double Uniform(double low, double high) {
+    double unit = static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+    return low + (high - low) * unit;
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+Tensor RandomFloats(const ir::Shape& shape, Generator& generator, double scale, double offset = 0) {
+  Tensor t(shape, DataType::kFloat32);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    t.data<float>()[i] = static_cast<float>(offset + generator.Uniform(-scale, scale));
+  }
+  return t;
+}
+
+// Builds the graph node by node; tensor names follow the exporters' "/layer/Op_output_0" style.
+class GraphWriter {
+ public:
+  explicit GraphWriter(onnx::GraphProto* graph) : graph_(graph) {}
+
+  std::string Node(const std::string& op, const std::string& name,
+                   const std::vector<std::string>& inputs,
+                   const std::vector<onnx::AttributeProto>& attrs = {}) {
+    onnx::NodeProto* node = graph_->add_node();
+    node->set_op_type(op);
+    node->set_name(name);
+    for (const std::string& input : inputs) node->add_input(input);
+    std::string output = name + "_output_0";
+    node->add_output(output);
+    for (const onnx::AttributeProto& a : attrs) *node->add_attribute() = a;
+    return output;
+  }
+  std::string Initializer(const std::string& name, const Tensor& value) {
+    frontend::TensorToProto(value, graph_->add_initializer(), name);
+    return name;
+  }
+  std::string Scalar(const std::string& name, double value, DataType dtype = DataType::kFloat32) {
+    Tensor t({}, dtype);
+    t.SetDouble(0, value);
+    return Initializer(name, t);
+  }
+  std::string Ints(const std::string& name, const std::vector<int64_t>& values) {
+    return Initializer(name, Tensor::FromInt64s({static_cast<int64_t>(values.size())}, values));
+  }
+
+ private:
+  onnx::GraphProto* graph_;
+};
+
+onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
+onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a.add_ints(v);
+  return a;
+}
+
+onnx::AttributeProto FloatAttr(const std::string& name, float value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(value);
+  return a;
+}
+
+void AddInput(onnx::GraphProto* graph, const std::string& name, int elem_type,
+              const std::vector<std::string>& dims) {
+  auto* input = graph->add_input();
+  input->set_name(name);
+  auto* tensor = input->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(elem_type);
+  for (const std::string& dim : dims) tensor->mutable_shape()->add_dim()->set_dim_param(dim);
+}
+
+// x [B,S,H] @ w + b, under the name `prefix`.
+std::string Linear(GraphWriter& g, const std::string& prefix, const std::string& x,
+                   const std::string& weight, const std::string& bias) {
+  std::string product = g.Node("MatMul", prefix + "/MatMul", {x, weight});
+  return g.Node("Add", prefix + "/Add", {product, bias});
+}
+
+std::string LayerNorm(GraphWriter& g, const std::string& prefix, const std::string& x,
+                      const std::string& gamma, const std::string& beta) {
+  return g.Node("LayerNormalization", prefix + "/LayerNormalization", {x, gamma, beta},
+                {IntAttr("axis", -1), FloatAttr("epsilon", static_cast<float>(kEpsilon))});
+}
+
+// One encoder layer: self-attention with the additive mask, then the feed-forward block.
+std::string EncoderLayer(GraphWriter& g, Generator& generator, const BertTokensConfig& c,
+                         int64_t layer, const std::string& x, const std::string& mask) {
+  std::string p = fmt::format("/encoder/layer.{}", layer);
+  int64_t h = c.hidden, f = c.feed_forward, d = c.hidden / c.heads;
+  double scale = 1.0 / std::sqrt(static_cast<double>(h));
+  // Every parameter is drawn here, in a fixed order (argument evaluation order is unspecified).
+  std::map<std::string, std::string> params;
+  auto draw = [&](const std::string& name, ir::Shape shape, double range, double offset) {
+    params[name] = g.Initializer(fmt::format("encoder.layer.{}.{}", layer, name),
+                                 RandomFloats(shape, generator, range, offset));
+  };
+  for (const char* name : {"query", "key", "value", "output"}) {
+    draw(std::string(name) + ".weight", {h, h}, scale * 1.7, 0);
+    draw(std::string(name) + ".bias", {h}, 0.1, 0);
+  }
+  draw("ln1.gamma", {h}, 0.1, 1.0);
+  draw("ln1.beta", {h}, 0.1, 0);
+  draw("intermediate.weight", {h, f}, scale * 1.7, 0);
+  draw("intermediate.bias", {f}, 0.1, 0);
+  draw("output2.weight", {f, h}, 1.7 / std::sqrt(static_cast<double>(f)), 0);
+  draw("output2.bias", {h}, 0.1, 0);
+  draw("ln2.gamma", {h}, 0.1, 1.0);
+  draw("ln2.beta", {h}, 0.1, 0);
+  auto weight = [&](const std::string& name, const ir::Shape&) { return params.at(name); };
+  auto bias = [&](const std::string& name, int64_t, double = 0) { return params.at(name); };
+  std::string heads_shape = g.Ints(p + ".heads_shape", {0, 0, c.heads, d});
+  std::string merged_shape = g.Ints(p + ".merged_shape", {0, 0, h});
+  auto project = [&](const std::string& name, const std::vector<int64_t>& perm) {
+    std::string y = Linear(g, p + "/attention/" + name, x, weight(name + ".weight", {h, h}),
+                           bias(name + ".bias", h));
+    std::string split = g.Node("Reshape", p + "/attention/" + name + "/Reshape", {y, heads_shape});
+    return g.Node("Transpose", p + "/attention/" + name + "/Transpose", {split},
+                  {IntsAttr("perm", perm)});
+  };
+  std::string q = project("query", {0, 2, 1, 3});
+  std::string k = project("key", {0, 2, 3, 1});
+  std::string v = project("value", {0, 2, 1, 3});
+  std::string scores = g.Node("MatMul", p + "/attention/scores/MatMul", {q, k});
+  std::string root = g.Scalar(p + ".sqrt_head_size", std::sqrt(static_cast<double>(d)));
+  std::string scaled = g.Node("Div", p + "/attention/Div", {scores, root});
+  std::string masked = g.Node("Add", p + "/attention/mask/Add", {scaled, mask});
+  std::string probs = g.Node("Softmax", p + "/attention/Softmax", {masked}, {IntAttr("axis", -1)});
+  std::string context = g.Node("MatMul", p + "/attention/context/MatMul", {probs, v});
+  std::string back = g.Node("Transpose", p + "/attention/context/Transpose", {context},
+                            {IntsAttr("perm", {0, 2, 1, 3})});
+  std::string merged = g.Node("Reshape", p + "/attention/context/Reshape", {back, merged_shape});
+  std::string out = Linear(g, p + "/attention/output", merged, weight("output.weight", {h, h}),
+                           bias("output.bias", h));
+  std::string residual = g.Node("Add", p + "/attention/residual/Add", {out, x});
+  std::string x1 = LayerNorm(g, p + "/attention/output", residual, bias("ln1.gamma", h, 1.0),
+                             bias("ln1.beta", h));
+  std::string hidden = Linear(g, p + "/intermediate", x1, weight("intermediate.weight", {h, f}),
+                              bias("intermediate.bias", f));
+  // GELU as exporters write it: x * 0.5 * (1 + erf(x / sqrt(2))).
+  std::string root2 = g.Scalar(p + ".sqrt2", std::sqrt(2.0));
+  std::string one = g.Scalar(p + ".one", 1.0), half = g.Scalar(p + ".half", 0.5);
+  std::string erf =
+      g.Node("Erf", p + "/gelu/Erf", {g.Node("Div", p + "/gelu/Div", {hidden, root2})});
+  std::string gate = g.Node("Add", p + "/gelu/Add", {erf, one});
+  std::string gelu =
+      g.Node("Mul", p + "/gelu/Mul_1", {g.Node("Mul", p + "/gelu/Mul", {hidden, half}), gate});
+  std::string down =
+      Linear(g, p + "/output", gelu, weight("output2.weight", {f, h}), bias("output2.bias", h));
+  std::string residual2 = g.Node("Add", p + "/output/residual/Add", {down, x1});
+  return LayerNorm(g, p + "/output", residual2, bias("ln2.gamma", h, 1.0), bias("ln2.beta", h));
+}
+
+}  // namespace
+
+onnx::ModelProto BuildBertTokensModel(const BertTokensConfig& c) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("tandem examples/models/bert_tokens");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("bert_tokens");
+  AddInput(graph, "input_ids", onnx::TensorProto::INT64, {"batch", "sequence"});
+  AddInput(graph, "attention_mask", onnx::TensorProto::INT64, {"batch", "sequence"});
+  GraphWriter g(graph);
+  Generator generator(20261129);
+
+  // 1. Embeddings: word (run-time ids) + position (Range over the sequence length).
+  std::string words = g.Initializer("embeddings.word_embeddings.weight",
+                                    RandomFloats({c.vocabulary, c.hidden}, generator, 1.0));
+  std::string positions = g.Initializer("embeddings.position_embeddings.weight",
+                                        RandomFloats({c.max_positions, c.hidden}, generator, 0.5));
+  std::string gamma =
+      g.Initializer("embeddings.ln.gamma", RandomFloats({c.hidden}, generator, 0.1, 1.0));
+  std::string beta = g.Initializer("embeddings.ln.beta", RandomFloats({c.hidden}, generator, 0.1));
+  std::string word = g.Node("Gather", "/embeddings/word_embeddings/Gather", {words, "input_ids"});
+  std::string shape = g.Node("Shape", "/embeddings/Shape", {"input_ids"});
+  std::string length = g.Node("Gather", "/embeddings/Gather_length",
+                              {shape, g.Scalar("embeddings.axis1", 1, DataType::kInt64)});
+  std::string range = g.Node("Range", "/embeddings/Range",
+                             {g.Scalar("embeddings.zero", 0, DataType::kInt64), length,
+                              g.Scalar("embeddings.step", 1, DataType::kInt64)});
+  std::string position =
+      g.Node("Gather", "/embeddings/position_embeddings/Gather", {positions, range});
+  std::string sum = g.Node("Add", "/embeddings/Add", {word, position});
+  std::string x = LayerNorm(g, "/embeddings", sum, gamma, beta);
+
+  // 2. Additive masks [B,1,1,S]: (1 - mask) * -10000 and Where(mask == 0, -10000, 0).
+  std::string mask =
+      g.Node("Unsqueeze", "/mask/Unsqueeze", {"attention_mask", g.Ints("mask.axes", {1, 2})});
+  std::string as_float =
+      g.Node("Cast", "/mask/Cast", {mask}, {IntAttr("to", onnx::TensorProto::FLOAT)});
+  std::string inverted = g.Node("Sub", "/mask/Sub", {g.Scalar("mask.one", 1.0), as_float});
+  std::string additive = g.Node("Mul", "/mask/Mul", {inverted, g.Scalar("mask.value", kMaskValue)});
+  std::string padding =
+      g.Node("Equal", "/mask/Equal", {mask, g.Scalar("mask.zero_id", 0, DataType::kInt64)});
+  std::string selected =
+      g.Node("Where", "/mask/Where",
+             {padding, g.Scalar("mask.value2", kMaskValue), g.Scalar("mask.zero", 0.0)});
+
+  // 3. The encoder layers, alternating the two masks.
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    x = EncoderLayer(g, generator, c, layer, x, layer % 2 == 0 ? additive : selected);
+  }
+  onnx::NodeProto* last = graph->add_node();
+  last->set_op_type("Identity");
+  last->set_name("/output/Identity");
+  last->add_input(x);
+  last->add_output("last_hidden_state");
+  graph->add_output()->set_name("last_hidden_state");
+  return model;
+}
+
+std::vector<Tensor> BertTokensInputs(int64_t sequence, uint64_t seed, const BertTokensConfig& c) {
+  Generator generator(seed);
+  Tensor ids({1, sequence}, DataType::kInt64);
+  Tensor mask({1, sequence}, DataType::kInt64);
+  int64_t valid = sequence - sequence / 4;
+  for (int64_t i = 0; i < sequence; ++i) {
+    ids.data<int64_t>()[i] = static_cast<int64_t>(generator.Uniform(0, 1) * c.vocabulary);
+    mask.data<int64_t>()[i] = i < valid ? 1 : 0;
+  }
+  return {ids, mask};
+}
+
+}  // namespace tandem::examples
