@@ -40,6 +40,8 @@ struct Options {
   std::string schedule = "hand";
   std::vector<int64_t> tiles;
   int threads = 1;
+  int vector_lanes = 0;      // 0: the host's
+  int vector_registers = 0;  // 0: the host's
   int repeats = 0;
   std::string ir_path, llvm_path, asm_path;
   bool print = false;
@@ -129,6 +131,10 @@ int Main(int argc, char** argv) {
   app.add_option("--tiles", options.tiles,
                  "tile sizes of the hand schedule (see hand_schedules.h)");
   app.add_option("--threads", options.threads, "threads");
+  app.add_option("--vector-lanes", options.vector_lanes,
+                 "f32 lanes the default schedule plans for (default: the host's, as Build does)");
+  app.add_option("--vector-registers", options.vector_registers,
+                 "vector registers the default schedule plans for (default: the host's)");
   app.add_option("--repeats", options.repeats, "timed runs (default: about one second)");
   app.add_option("--ir", options.ir_path, "write the scheduled kernel IR here");
   app.add_option("--llvm", options.llvm_path, "write the optimized LLVM IR here");
@@ -169,6 +175,10 @@ int Main(int argc, char** argv) {
     }
     kernels::DefaultScheduleOptions defaults;
     defaults.num_threads = options.threads;
+    backends::VectorUnit host = backends::TargetVectorUnit("host");
+    defaults.vector_lanes = options.vector_lanes > 0 ? options.vector_lanes : host.f32_lanes;
+    defaults.vector_registers =
+        options.vector_registers > 0 ? options.vector_registers : host.registers;
     backends::ThreadPool::Global().SetNumThreads(options.threads);
     double total = 0;
     for (const ir::KernelFunction& kernel : kernels) {

@@ -148,7 +148,7 @@ BuiltModule BuildModule(const std::vector<ir::KernelFunction>& kernels,
       throw Error(fmt::format("codegen: two kernel functions are named '{}'", kernel.name));
     }
     try {
-      ir::KernelFunction compacted = codegen::CompactLocalBuffers(RelaxLocalPredicates(kernel));
+      ir::KernelFunction compacted = codegen::CompactLocalBuffers(VersionInteriorTiles(RelaxLocalPredicates(kernel)));
       codegen::KernelCodegen(*built.module, compacted, options, attributes).Generate();
     } catch (const Error& e) {
       throw Error(fmt::format("kernel '{}': {}", kernel.name, e.message()), e.where());

@@ -46,10 +46,27 @@ void CheckOperands(const Expr& e, size_t count) {
   }
 }
 
-bool HasLoad(const Expr& e) {
-  bool found = false;
-  ir::VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ExprKind::kLoad; });
-  return found;
+// Loads an arm of a select may make without a branch around it: beyond that,
+// a branch skipping the unselected arm's loads costs less than making them.
+constexpr int kMaxSpeculatedLoads = 4;
+
+// Whether `arm` may be evaluated where its select does not pick it, once its loads are guarded:
+// no intrinsic calls (a gather's bounds check reports errors), no integer division by a
+// non-constant, at most kMaxSpeculatedLoads loads.
+bool IsSpeculatable(const Expr& arm) {
+  bool speculatable = true;
+  int loads = 0;
+  ir::VisitExprTree(arm, [&](const Expr& x) {
+    if (x->kind == ExprKind::kLoad) ++loads;
+    if (x->kind == ExprKind::kCall) speculatable = false;
+    bool integer_division = (x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv ||
+                             x->kind == ExprKind::kFloorMod) &&
+                            !ir::IsFloat(x->dtype);
+    if (integer_division && x->operands.size() == 2 && x->operands[1]->kind != ExprKind::kIntImm) {
+      speculatable = false;
+    }
+  });
+  return speculatable && loads <= kMaxSpeculatedLoads;
 }
 
 // The constant (or splat constant) integer value of `v`, if any.
@@ -489,7 +506,7 @@ CgValue KernelCodegen::EvalSelect(const Expr& e) {
                             ir::ToString(e->operands[1]->dtype),
                             ir::ToString(e->operands[2]->dtype)));
   }
-  if (!HasLoad(e->operands[1]) && !HasLoad(e->operands[2])) {
+  if (!ir::HasLoad(e->operands[1]) && !ir::HasLoad(e->operands[2])) {
     CgValue t = Eval(e->operands[1]);
     CgValue f = Eval(e->operands[2]);
     return Apply({condition, t, f}, t.dtype, [&](const std::vector<llvm::Value*>& v) {
@@ -500,6 +517,16 @@ CgValue KernelCodegen::EvalSelect(const Expr& e) {
   if (condition.uniform()) {
     if (const llvm::ConstantInt* c = ConstantIntOf(condition.value)) {
       return Eval(e->operands[c->isOne() ? 1 : 2]);
+    }
+    // Cheap arms (a padded input's load) are both evaluated, their loads guarded, and selected:
+    // straight-line code that keeps a register tile in registers, where a branch per load
+    // splits it into blocks.
+    if (IsSpeculatable(e->operands[1]) && IsSpeculatable(e->operands[2])) {
+      CgValue t = EvalGuarded(e->operands[1], condition.value);
+      CgValue f = EvalGuarded(e->operands[2], builder_.CreateNot(condition.value));
+      return Apply({condition, t, f}, t.dtype, [&](const std::vector<llvm::Value*>& v) {
+        return builder_.CreateSelect(v[0], v[1], v[2]);
+      });
     }
     llvm::Function* fn = function_;
     auto* then_block = llvm::BasicBlock::Create(context_, "select.true", fn);
@@ -536,6 +563,14 @@ CgValue KernelCodegen::EvalSelect(const Expr& e) {
   CgValue f = Eval(e->operands[2]);
   mask_ = saved;
   return Vector(builder_.CreateSelect(lanes, Materialize(t), Materialize(f)), t.dtype);
+}
+
+CgValue KernelCodegen::EvalGuarded(const Expr& arm, llvm::Value* wanted) {
+  llvm::Value* saved = load_guard_;
+  load_guard_ = saved ? builder_.CreateAnd(saved, wanted) : wanted;
+  CgValue value = Eval(arm);
+  load_guard_ = saved;
+  return value;
 }
 
 // ---- memory
@@ -596,6 +631,29 @@ bool KernelCodegen::InStackArray(const ir::Buffer& buffer, const CgValue& offset
 }
 
 CgValue KernelCodegen::LoadElements(const ir::Buffer& buffer, const CgValue& offset) {
+  if (load_guard_ != nullptr) {
+    // An unwanted load reads element 0 (a scalar, or a vector when the buffer holds one), or
+    // no lane at all (a mask), instead of its own element.
+    llvm::Value* guard = load_guard_;
+    load_guard_ = nullptr;
+    int64_t elements = ir::NumElements(buffer->shape);
+    bool scalar = width_ == 0 || (offset.uniform() && mask_ == nullptr);
+    bool contiguous = !scalar && mask_ == nullptr && offset.form == Form::kAffine &&
+                      offset.stride == 1 && elements >= width_;
+    CgValue loaded;
+    if ((scalar && elements > 0) || contiguous) {
+      CgValue wanted_offset = offset;
+      wanted_offset.value = builder_.CreateSelect(guard, offset.value, builder_.getInt64(0));
+      loaded = LoadElements(buffer, wanted_offset);
+    } else {
+      llvm::Value* saved = mask_;
+      if (width_ > 0) mask_ = MaskAnd(Splat(guard));
+      loaded = LoadElements(buffer, offset);
+      mask_ = saved;
+    }
+    load_guard_ = guard;
+    return loaded;
+  }
   DataType dtype = buffer->dtype;
   llvm::Type* memory = MemoryType(dtype);
   llvm::Value* base = BufferPointer(buffer);

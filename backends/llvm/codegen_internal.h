@@ -182,6 +182,8 @@ class KernelCodegen {
   CgValue FlatOffset(const ir::Buffer& buffer, const std::vector<ir::Expr>& indices);
   llvm::Value* BufferPointer(const ir::Buffer& buffer);
   CgValue LoadElements(const ir::Buffer& buffer, const CgValue& offset);
+  // `arm` evaluated with its loads guarded by the i1 `wanted` (see load_guard_).
+  CgValue EvalGuarded(const ir::Expr& arm, llvm::Value* wanted);
   void StoreElements(const ir::Buffer& buffer, const CgValue& offset, const CgValue& value);
   // True when `buffer` is a stack array (a "local" buffer) and the lanes of `offset` (stride 1,
   // constant first lane) all lie inside it.
@@ -263,6 +265,10 @@ class KernelCodegen {
   std::unordered_map<const ir::BufferNode*, llvm::Value*> buffers_;
   int width_ = 0;                // lanes of the vector code being emitted; 0 in scalar code
   llvm::Value* mask_ = nullptr;  // active lanes (<width x i1>); null when all are active
+  // An i1 that is false where the loads being emitted are not wanted (the unselected arm of a
+  // select on a uniform condition, evaluated without a branch): they then read a valid element
+  // instead of their own. Null when every load is wanted.
+  llvm::Value* load_guard_ = nullptr;
   bool in_parallel_ = false;     // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated

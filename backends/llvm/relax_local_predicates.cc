@@ -32,15 +32,6 @@ using ir::Stmt;
 
 namespace {
 
-void Conjuncts(const Expr& e, std::vector<Expr>* out) {
-  if (e->kind == ExprKind::kAnd) {
-    Conjuncts(e->operands[0], out);
-    Conjuncts(e->operands[1], out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 bool IsLeaf(const ir::Block& block) {
   if (!block->alloc_buffers.empty()) return false;
   bool leaf = true;
@@ -104,8 +95,7 @@ class Relaxer : public ir::StmtMutator {
       if (w.buffer->scope != "local") return s;
     }
     // Terms `binding(v) < extent(v)` are relaxed; the rest of the predicate stays.
-    std::vector<Expr> terms, kept;
-    Conjuncts(op->predicate, &terms);
+    std::vector<Expr> terms = ir::Conjuncts(op->predicate), kept;
     ir::VarRanges block_ranges;
     for (const ir::IterVar& iv : block->iter_vars) block_ranges[iv.var.get()] = {0, iv.extent - 1};
     std::vector<const ir::ExprNode*> relaxed;

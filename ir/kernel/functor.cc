@@ -218,4 +218,18 @@ bool UsesVar(const Expr& e, const Var& v) {
   return found;
 }
 
+bool HasLoad(const Expr& e) {
+  bool found = false;
+  VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ExprKind::kLoad; });
+  return found;
+}
+
+std::vector<Expr> Conjuncts(const Expr& e) {
+  if (e->kind != ExprKind::kAnd) return {e};
+  std::vector<Expr> out = Conjuncts(e->operands[0]);
+  std::vector<Expr> rest = Conjuncts(e->operands[1]);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
 }  // namespace tandem::ir

@@ -54,5 +54,9 @@ Stmt Substitute(const Stmt& s, const VarMap& map);
 
 // True when `e` mentions variable `v`.
 bool UsesVar(const Expr& e, const Var& v);
+// True when `e` reads a buffer (has a kLoad node).
+bool HasLoad(const Expr& e);
+// The operands of the `&&` chain `e` (`e` itself when it is not an `&&`), left to right.
+std::vector<Expr> Conjuncts(const Expr& e);
 
 }  // namespace tandem::ir

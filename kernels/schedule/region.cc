@@ -129,15 +129,6 @@ class ValuesToIterators : public ir::ExprMutator {
   const ir::BlockRealizeNode* realize_;
 };
 
-void SplitConjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e->kind == ir::ExprKind::kAnd) {
-    SplitConjuncts(e->operands[0], out);
-    SplitConjuncts(e->operands[1], out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 }  // namespace
 
 Expr PredicateOverIterators(const ir::BlockRealizeNode* realize, const ir::VarRanges& kept) {
@@ -145,8 +136,7 @@ Expr PredicateOverIterators(const ir::BlockRealizeNode* realize, const ir::VarRa
   ValuesToIterators rewriter(realize);
   ir::VarRanges ranges = kept;
   for (const ir::IterVar& iv : block->iter_vars) ranges[iv.var.get()] = {0, iv.extent - 1};
-  std::vector<Expr> conjuncts;
-  SplitConjuncts(realize->predicate, conjuncts);
+  std::vector<Expr> conjuncts = ir::Conjuncts(realize->predicate);
   Expr predicate = ir::IntImm(1, ir::DataType::kBool);
   for (const Expr& conjunct : conjuncts) {
     Expr rewritten = rewriter.VisitExpr(conjunct);

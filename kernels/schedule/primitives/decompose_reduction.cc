@@ -16,20 +16,10 @@ using ir::Stmt;
 
 namespace {
 
-void SplitConjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e->kind == ir::ExprKind::kAnd) {
-    SplitConjuncts(e->operands[0], out);
-    SplitConjuncts(e->operands[1], out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 // True when the predicate of `realize` lets the block run for exactly one value of `loop`'s
 // variable (the conditions that mention it must mention nothing else).
 bool RunsOnce(const ir::ForNode& loop, const ir::BlockRealizeNode* realize) {
-  std::vector<Expr> conjuncts;
-  SplitConjuncts(realize->predicate, conjuncts);
+  std::vector<Expr> conjuncts = ir::Conjuncts(realize->predicate);
   int64_t runs = 0;
   for (int64_t value = 0; value < loop.extent && runs <= 1; ++value) {
     ir::VarMap bind{{loop.loop_var.get(), ir::IntImm(value, loop.loop_var->dtype)}};
@@ -122,8 +112,7 @@ ir::KernelFunction DecomposeReduction(const ir::KernelFunction& fn, const std::s
   }
   init->body = ir::Substitute(block->init, iter_map);
   // Keep the predicate's conditions that do not involve reduction loops.
-  std::vector<Expr> conjuncts;
-  SplitConjuncts(realize->predicate, conjuncts);
+  std::vector<Expr> conjuncts = ir::Conjuncts(realize->predicate);
   Expr predicate = ir::IntImm(1, ir::DataType::kBool);
   for (const Expr& c : conjuncts) {
     bool reduction = false;

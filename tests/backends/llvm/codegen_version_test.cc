@@ -24,7 +24,7 @@ using kernels::testing::LowerOp;
 constexpr const char* kPinnedFile = "tests/backends/data/codegen_version.txt";
 
 // Kernels that cover the code generator's paths: register-tiled GEMM and convolution, fused
-// elementwise epilogues, reductions, transcendental math, parallel loops.
+// elementwise epilogues, reductions, transcendental math, parallel loops, inlined pads.
 std::vector<ir::KernelFunction> PinnedKernels(const kernels::DefaultScheduleOptions& options) {
   ir::GraphBuilder b("conv_bias_relu");
   ir::ValueId data = b.Input("data", F32({1, 16, 14, 14}));
@@ -40,6 +40,12 @@ std::vector<ir::KernelFunction> PinnedKernels(const kernels::DefaultScheduleOpti
       LowerOp("gelu", {F32({8, 128})}),
       LowerOp("conv2d", {F32({1, 32, 28, 28}), F32({32, 1, 3, 3})},
               ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", int64_t{32}}}),
+      // Channels-last depthwise: its pad inlined as guarded loads, interior tiles versioned.
+      LowerOp("conv2d", {F32({1, 28, 28, 32}), F32({3, 3, 1, 32})},
+              ir::Attrs{{"data_layout", std::string("NHWC")},
+                        {"kernel_layout", std::string("HWIO")},
+                        {"padding", std::vector<int64_t>{1, 1, 1, 1}},
+                        {"groups", int64_t{32}}}),
   };
   std::vector<ir::KernelFunction> scheduled;
   for (size_t i = 0; i < lowered.size(); ++i) {

@@ -1,0 +1,126 @@
+// VersionInteriorTiles (backends/llvm/version_interior_tiles.cc): the body of a parallel loop
+// whose loads are guarded by an inlined pad's bounds checks gets a copy without the checks,
+// run where a condition on the tile's position proves them; the kernel computes the same as
+// before, on interior and border tiles alike.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "backends/llvm/codegen.h"
+#include "ir/kernel/kernel_printer.h"
+#include "kernels/compute/lower.h"
+#include "kernels/default_schedule.h"
+#include "kernels/schedule/schedule.h"
+#include "tests/backends/kernel_test_util.h"
+
+namespace tandem {
+namespace {
+
+using ir::DataType;
+using ir::Expr;
+using ir::IterKind;
+using ir::KernelFunction;
+using ir::Var;
+using testing::ExpectMatchesReference;
+
+ir::TensorType F32(ir::Shape shape) {
+  return ir::TensorType{std::move(shape), DataType::kFloat32, ""};
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A channels-last depthwise convolution with its pad inlined, under the AVX2 default schedule.
+KernelFunction ScheduledDepthwise(int64_t size, int64_t kernel_size, int64_t stride,
+                                  int64_t channels) {
+  int64_t pad = kernel_size / 2;
+  int64_t out = (size + 2 * pad - kernel_size) / stride + 1;
+  KernelFunction kernel = kernels::LowerOpCall(
+      "depthwise", "conv2d",
+      ir::Attrs{{"data_layout", std::string("NHWC")},
+                {"kernel_layout", std::string("HWIO")},
+                {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
+                {"strides", std::vector<int64_t>{stride, stride}},
+                {"groups", channels}},
+      {F32({1, size, size, channels}), F32({kernel_size, kernel_size, 1, channels})},
+      F32({1, out, out, channels}));
+  return kernels::ApplyDefaultSchedule(kernel, kernels::DefaultScheduleOptions{
+                                                   .vector_lanes = 8,
+                                                   .vector_registers = 16,
+                                                   .parallel_min_work = 64,
+                                                   .num_threads = 2})
+      .function();
+}
+
+TEST(VersionInteriorTiles, DepthwisePadChecksAreDroppedInInteriorTiles) {
+  KernelFunction scheduled = ScheduledDepthwise(24, 3, 1, 16);
+  std::string before = ir::PrintKernel(scheduled);
+  ASSERT_GT(Count(before, "select("), 0u) << before;  // the pad is inlined
+  ASSERT_NE(before.find(" parallel {"), std::string::npos) << before;
+
+  KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
+  std::string after = ir::PrintKernel(versioned);
+  // Two versions of the tile, the checks in one of them only.
+  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 1) << after;
+  EXPECT_EQ(Count(after, "select("), Count(before, "select(")) << after;
+  EXPECT_EQ(Count(after, "block conv2d("), 2 * Count(before, "block conv2d(")) << after;
+  // The interpreter runs the versioned kernel as it ran the original; the compiled kernel
+  // (CompileKernels versions it) matches the interpreter.
+  ExpectMatchesReference(scheduled);
+  ExpectMatchesReference(versioned);
+}
+
+TEST(VersionInteriorTiles, StridedAndWideKernelsMatchTheReference) {
+  for (auto [size, kernel_size, stride] :
+       {std::tuple<int64_t, int64_t, int64_t>{17, 5, 2}, {14, 5, 1}, {7, 3, 2}, {3, 3, 1}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << size << "x" << size << " k" << kernel_size << " s" << stride);
+    KernelFunction scheduled = ScheduledDepthwise(size, kernel_size, stride, 24);
+    ExpectMatchesReference(scheduled);
+    ExpectMatchesReference(backends::VersionInteriorTiles(scheduled));
+  }
+}
+
+// A check that depends on a tile loop other than linearly (here floormod(i, 2)) cannot be
+// decided per tile: the body stays as it is.
+TEST(VersionInteriorTiles, NonlinearChecksAreLeftAlone) {
+  ir::Buffer x = ir::MakeBuffer("x", DataType::kFloat32, {64});
+  ir::Buffer y = ir::MakeBuffer("y", DataType::kFloat32, {64});
+  Var io = ir::MakeVar("io"), ii = ir::MakeVar("ii"), vi = ir::MakeVar("vi");
+  Expr i = io * 8 + ii;
+  Expr value = ir::Select(ir::FloorMod(vi, 2) == 0, ir::Load(x, {vi}), ir::FloatImm(0.0));
+  ir::Stmt copy =
+      testing::MakeBlock("copy", {{vi, 64, IterKind::kSpatial, i}}, ir::MakeStore(y, {vi}, value));
+  KernelFunction kernel = testing::Kernel(
+      "alternate", {x, y},
+      testing::Root(ir::MakeFor(io, 8, ir::ForKind::kParallel, testing::Loop(ii, 8, copy))));
+  KernelFunction versioned = backends::VersionInteriorTiles(kernel);
+  EXPECT_EQ(ir::PrintKernel(versioned), ir::PrintKernel(kernel));
+  ExpectMatchesReference(kernel);
+}
+
+// A check linear in the tile's loops whose condition on the tile's position is exact: tiles of
+// 8 over a 60-element buffer read through a shifted window `x[i + 3]` guarded by `i + 3 < 64`.
+TEST(VersionInteriorTiles, ShiftedWindowIsExactOnEveryTile) {
+  ir::Buffer x = ir::MakeBuffer("x", DataType::kFloat32, {64});
+  ir::Buffer y = ir::MakeBuffer("y", DataType::kFloat32, {64});
+  Var io = ir::MakeVar("io"), ii = ir::MakeVar("ii"), vi = ir::MakeVar("vi");
+  Expr i = io * 8 + ii;
+  Expr value = ir::Select(vi + 3 < 64, ir::Load(x, {vi + 3}), ir::FloatImm(-1.0));
+  ir::Stmt copy =
+      testing::MakeBlock("copy", {{vi, 64, IterKind::kSpatial, i}}, ir::MakeStore(y, {vi}, value));
+  KernelFunction kernel = testing::Kernel(
+      "shifted", {x, y},
+      testing::Root(ir::MakeFor(io, 8, ir::ForKind::kParallel, testing::Loop(ii, 8, copy))));
+  KernelFunction versioned = backends::VersionInteriorTiles(kernel);
+  std::string text = ir::PrintKernel(versioned);
+  EXPECT_EQ(Count(text, " if "), 1u) << text;
+  ExpectMatchesReference(kernel);
+  ExpectMatchesReference(versioned);
+}
+
+}  // namespace
+}  // namespace tandem
