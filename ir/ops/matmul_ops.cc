@@ -158,8 +158,24 @@ std::vector<Tensor> MatmulReference(const std::vector<Tensor>& inputs, const Att
 
 // ---- packed_matmul ----
 
+// N of a packed operand [..., panels, K, nb]: the `columns` attribute, or panels x nb when it
+// is 0. Columns past N (in the last panel) are padding that the product never reads.
+int64_t PackedColumns(const TensorType& packed, const Attrs& attrs) {
+  size_t r = packed.shape.size();
+  int64_t capacity = packed.shape[r - 3] * packed.shape[r - 1];
+  int64_t columns = attrs.GetInt("columns");
+  if (columns == 0) return capacity;
+  if (columns > capacity || columns <= capacity - packed.shape[r - 1]) {
+    throw Error(fmt::format(
+        "columns must be in ({}, {}] (the last of {} panels of {} partly used) but is {}",
+        capacity - packed.shape[r - 1], capacity, packed.shape[r - 3], packed.shape[r - 1],
+        columns));
+  }
+  return columns;
+}
+
 // The plain shape [..., K, N] of a packed operand [..., N / nb, K, nb].
-Shape UnpackedShape(const TensorType& packed) {
+Shape UnpackedShape(const TensorType& packed, const Attrs& attrs) {
   if (packed.rank() < 3) {
     throw Error(fmt::format("b must have rank at least 3 ([..., N/nb, K, nb]) but has shape {}",
                             ShapeToString(packed.shape)));
@@ -170,7 +186,7 @@ Shape UnpackedShape(const TensorType& packed) {
   size_t r = packed.shape.size();
   Shape plain(packed.shape.begin(), packed.shape.end() - 3);
   plain.push_back(packed.shape[r - 2]);
-  plain.push_back(packed.shape[r - 3] * packed.shape[r - 1]);
+  plain.push_back(PackedColumns(packed, attrs));
   return plain;
 }
 
@@ -181,7 +197,7 @@ Type InferPackedMatmul(const std::vector<Type>& inputs, const Attrs& attrs) {
     throw Error(fmt::format("a must have rank at least 2 ([..., M, K]) but has shape {}",
                             ShapeToString(a.shape)));
   }
-  TensorType plain{UnpackedShape(b), b.dtype, ""};
+  TensorType plain{UnpackedShape(b, attrs), b.dtype, ""};
   return TensorType{MatmulGeometry(a, plain).result, a.dtype, ""};
 }
 
@@ -191,8 +207,8 @@ std::vector<Tensor> PackedMatmulReference(const std::vector<Tensor>& inputs, con
   const Shape& shape = packed.shape();
   size_t r = shape.size();
   int64_t panels = shape[r - 3], k = shape[r - 2], block = shape[r - 1];
-  int64_t n = panels * block;
-  Tensor plain(TensorType{UnpackedShape(packed.type()), packed.dtype(), ""});
+  int64_t n = PackedColumns(packed.type(), attrs);
+  Tensor plain(TensorType{UnpackedShape(packed.type(), attrs), packed.dtype(), ""});
   int64_t matrices = NumElements(Shape(shape.begin(), shape.end() - 3));
   for (int64_t m = 0; m < matrices; ++m) {
     for (int64_t p = 0; p < k; ++p) {
@@ -308,7 +324,12 @@ void RegisterMatmulOps(OpRegistry& registry) {
   packed_matmul.doc =
       "matmul with b packed in column panels: a [..., M, K], b [..., N/nb, K, nb] -> [..., M, N] "
       "= matmul(a, b') with b'[..., k, j] = b[..., j / nb, k, j % nb]; a register tile then "
-      "reads one contiguous panel (PackMatmulWeights writes it for constant weights)";
+      "reads one contiguous panel (PackMatmulWeights writes it for constant weights); when nb does "
+      "not divide N, the last panel is padded and `columns` gives N";
+  packed_matmul.attrs = {
+      {"columns", AttrKind::kInt, AttrValue(int64_t{0}),
+       "N when the last panel is partly padding (0: panels x nb)"},
+  };
   packed_matmul.min_inputs = 2;
   packed_matmul.max_inputs = 2;
   packed_matmul.pattern = PatternKind::kOutElementwiseFusable;

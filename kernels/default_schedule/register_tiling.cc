@@ -41,8 +41,9 @@ int64_t VectorRegisters(int64_t lanes, int64_t native) {
 
 // What the loads of a block do along its vector axis.
 struct LoadMix {
-  std::vector<bool> is_vector;  // per load: moves with the lanes
-  double vector_cost = 0;       // load instructions of one vector of each vector operand
+  std::vector<bool> is_vector;        // per load: moves with the lanes
+  std::vector<double> vector_costs;  // per load: load instructions of one vector (0: broadcast)
+  double vector_cost = 0;             // load instructions of one vector of each vector operand
   double broadcast_count = 0;   // loads that stay the same along the lanes
   int64_t vector_operands = 0;
 };
@@ -60,6 +61,9 @@ struct Candidate {
   int64_t tile;
   bool broadcast;     // the broadcast operands move along it, the vector operands do not
   double efficiency;  // useful / computed iterations (below 1 when the tile does not divide)
+  // Along a vector-operand axis: the load cost of one vector of the vector operands that move
+  // along it (a depthwise convolution's input moves along w, its weights do not).
+  double moving_vector_cost = 0;
 };
 
 // Operands packed in panels along the vector axis (packed_matmul's b[j / nb, k, j % nb]) are
@@ -86,10 +90,11 @@ std::optional<LoadMix> ClassifyLoads(const AccessModel& model, int vector_axis) 
     std::optional<int64_t> stride = model.Stride(load, vector_axis);
     if (!stride || *stride < 0 || *stride > kMaxLoadStride) return std::nullopt;
     mix.is_vector.push_back(*stride != 0);
+    mix.vector_costs.push_back(*stride == 0 ? 0.0 : *stride == 1 ? 1.0 : 2.5);
     if (*stride == 0) {
       mix.broadcast_count += 1;
     } else {
-      mix.vector_cost += *stride == 1 ? 1.0 : 2.5;
+      mix.vector_cost += mix.vector_costs.back();
       ++mix.vector_operands;
     }
   }
@@ -133,14 +138,16 @@ std::vector<Candidate> TileAxisCandidates(const ir::Block& block, const AccessMo
       bool divides = n % t == 0;
       if (!divides && (!gemm || n < 8 * t)) continue;
       bool vector_moves = false, broadcast_moves = false;
+      double moving_vector_cost = 0;
       for (size_t l = 0; l < model.loads().size(); ++l) {
         bool moves = model.VariesInTile(model.loads()[l], axis, t);
         (mix.is_vector[l] ? vector_moves : broadcast_moves) |= moves;
+        if (moves && mix.is_vector[l]) moving_vector_cost += mix.vector_costs[l];
       }
       double efficiency = static_cast<double>(n) / static_cast<double>((n + t - 1) / t * t);
       if (!divides && !broadcast_moves) continue;
       if (vector_moves != broadcast_moves) {
-        candidates.push_back({axis, t, broadcast_moves, efficiency});
+        candidates.push_back({axis, t, broadcast_moves, efficiency, moving_vector_cost});
       }
     }
   }
@@ -203,10 +210,16 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
   }
   if (SpatialExtent(block_) / (vector_tile * tb * tv) < min_tiles_) return;
   // A second axis the broadcasts move along (a convolution's w next to its h) multiplies the
-  // broadcasts; one the vector operands move along multiplies the vector loads.
+  // broadcasts; one the vector operands move along multiplies the loads of those vector
+  // operands that move along it (a depthwise convolution's weights are loaded once for a tile
+  // along w, its input once per column).
   bool second_broadcasts = v && v->broadcast;
+  double vector_loads = mix_.vector_cost;
+  if (v && !second_broadcasts) {
+    vector_loads += v->moving_vector_cost * static_cast<double>(tv - 1);
+  }
   double loads = mix_.broadcast_count * static_cast<double>(tb * (second_broadcasts ? tv : 1)) +
-                 mix_.vector_cost * static_cast<double>(registers * (second_broadcasts ? 1 : tv));
+                 vector_loads * static_cast<double>(registers);
   double cycles = std::max(
       {static_cast<double>(accumulators) / 2, loads / 2, gemm_ ? kAccumulatorChainCycles : 0.0});
   double efficiency = vt.efficiency * (b ? b->efficiency : 1.0) * (v ? v->efficiency : 1.0);

@@ -1,6 +1,7 @@
 // PackMatmulWeights: matmul(x, W) and batch_matmul(x, W) with a constant W [..., K, N] become
 // packed_matmul(x, P) with P [..., N/nb, K, nb] = W cut into column panels nb wide, computed at
-// compile time.
+// compile time. When nb does not divide N (an ImageNet classifier's 1000 classes), the last
+// panel is padded with zero columns and packed_matmul's `columns` attribute keeps N.
 //
 // Why: a register tile of our kernels covers nb (or a multiple of nb) columns and walks k; in
 // the plain layout consecutive k are a whole row (4 N bytes) apart, so once rows reach a few KiB
@@ -22,15 +23,31 @@ namespace tandem::passes {
 
 namespace {
 
-// W [..., K, N] -> [..., N/nb, K, nb].
-ir::Tensor PackColumns(const ir::Tensor& weight, int64_t block) {
+// W [..., K, N] with zero columns appended up to a multiple of `block`.
+ir::Tensor PadColumns(const ir::Tensor& weight, int64_t block) {
   ir::Shape shape = weight.shape();
+  int64_t n = shape.back();
+  int64_t padded_n = (n + block - 1) / block * block;
+  if (padded_n == n) return weight;
+  shape.back() = padded_n;
+  ir::Tensor padded(shape, weight.dtype());
+  int64_t rows = ir::NumElements(shape) / padded_n;
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t j = 0; j < n; ++j) padded.SetDouble(row * padded_n + j, weight.GetDouble(row * n + j));
+  }
+  return padded;
+}
+
+// W [..., K, N] -> [..., ceil(N/nb), K, nb] (the last panel's columns past N are zeros).
+ir::Tensor PackColumns(const ir::Tensor& weight, int64_t block) {
+  ir::Tensor padded = PadColumns(weight, block);
+  ir::Shape shape = padded.shape();
   size_t rank = shape.size();
   int64_t n = shape[rank - 1];
   ir::Shape split(shape.begin(), shape.end() - 1);
   split.push_back(n / block);
   split.push_back(block);
-  ir::Tensor reshaped = EvaluateConstant("reshape", {weight}, ir::Attrs{{"newshape", split}});
+  ir::Tensor reshaped = EvaluateConstant("reshape", {padded}, ir::Attrs{{"newshape", split}});
   std::vector<int64_t> axes;
   for (size_t d = 0; d + 2 < rank; ++d) axes.push_back(static_cast<int64_t>(d));
   axes.push_back(static_cast<int64_t>(rank) - 1);  // N / nb
@@ -54,8 +71,7 @@ bool Packable(const ir::GraphFunction& fn, const ir::Node& node, const PanelSpec
   if (!data.layout.empty() || !weight->type().layout.empty()) return false;
   if (!ir::IsFloat(weight->dtype())) return false;
   int64_t block = PanelWidth(weight->dtype(), spec);
-  int64_t n = weight->shape().back();
-  return n % block == 0 && n > block;
+  return weight->shape().back() > block;
 }
 
 ir::GraphFunction PackMatmulWeights(const ir::GraphFunction& fn, const PanelSpec& spec) {
@@ -65,9 +81,12 @@ ir::GraphFunction PackMatmulWeights(const ir::GraphFunction& fn, const PanelSpec
                         const ir::Node& node = fn.node(id);
                         if (!Packable(fn, node, spec)) return -1;
                         const ir::Tensor& weight = *ConstantValue(fn, node.inputs[1]);
-                        ir::Tensor packed = PackColumns(weight, PanelWidth(weight.dtype(), spec));
-                        return ReplaceWeight(fn, node, out, map, "packed_matmul", packed, {},
-                                             "_packed");
+                        int64_t block = PanelWidth(weight.dtype(), spec);
+                        int64_t n = weight.shape().back();
+                        ir::Attrs attrs;
+                        if (n % block != 0) attrs = ir::Attrs{{"columns", n}};
+                        return ReplaceWeight(fn, node, out, map, "packed_matmul",
+                                             PackColumns(weight, block), attrs, "_packed");
                       });
 }
 

@@ -187,6 +187,12 @@ inline std::vector<Case> MatmulCases() {
       {"packed_matmul", {F32({2, 7, 9}), F32({3, 9, 8})}, {}, {{-1, 1}}, "batch_vs_panels_8"},
       {"packed_matmul", {F32({3, 4, 6}), F32({3, 2, 6, 16})}, {}, {{-1, 1}}, "batched_panels"},
       {"packed_matmul", {F32({1, 4, 6}), F32({3, 1, 6, 4})}, {}, {{-1, 1}}, "broadcast_a"},
+      // N = 20 in two panels of 16, the last one partly padding.
+      {"packed_matmul",
+       {F32({3, 6}), F32({2, 6, 16})},
+       {{"columns", int64_t{20}}},
+       {{-1, 1}},
+       "padded_last_panel"},
       {"batch_matmul", {F32({2, 4, 6}), F32({2, 6, 5})}, {}, {{-1, 1}}, "plain"},
       {"batch_matmul",
        {F32({2, 6, 4}), F32({2, 6, 5})},
