@@ -96,8 +96,9 @@ void RegisterPackMatmulWeights(PassRegistry& registry) {
   RegisterPanelPackingPass(
       registry, "PackMatmulWeights",
       "Turn matmul/batch_matmul with a constant weight [..., K, N] into packed_matmul with the "
-      "weight cut into column panels [..., N/nb, K, nb] at compile time, so that a register tile "
-      "streams contiguous memory (after backend placement: oneDNN packs its own).",
+      "weight cut into column panels [..., N/nb, K, nb] at compile time (the last panel padded with "
+      "zero columns when nb does not divide N), so that a register tile streams contiguous memory "
+      "(after backend placement: oneDNN packs its own).",
       /*default_vectors=*/2, PackMatmulWeights);
 }
 
