@@ -73,7 +73,7 @@ namespace tandem::backends {
 // records are keyed by it, and records of another version are kept but never served.
 // tests/backends/llvm/codegen_version_test.cc fails when the emitted code of a pinned set of
 // kernels changes while this stays the same.
-inline constexpr int kCodegenVersion = 3;
+inline constexpr int kCodegenVersion = 4;
 
 struct CodegenOptions {
   // LLVM CPU name: "host" (the CPU this process runs on, with its features), or e.g. "znver4",
@@ -192,7 +192,8 @@ kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& targ
 // kernel; public for tests and debugging.
 ir::KernelFunction RelaxLocalPredicates(const ir::KernelFunction& kernel);
 
-// The kernel with the body of each parallel loop in two versions (version_interior_tiles.cc):
+// The kernel with the body of each parallel loop (or, where there is none, of each outermost
+// loop) in two versions (version_interior_tiles.cc):
 // selects that guard a load (an inlined pad's bounds checks), whose conditions are comparisons
 // linear in the loops inside the body, are dropped in a copy that runs where a condition on
 // the tile's position proves that they all hold throughout the tile; elsewhere the body runs

@@ -5,7 +5,8 @@
 // (one tile of the output) those conditions are checked once per vector and tap, although for
 // almost every tile they hold everywhere. This step gives such a body two versions: where a
 // condition that depends only on the tile's position says every check in the tile passes, a
-// copy with those selects replaced by their loads runs; elsewhere the body as it was.
+// copy with those selects replaced by their loads runs; elsewhere the body as it was. A kernel
+// scheduled for one thread has no parallel loop: there the tile is the body of an outermost loop.
 #include <algorithm>
 #include <set>
 #include <unordered_set>
@@ -146,10 +147,28 @@ class DropChecks : public ir::StmtMutator {
   const std::unordered_set<const ir::ExprNode*>& selects_;
 };
 
+bool HasParallelLoop(const Stmt& s) {
+  bool found = false;
+  ir::VisitStmtTree(s, [&](const Stmt& t) {
+    const ir::ForNode* loop = ir::As<ir::ForNode>(t);
+    found = found || (loop && loop->for_kind == ir::ForKind::kParallel);
+  });
+  return found;
+}
+
+// Tiles are the bodies of parallel loops, and of the outermost loops of a kernel without
+// parallel loops under them (a kernel scheduled for one thread).
 class Versioner : public ir::StmtMutator {
  protected:
   Stmt VisitFor(const ir::ForNode* op, const Stmt& s) override {
-    if (op->for_kind != ir::ForKind::kParallel) return StmtMutator::VisitFor(op, s);
+    bool tile = op->for_kind == ir::ForKind::kParallel ||
+                (depth_ == 0 && op->for_kind == ir::ForKind::kSerial && !HasParallelLoop(op->body));
+    if (!tile) {
+      ++depth_;
+      Stmt out = StmtMutator::VisitFor(op, s);
+      --depth_;
+      return out;
+    }
     TileAnalysis analysis(op->body);
     if (analysis.selects().empty()) return s;
     Stmt interior = DropChecks(analysis.selects()).VisitStmt(op->body);
@@ -163,6 +182,9 @@ class Versioner : public ir::StmtMutator {
     n->body = ir::MakeIfThenElse(all, interior, op->body);
     return n;
   }
+
+ private:
+  int depth_ = 0;  // loops around the statement being visited
 };
 
 }  // namespace

@@ -35,7 +35,7 @@ size_t Count(const std::string& text, const std::string& what) {
 
 // A channels-last depthwise convolution with its pad inlined, under the AVX2 default schedule.
 KernelFunction ScheduledDepthwise(int64_t size, int64_t kernel_size, int64_t stride,
-                                  int64_t channels) {
+                                  int64_t channels, int num_threads = 2) {
   int64_t pad = kernel_size / 2;
   int64_t out = (size + 2 * pad - kernel_size) / stride + 1;
   KernelFunction kernel = kernels::LowerOpCall(
@@ -51,7 +51,7 @@ KernelFunction ScheduledDepthwise(int64_t size, int64_t kernel_size, int64_t str
                                                    .vector_lanes = 8,
                                                    .vector_registers = 16,
                                                    .parallel_min_work = 64,
-                                                   .num_threads = 2})
+                                                   .num_threads = num_threads})
       .function();
 }
 
@@ -69,6 +69,21 @@ TEST(VersionInteriorTiles, DepthwisePadChecksAreDroppedInInteriorTiles) {
   EXPECT_EQ(Count(after, "block conv2d("), 2 * Count(before, "block conv2d(")) << after;
   // The interpreter runs the versioned kernel as it ran the original; the compiled kernel
   // (CompileKernels versions it) matches the interpreter.
+  ExpectMatchesReference(scheduled);
+  ExpectMatchesReference(versioned);
+}
+
+// Scheduled for one thread, the kernel has no parallel loop: the tile is the body of its
+// outermost loop.
+TEST(VersionInteriorTiles, OneThreadKernelsVersionTheirOutermostLoop) {
+  KernelFunction scheduled = ScheduledDepthwise(24, 3, 1, 16, /*num_threads=*/1);
+  std::string before = ir::PrintKernel(scheduled);
+  ASSERT_EQ(before.find(" parallel {"), std::string::npos) << before;
+  ASSERT_GT(Count(before, "select("), 0u) << before;
+  KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
+  std::string after = ir::PrintKernel(versioned);
+  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 1) << after;
+  EXPECT_EQ(Count(after, "block conv2d("), 2 * Count(before, "block conv2d(")) << after;
   ExpectMatchesReference(scheduled);
   ExpectMatchesReference(versioned);
 }
