@@ -134,4 +134,14 @@ bool HasDataReuse(const ir::Block& block) {
   return false;
 }
 
+const ir::BlockRealizeNode* PristineReduction(const Schedule& schedule, const BlockRV& block) {
+  if (!BlockExists(schedule, block)) return nullptr;
+  const std::string& name = schedule.BlockName(block);
+  const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
+  if (name == "root" || !realize) return nullptr;
+  const ir::Block& b = realize->block;
+  if (!IsReduction(b) || !b->init || !IsPristineNest(schedule.function(), name)) return nullptr;
+  return realize;
+}
+
 }  // namespace tandem::kernels

@@ -32,6 +32,11 @@ int64_t ReductionExtent(const ir::Block& block);
 // inside the nest (what compute definitions produce and tiling expects).
 bool IsPristineNest(const ir::KernelFunction& function, const std::string& block);
 
+// The realize of the block a handle names when it is an untouched reduction: it exists, is not
+// the root, has a reduction iterator and an init statement, and sits in a pristine nest
+// (IsPristineNest). nullptr otherwise. What the reduction-tiling schedule rules start from.
+const ir::BlockRealizeNode* PristineReduction(const Schedule& schedule, const BlockRV& block);
+
 // True when `block` writes a parameter (an output) of the kernel.
 bool WritesOutput(const ir::KernelFunction& function, const ir::Block& block);
 

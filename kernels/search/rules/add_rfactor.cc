@@ -19,14 +19,11 @@ class AddRFactor : public ScheduleRule {
   std::string name() const override { return "add_rfactor"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!BlockExists(schedule, block)) return {schedule};
-    const std::string& name = schedule.BlockName(block);
-    const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
-    if (name == "root" || !realize) return {schedule};
+    const ir::BlockRealizeNode* realize = PristineReduction(schedule, block);
+    if (!realize) return {schedule};
     const ir::Block b = realize->block;
     int64_t max_parallel = int64_t{std::max(1, target_.num_cores)} * 16;
-    if (!IsReduction(b) || !b->init || b->writes.empty() ||
-        !IsPristineNest(schedule.function(), name) || HasDataReuse(b) ||
+    if (b->writes.empty() || HasDataReuse(b) ||
         SpatialExtent(b) >= max_parallel ||
         ReductionExtent(b) < 2 * int64_t{std::max(1, target_.vector_lanes)}) {
       return {schedule};

@@ -32,15 +32,10 @@ class CrossThreadReduction : public ScheduleRule {
   std::string name() const override { return "cross_thread_reduction"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!BlockExists(schedule, block)) return {schedule};
-    const std::string& name = schedule.BlockName(block);
-    const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
-    if (name == "root" || !realize) return {schedule};
+    const ir::BlockRealizeNode* realize = PristineReduction(schedule, block);
+    if (!realize) return {schedule};
     const ir::Block b = realize->block;
-    if (!IsReduction(b) || !b->init || HasDataReuse(b) ||
-        !IsPristineNest(schedule.function(), name)) {
-      return {schedule};
-    }
+    if (HasDataReuse(b)) return {schedule};
     size_t spatial = 0;
     while (spatial < b->iter_vars.size() && b->iter_vars[spatial].kind == ir::IterKind::kSpatial) {
       ++spatial;

@@ -25,13 +25,10 @@ class MultiLevelTiling : public ScheduleRule {
   std::string name() const override { return "multi_level_tiling"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!BlockExists(schedule, block)) return {schedule};
-    const std::string& name = schedule.BlockName(block);
-    const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
-    if (name == "root" || !realize) return {schedule};
+    const ir::BlockRealizeNode* realize = PristineReduction(schedule, block);
+    if (!realize) return {schedule};
     const ir::Block b = realize->block;
-    if (!IsReduction(b) || !b->init || b->annotations.Has(search::kTilingKey) ||
-        !IsPristineNest(schedule.function(), name) || !HasDataReuse(b)) {
+    if (b->annotations.Has(search::kTilingKey) || !HasDataReuse(b)) {
       return {schedule};
     }
     Schedule s = schedule;

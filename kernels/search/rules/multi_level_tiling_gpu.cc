@@ -42,13 +42,10 @@ class MultiLevelTilingGpu : public ScheduleRule {
   std::string name() const override { return "multi_level_tiling_gpu"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
-    if (!BlockExists(schedule, block)) return {schedule};
-    const std::string& name = schedule.BlockName(block);
-    const ir::BlockRealizeNode* realize = FindRealize(schedule.function(), name);
-    if (name == "root" || !realize) return {schedule};
+    const ir::BlockRealizeNode* realize = PristineReduction(schedule, block);
+    if (!realize) return {schedule};
     const ir::Block b = realize->block;
-    if (!IsReduction(b) || !b->init || b->annotations.Has(search::kTilingKey) ||
-        !IsPristineNest(schedule.function(), name) || !HasDataReuse(b) ||
+    if (b->annotations.Has(search::kTilingKey) || !HasDataReuse(b) ||
         !OutputFollowsIterators(b)) {
       return {schedule};
     }
