@@ -309,8 +309,8 @@ TEST(OnnxImport, NestingBeyondTheLimitIsNamed) {
 }
 
 TEST(OnnxImport, FileErrors) {
-  fs::path dir = tandem::testing::UniqueTempPath("tandem_onnx_import_test_files");
-  fs::remove_all(dir);
+  tandem::testing::ScopedTempPath scoped("tandem_onnx_import_test_files");
+  const fs::path& dir = scoped.path();
   fs::create_directories(dir);
   ExpectError([&] { ImportOnnxFile(dir.string()); }, {"is a directory"});
   ExpectError([&] { ImportOnnxFile((dir / "absent.onnx").string()); },

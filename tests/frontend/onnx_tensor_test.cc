@@ -20,13 +20,13 @@ using ir::Tensor;
 using testing::ExpectError;
 namespace fs = std::filesystem;
 
-// A fresh empty directory under the system temp directory.
-fs::path TempDir(const std::string& name) {
-  fs::path dir = tandem::testing::UniqueTempPath("tandem_onnx_tensor_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// A fresh empty directory under the system temp directory, removed when it goes out of scope.
+struct TempDir : tandem::testing::ScopedTempPath {
+  explicit TempDir(const std::string& name)
+      : ScopedTempPath("tandem_onnx_tensor_test_" + name) {
+    fs::create_directories(path());
+  }
+};
 
 void WriteBytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -39,7 +39,8 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
 }
 
 TEST(OnnxTensor, FileRoundTripKeepsEveryDtypeBitExact) {
-  fs::path dir = TempDir("round_trip");
+  TempDir scoped("round_trip");
+  const fs::path& dir = scoped.path();
   for (DataType dtype :
        {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kInt8,
         DataType::kUInt8, DataType::kInt32, DataType::kInt64, DataType::kBool}) {
@@ -128,7 +129,8 @@ TEST(OnnxTensor, BadProtosAreErrorsNamingTheTensor) {
 }
 
 TEST(OnnxTensor, BadFilesAreErrorsNamingThePath) {
-  fs::path dir = TempDir("bad_files");
+  TempDir scoped("bad_files");
+  const fs::path& dir = scoped.path();
   ExpectError([&] { ReadTensorProtoFile((dir / "missing.pb").string()); },
               {"missing.pb", "does not exist"});
   ExpectError([&] { ReadTensorProtoFile(dir.string()); }, {"is a directory"});
@@ -145,7 +147,8 @@ TEST(OnnxTensor, BadFilesAreErrorsNamingThePath) {
 }
 
 TEST(OnnxTensor, DirectoryIsReadInNumericIndexOrder) {
-  fs::path dir = TempDir("directory");
+  TempDir scoped("directory");
+  const fs::path& dir = scoped.path();
   // Twelve files: lexicographic order would put input_10 before input_2.
   for (int i = 0; i < 12; ++i) {
     WriteTensorProtoFile(Tensor::FromFloats({1}, {static_cast<float>(i)}),

@@ -68,8 +68,10 @@ struct Exported {
 };
 
 const Exported& SmallNetworkArtifact() {
+  // Removed when the test program exits.
+  static const testing::ScopedTempPath library("tandem_artifact_test.so");
   static const Exported exported = [] {
-    Exported e{testing::UniqueTempPath("tandem_artifact_test.so"), SmallNetwork()};
+    Exported e{library.path(), SmallNetwork()};
     ExportOptions options;
     options.path = e.path.string();
     options.pipeline = "none";
