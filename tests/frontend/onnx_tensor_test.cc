@@ -22,8 +22,7 @@ namespace fs = std::filesystem;
 
 // A fresh empty directory under the system temp directory, removed when it goes out of scope.
 struct TempDir : tandem::testing::ScopedTempPath {
-  explicit TempDir(const std::string& name)
-      : ScopedTempPath("tandem_onnx_tensor_test_" + name) {
+  explicit TempDir(const std::string& name) : ScopedTempPath("tandem_onnx_tensor_test_" + name) {
     fs::create_directories(path());
   }
 };
