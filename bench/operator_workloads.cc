@@ -262,6 +262,49 @@ Workload ChannelsLastDepthwiseWorkload(const std::string& name, int64_t channels
   return workload;
 }
 
+// A 1x1 convolution channels-last: x[1, size, size, in] by constant weights [1, 1, in, out]
+// (HWIO), as the expand and project convolutions of an inverted-bottleneck block; Tandem packs
+// the weights at compile time, oneDNN reorders them at setup.
+Workload ChannelsLastPointwiseWorkload(const std::string& name, int64_t in_channels,
+                                       int64_t out_channels, int64_t size, OnednnContext& context,
+                                       uint64_t seed) {
+  Workload workload;
+  workload.name = name;
+  ir::GraphBuilder builder("main");
+  ir::ValueId x = RandomInput(builder, workload, "x", {1, size, size, in_channels}, seed);
+  ir::Tensor weights =
+      ir::Tensor::Random(F32({1, 1, in_channels, out_channels}), seed + 1000, -0.5, 0.5);
+  ir::ValueId w = builder.Constant(weights, "w");
+  ir::Attrs attrs{{"strides", std::vector<int64_t>{1, 1}},  {"padding", std::vector<int64_t>(4, 0)},
+                  {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t{1}},
+                  {"data_layout", std::string("NHWC")},     {"kernel_layout", std::string("HWIO")}};
+  Finish(builder, workload, builder.Call("conv2d", {x, w}, attrs));
+  workload.shapes = fmt::format("1x1 conv2d NHWC x[1,{0},{0},{1}] w constant [1,1,{1},{2}]", size,
+                                in_channels, out_channels);
+  workload.flops = 2.0 * static_cast<double>(size * size) * static_cast<double>(in_channels) *
+                   static_cast<double>(out_channels);
+  workload.keep_alive = {weights};
+  memory user_src =
+      WrapTensor(workload.inputs[0], {1, in_channels, size, size}, Tag::acdb, context);
+  memory user_dst =
+      WrapTensor(workload.onednn_output, {1, out_channels, size, size}, Tag::acdb, context);
+  memory user_weight =
+      WrapTensor(workload.keep_alive[0], {out_channels, in_channels, 1, 1}, Tag::cdba, context);
+  memory::desc weight_any({out_channels, in_channels, 1, 1}, memory::data_type::f32, Tag::any);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::convolution_direct, user_src.get_desc(),
+                                       weight_any, user_dst.get_desc(), {1, 1}, {0, 0}, {0, 0});
+  dnnl::convolution_forward::primitive_desc descriptor(desc, context.engine);
+  OnednnProgram program("NHWC activations");
+  memory packed_weight = ReorderNow(user_weight, descriptor.weights_desc(), context);
+  program.Add(
+      dnnl::convolution_forward(descriptor),
+      {{DNNL_ARG_SRC, user_src}, {DNNL_ARG_WEIGHTS, packed_weight}, {DNNL_ARG_DST, user_dst}},
+      std::string("conv:") + descriptor.impl_info_str());
+  workload.onednn_programs.push_back(std::move(program));
+  return workload;
+}
+
 // ---- matmul ----
 
 Workload GemmWorkload(const std::string& name, int64_t size, OnednnContext& context,
@@ -474,6 +517,16 @@ std::pair<std::string, Factory> ChannelsLastDepthwise(int64_t channels, int64_t 
           }};
 }
 
+// The 1x1 convolution channels-last (see ChannelsLastPointwiseWorkload).
+std::pair<std::string, Factory> ChannelsLastPointwise(int64_t in_channels, int64_t out_channels,
+                                                      int64_t size) {
+  std::string name = fmt::format("PWL-{}x{}x{}", in_channels, out_channels, size);
+  return {name, [=](OnednnContext& context, uint64_t seed) {
+            return ChannelsLastPointwiseWorkload(name, in_channels, out_channels, size, context,
+                                                 seed);
+          }};
+}
+
 const std::vector<std::pair<std::string, Factory>>& Factories() {
   static const std::vector<std::pair<std::string, Factory>> factories = {
       {"C1D",
@@ -548,6 +601,17 @@ const std::vector<std::pair<std::string, Factory>>& Factories() {
       ChannelsLastDepthwise(672, 14, 5, 2),
       ChannelsLastDepthwise(1152, 7, 5, 1),
       ChannelsLastDepthwise(1152, 7, 3, 1),
+      // The 1x1 convolutions of the same networks, channels-last: expansions (few input
+      // channels, many output channels) from 112x112 down to 7x7 and projections back.
+      ChannelsLastPointwise(16, 96, 112),
+      ChannelsLastPointwise(24, 144, 56),
+      ChannelsLastPointwise(40, 240, 28),
+      ChannelsLastPointwise(80, 480, 14),
+      ChannelsLastPointwise(112, 672, 14),
+      ChannelsLastPointwise(192, 1152, 7),
+      ChannelsLastPointwise(144, 24, 56),
+      ChannelsLastPointwise(672, 112, 14),
+      ChannelsLastPointwise(1152, 192, 7),
   };
   return factories;
 }

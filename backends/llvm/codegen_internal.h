@@ -201,6 +201,7 @@ class KernelCodegen {
                             const std::vector<llvm::Value*>& args);
   llvm::Value* ExpF32(llvm::Value* x);
   llvm::Value* ErfF32(llvm::Value* x);
+  llvm::Value* SigmoidF32(llvm::Value* x);
   llvm::Value* TanhF32(llvm::Value* x);
   llvm::Value* LibmCall(const std::string& function, llvm::Value* x);
   llvm::Value* Polynomial(llvm::Value* x, const std::vector<double>& coefficients);

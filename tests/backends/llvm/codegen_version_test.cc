@@ -38,6 +38,7 @@ std::vector<ir::KernelFunction> PinnedKernels(const kernels::DefaultScheduleOpti
       kernels::testing::Matmul(64, 48, 32),
       kernels::LowerOpCall("softmax", "softmax", {}, {F32({4, 37})}, ir::Type(F32({4, 37}))),
       LowerOp("gelu", {F32({8, 128})}),
+      LowerOp("sigmoid", {F32({8, 64})}),
       LowerOp("conv2d", {F32({1, 32, 28, 28}), F32({32, 1, 3, 3})},
               ir::Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", int64_t{32}}}),
       // Channels-last depthwise: its pad inlined as guarded loads, interior tiles versioned.
