@@ -7,8 +7,15 @@
 // condition that depends only on the tile's position says every check in the tile passes, a
 // copy with those selects replaced by their loads runs; elsewhere the body as it was. A kernel
 // scheduled for one thread has no parallel loop: there the tile is the body of an outermost loop.
+//
+// Tiles on an edge of the map get versions of their own (edge versions): where the checks that
+// fail depend on one position atom (the w-tile index of a fused loop) at one of a few values,
+// that atom is pinned to the value, so each check becomes a constant per unrolled copy that
+// LLVM folds, and the checks on the other atoms, which hold there, are dropped. Only corners
+// run the fully checked body.
 #include <algorithm>
-#include <set>
+#include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "backends/llvm/codegen.h"
@@ -40,8 +47,26 @@ class TileAnalysis {
   //      a tile loop variable, or a select with such a conjunct, is left alone.
   explicit TileAnalysis(const Stmt& body) { Walk(body, {}); }
 
+  // One conjunct of a checked select: `difference >= 0`, which holds throughout the tile when
+  // tile condition `condition` does (-1: always).
+  struct Conjunct {
+    ir::canonical::Sum difference;
+    int condition = -1;
+  };
+  // A tile condition `coeff * atom + constant >= 0` in one position atom, when it is one.
+  struct SingleAtom {
+    std::string key;  // the atom, printed
+    Expr atom;
+    int64_t coeff = 0;
+    int64_t constant = 0;
+  };
+
   const std::unordered_set<const ir::ExprNode*>& selects() const { return selects_; }
   const std::vector<Expr>& tile_conditions() const { return tile_conditions_; }
+  const std::vector<std::optional<SingleAtom>>& single_atoms() const { return single_atoms_; }
+  const std::vector<Conjunct>& conjuncts(const ir::ExprNode* select) const {
+    return conjuncts_.at(select);
+  }
 
  private:
   void Walk(const Stmt& s, const ir::VarMap& bindings) {
@@ -71,32 +96,47 @@ class TileAnalysis {
   void FindSelects(const Expr& value, const ir::VarMap& bindings) {
     ir::VisitExprTree(value, [&](const Expr& e) {
       if (e->kind != ExprKind::kSelect || !ir::HasLoad(e->operands[1])) return;
-      std::vector<Expr> conditions;
+      std::vector<std::pair<Expr, ir::canonical::Sum>> conditions;
       for (const Expr& conjunct : ir::Conjuncts(ir::Substitute(e->operands[0], bindings))) {
-        std::optional<Expr> condition = TileCondition(conjunct);
+        ir::canonical::Sum difference;
+        std::optional<Expr> condition = TileCondition(conjunct, &difference);
         if (!condition) return;
-        conditions.push_back(*condition);
+        conditions.emplace_back(*condition, std::move(difference));
       }
       selects_.insert(e.get());
-      for (Expr& condition : conditions) AddCondition(std::move(condition));
+      std::vector<Conjunct>& facts = conjuncts_[e.get()];
+      for (auto& [condition, difference] : conditions) {
+        facts.push_back({std::move(difference), AddCondition(std::move(condition))});
+      }
     });
   }
 
-  // The condition on the tile's position under which `conjunct` holds throughout the tile.
-  std::optional<Expr> TileCondition(const Expr& conjunct) const {
+  // The condition on the tile's position under which `conjunct` holds throughout the tile;
+  // `difference` receives the conjunct as a canonical `difference >= 0`.
+  std::optional<Expr> TileCondition(const Expr& conjunct, ir::canonical::Sum* difference_sum) {
     if (!ir::IsComparison(conjunct->kind) || conjunct->operands.size() != 2) return std::nullopt;
     const Expr& a = conjunct->operands[0];
     const Expr& b = conjunct->operands[1];
     if (a->dtype != ir::DataType::kInt64 || b->dtype != ir::DataType::kInt64) return std::nullopt;
     Expr difference;  // the conjunct is `difference >= 0`
     switch (conjunct->kind) {
-      case ExprKind::kLT: difference = b - a - 1; break;
-      case ExprKind::kLE: difference = b - a; break;
-      case ExprKind::kGT: difference = a - b - 1; break;
-      case ExprKind::kGE: difference = a - b; break;
-      default: return std::nullopt;
+      case ExprKind::kLT:
+        difference = b - a - 1;
+        break;
+      case ExprKind::kLE:
+        difference = b - a;
+        break;
+      case ExprKind::kGT:
+        difference = a - b - 1;
+        break;
+      case ExprKind::kGE:
+        difference = a - b;
+        break;
+      default:
+        return std::nullopt;
     }
     ir::canonical::Sum sum = ir::canonical::ToSum(ir::Simplify(difference));
+    *difference_sum = sum;
     ir::canonical::Sum position;
     position.dtype = sum.dtype;
     position.constant = sum.constant;
@@ -116,27 +156,43 @@ class TileAnalysis {
       int64_t last = inner_.at(term.atoms[0].get()) - 1;
       smallest += term.coeff < 0 ? term.coeff * last : 0;
     }
-    return ir::Simplify(ir::canonical::FromSum(position) >= ir::IntImm(-smallest));
+    Expr condition = ir::Simplify(ir::canonical::FromSum(position) >= ir::IntImm(-smallest));
+    std::optional<SingleAtom> atom;
+    if (position.terms.size() == 1 && position.terms[0].atoms.size() == 1) {
+      const ir::canonical::Term& term = position.terms[0];
+      atom = SingleAtom{ir::PrintExpr(term.atoms[0]), term.atoms[0], term.coeff,
+                        position.constant + smallest};
+    }
+    single_atom_of_[ir::PrintExpr(condition)] = atom;
+    return condition;
   }
 
-  void AddCondition(Expr condition) {
+  // The index of the tile condition (-1 when it always holds).
+  int AddCondition(Expr condition) {
     int64_t value = 0;
-    if (ir::AsConstInt(condition, &value) && value != 0) return;  // always true
+    if (ir::AsConstInt(condition, &value) && value != 0) return -1;  // always true
     std::string text = ir::PrintExpr(condition);
-    if (seen_.insert(text).second) tile_conditions_.push_back(std::move(condition));
+    auto [it, added] = seen_.emplace(text, static_cast<int>(tile_conditions_.size()));
+    if (added) {
+      tile_conditions_.push_back(std::move(condition));
+      single_atoms_.push_back(single_atom_of_[text]);
+    }
+    return it->second;
   }
 
   std::unordered_map<const ir::ExprNode*, int64_t> inner_;  // tile loop variable -> extent
   std::unordered_set<const ir::ExprNode*> selects_;
+  std::unordered_map<const ir::ExprNode*, std::vector<Conjunct>> conjuncts_;
   std::vector<Expr> tile_conditions_;
-  std::set<std::string> seen_;
+  std::vector<std::optional<SingleAtom>> single_atoms_;              // per tile condition
+  std::map<std::string, int> seen_;                                  // tile condition text -> index
+  std::map<std::string, std::optional<SingleAtom>> single_atom_of_;  // by condition text
 };
 
 // The tile body with the given selects replaced by their true arms.
 class DropChecks : public ir::StmtMutator {
  public:
-  explicit DropChecks(const std::unordered_set<const ir::ExprNode*>& selects)
-      : selects_(selects) {}
+  explicit DropChecks(const std::unordered_set<const ir::ExprNode*>& selects) : selects_(selects) {}
 
   Expr VisitExpr(const Expr& e) override {
     if (selects_.count(e.get())) return VisitExpr(e->operands[1]);
@@ -146,6 +202,96 @@ class DropChecks : public ir::StmtMutator {
  private:
   const std::unordered_set<const ir::ExprNode*>& selects_;
 };
+
+// The tile body of an edge version: position atom `key` is `value` and every tile condition
+// not on that atom holds. Each checked select keeps only its conjuncts on the atom, rewritten
+// with the atom's value (their other terms are the tile's unrolled loop variables, so each
+// copy's check is a constant for LLVM); a select left with none is its load.
+class PinChecks : public ir::StmtMutator {
+ public:
+  PinChecks(const TileAnalysis& analysis, const std::string& key, int64_t value)
+      : analysis_(analysis), key_(key), value_(value) {}
+
+  Expr VisitExpr(const Expr& e) override {
+    if (!analysis_.selects().count(e.get())) return VisitChildren(e);
+    Expr kept;
+    for (const TileAnalysis::Conjunct& conjunct : analysis_.conjuncts(e.get())) {
+      if (conjunct.condition < 0) continue;
+      const auto& atom = analysis_.single_atoms()[static_cast<size_t>(conjunct.condition)];
+      if (!atom || atom->key != key_) continue;  // holds in this version
+      ir::canonical::Sum pinned;
+      pinned.dtype = conjunct.difference.dtype;
+      pinned.constant = conjunct.difference.constant;
+      for (const ir::canonical::Term& term : conjunct.difference.terms) {
+        if (term.atoms.size() == 1 && ir::PrintExpr(term.atoms[0]) == key_) {
+          pinned.constant += term.coeff * value_;
+        } else {
+          ir::canonical::AddTerm(&pinned, term.coeff, term.atoms);
+        }
+      }
+      Expr check = ir::Simplify(ir::canonical::FromSum(pinned) >= ir::IntImm(0));
+      kept = kept.defined() ? (kept && check) : check;
+    }
+    Expr load = VisitExpr(e->operands[1]);
+    if (!kept.defined()) return load;
+    return ir::Select(kept, load, VisitExpr(e->operands[2]));
+  }
+
+ private:
+  const TileAnalysis& analysis_;
+  std::string key_;
+  int64_t value_;
+};
+
+// Most edge versions one tile body gets.
+constexpr int64_t kMaxEdgeVersions = 4;
+
+// The edge versions of a tile: (guard, body) pairs, tried in order after the interior. Steps:
+//   1. group the single-atom tile conditions by atom; the atom's range from the tile loop's;
+//   2. the values of each atom at which one of its conditions fails (few, at the range's ends);
+//   3. per such value: the guard `atom == value && every other condition`, the body PinChecks.
+std::vector<std::pair<Expr, Stmt>> EdgeVersions(const TileAnalysis& analysis,
+                                                const ir::ForNode* tile, const Stmt& body) {
+  std::vector<std::pair<Expr, Stmt>> versions;
+  const std::vector<Expr>& conditions = analysis.tile_conditions();
+  ir::VarRanges ranges = {{tile->loop_var.get(), {0, tile->extent - 1}}};
+  std::vector<std::string> done;
+  for (size_t c = 0; c < conditions.size(); ++c) {
+    const auto& atom = analysis.single_atoms()[c];
+    if (!atom || std::find(done.begin(), done.end(), atom->key) != done.end()) continue;
+    done.push_back(atom->key);
+    // 1. The atom's range.
+    ir::IntInterval range = ir::ConstIntBound(atom->atom, ranges);
+    if (!range.has_lower() || !range.has_upper() || range.max - range.min > 1 << 16) continue;
+    // 2. The failing values.
+    std::vector<int64_t> failing;
+    for (int64_t v = range.min; v <= range.max; ++v) {
+      bool fails = false;
+      for (const auto& other : analysis.single_atoms()) {
+        fails =
+            fails || (other && other->key == atom->key && other->coeff * v + other->constant < 0);
+      }
+      if (fails) failing.push_back(v);
+    }
+    if (failing.empty() ||
+        static_cast<int64_t>(versions.size() + failing.size()) > kMaxEdgeVersions) {
+      continue;
+    }
+    // 3. The versions.
+    Expr others;
+    for (size_t d = 0; d < conditions.size(); ++d) {
+      const auto& other = analysis.single_atoms()[d];
+      if (other && other->key == atom->key) continue;
+      others = others.defined() ? (others && conditions[d]) : conditions[d];
+    }
+    for (int64_t v : failing) {
+      Expr guard = atom->atom == ir::IntImm(v);
+      if (others.defined()) guard = guard && others;
+      versions.emplace_back(guard, PinChecks(analysis, atom->key, v).VisitStmt(body));
+    }
+  }
+  return versions;
+}
 
 bool HasParallelLoop(const Stmt& s) {
   bool found = false;
@@ -179,7 +325,13 @@ class Versioner : public ir::StmtMutator {
     for (size_t c = 1; c < analysis.tile_conditions().size(); ++c) {
       all = all && analysis.tile_conditions()[c];
     }
-    n->body = ir::MakeIfThenElse(all, interior, op->body);
+    // The edge versions, then the checked body.
+    Stmt rest = op->body;
+    std::vector<std::pair<Expr, Stmt>> edges = EdgeVersions(analysis, op, op->body);
+    for (auto it = edges.rbegin(); it != edges.rend(); ++it) {
+      rest = ir::MakeIfThenElse(it->first, it->second, rest);
+    }
+    n->body = ir::MakeIfThenElse(all, interior, rest);
     return n;
   }
 

@@ -47,11 +47,11 @@ KernelFunction ScheduledDepthwise(int64_t size, int64_t kernel_size, int64_t str
                 {"groups", channels}},
       {F32({1, size, size, channels}), F32({kernel_size, kernel_size, 1, channels})},
       F32({1, out, out, channels}));
-  return kernels::ApplyDefaultSchedule(kernel, kernels::DefaultScheduleOptions{
-                                                   .vector_lanes = 8,
-                                                   .vector_registers = 16,
-                                                   .parallel_min_work = 64,
-                                                   .num_threads = num_threads})
+  return kernels::ApplyDefaultSchedule(kernel,
+                                       kernels::DefaultScheduleOptions{.vector_lanes = 8,
+                                                                       .vector_registers = 16,
+                                                                       .parallel_min_work = 64,
+                                                                       .num_threads = num_threads})
       .function();
 }
 
@@ -63,10 +63,12 @@ TEST(VersionInteriorTiles, DepthwisePadChecksAreDroppedInInteriorTiles) {
 
   KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
   std::string after = ir::PrintKernel(versioned);
-  // Two versions of the tile, the checks in one of them only.
-  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 1) << after;
-  EXPECT_EQ(Count(after, "select("), Count(before, "select(")) << after;
-  EXPECT_EQ(Count(after, "block conv2d("), 2 * Count(before, "block conv2d(")) << after;
+  // Six versions of the tile: the interior without checks; four edge versions (the first and
+  // last row, the first and last column tile), each with the checks on its own atom only,
+  // pinned; the corners with every check.
+  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 5) << after;
+  EXPECT_EQ(Count(after, "select("), 5 * Count(before, "select(")) << after;
+  EXPECT_EQ(Count(after, "block conv2d("), 6 * Count(before, "block conv2d(")) << after;
   // The interpreter runs the versioned kernel as it ran the original; the compiled kernel
   // (CompileKernels versions it) matches the interpreter.
   ExpectMatchesReference(scheduled);
@@ -82,8 +84,8 @@ TEST(VersionInteriorTiles, OneThreadKernelsVersionTheirOutermostLoop) {
   ASSERT_GT(Count(before, "select("), 0u) << before;
   KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
   std::string after = ir::PrintKernel(versioned);
-  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 1) << after;
-  EXPECT_EQ(Count(after, "block conv2d("), 2 * Count(before, "block conv2d(")) << after;
+  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 5) << after;
+  EXPECT_EQ(Count(after, "block conv2d("), 6 * Count(before, "block conv2d(")) << after;
   ExpectMatchesReference(scheduled);
   ExpectMatchesReference(versioned);
 }
@@ -119,6 +121,7 @@ TEST(VersionInteriorTiles, NonlinearChecksAreLeftAlone) {
 
 // A check linear in the tile's loops whose condition on the tile's position is exact: tiles of
 // 8 over a 60-element buffer read through a shifted window `x[i + 3]` guarded by `i + 3 < 64`.
+// Only the last tile fails it: it gets an edge version with the tile index pinned to 7.
 TEST(VersionInteriorTiles, ShiftedWindowIsExactOnEveryTile) {
   ir::Buffer x = ir::MakeBuffer("x", DataType::kFloat32, {64});
   ir::Buffer y = ir::MakeBuffer("y", DataType::kFloat32, {64});
@@ -132,7 +135,8 @@ TEST(VersionInteriorTiles, ShiftedWindowIsExactOnEveryTile) {
       testing::Root(ir::MakeFor(io, 8, ir::ForKind::kParallel, testing::Loop(ii, 8, copy))));
   KernelFunction versioned = backends::VersionInteriorTiles(kernel);
   std::string text = ir::PrintKernel(versioned);
-  EXPECT_EQ(Count(text, " if "), 1u) << text;
+  EXPECT_EQ(Count(text, " if "), 2u) << text;
+  EXPECT_NE(text.find("if %io == 7"), std::string::npos) << text;
   ExpectMatchesReference(kernel);
   ExpectMatchesReference(versioned);
 }
