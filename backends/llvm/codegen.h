@@ -73,7 +73,7 @@ namespace tandem::backends {
 // records are keyed by it, and records of another version are kept but never served.
 // tests/backends/llvm/codegen_version_test.cc fails when the emitted code of a pinned set of
 // kernels changes while this stays the same.
-inline constexpr int kCodegenVersion = 6;
+inline constexpr int kCodegenVersion = 7;
 
 struct CodegenOptions {
   // LLVM CPU name: "host" (the CPU this process runs on, with its features), or e.g. "znver4",
@@ -193,10 +193,12 @@ kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& targ
 ir::KernelFunction RelaxLocalPredicates(const ir::KernelFunction& kernel);
 
 // The kernel with the body of each parallel loop (or, where there is none, of each outermost
-// loop) in two versions (version_interior_tiles.cc):
-// selects that guard a load (an inlined pad's bounds checks), whose conditions are comparisons
-// linear in the loops inside the body, are dropped in a copy that runs where a condition on
-// the tile's position proves that they all hold throughout the tile; elsewhere the body runs
+// loop) in several versions (version_interior_tiles.cc): selects that guard a load (an inlined
+// pad's bounds checks), whose conditions are comparisons linear in the loops inside the body,
+// are dropped in a copy that runs where a condition on the tile's position proves that they
+// all hold throughout the tile. Up to four edge versions follow: where the checks that can fail
+// depend on one position atom at one value (the first or last row or column tile), a copy with
+// that atom pinned to the value and the other checks dropped. Elsewhere (corners) the body runs
 // as it was. The result is unchanged. CompileKernels applies it to every kernel; public for
 // tests and debugging.
 ir::KernelFunction VersionInteriorTiles(const ir::KernelFunction& kernel);

@@ -247,47 +247,76 @@ class PinChecks : public ir::StmtMutator {
 constexpr int64_t kMaxEdgeVersions = 4;
 
 // The edge versions of a tile: (guard, body) pairs, tried in order after the interior. Steps:
-//   1. group the single-atom tile conditions by atom; the atom's range from the tile loop's;
-//   2. the values of each atom at which one of its conditions fails (few, at the range's ends);
-//   3. per such value: the guard `atom == value && every other condition`, the body PinChecks.
+//   1. per position atom of the single-atom tile conditions: its range (from the tile loop's)
+//      and the values at which one of its conditions fails;
+//   2. the atoms by the share of tiles their versions would take (their failing values' share
+//      times the other atoms' passing shares), largest first: each gets its versions while they
+//      fit kMaxEdgeVersions and some tile would take them (none would where another atom never
+//      passes: a 5x5 window on a 14-wide map whose column tiles all touch the border);
+//   3. per failing value: the guard `atom == value && every other condition`, the body
+//      PinChecks.
 std::vector<std::pair<Expr, Stmt>> EdgeVersions(const TileAnalysis& analysis,
                                                 const ir::ForNode* tile, const Stmt& body) {
-  std::vector<std::pair<Expr, Stmt>> versions;
-  const std::vector<Expr>& conditions = analysis.tile_conditions();
-  ir::VarRanges ranges = {{tile->loop_var.get(), {0, tile->extent - 1}}};
-  std::vector<std::string> done;
-  for (size_t c = 0; c < conditions.size(); ++c) {
-    const auto& atom = analysis.single_atoms()[c];
-    if (!atom || std::find(done.begin(), done.end(), atom->key) != done.end()) continue;
-    done.push_back(atom->key);
-    // 1. The atom's range.
-    ir::IntInterval range = ir::ConstIntBound(atom->atom, ranges);
-    if (!range.has_lower() || !range.has_upper() || range.max - range.min > 1 << 16) continue;
-    // 2. The failing values.
+  struct AtomValues {
+    const TileAnalysis::SingleAtom* atom;
     std::vector<int64_t> failing;
-    for (int64_t v = range.min; v <= range.max; ++v) {
-      bool fails = false;
-      for (const auto& other : analysis.single_atoms()) {
-        fails =
-            fails || (other && other->key == atom->key && other->coeff * v + other->constant < 0);
-      }
-      if (fails) failing.push_back(v);
+    double passing_share = 1;  // of the atom's values (1 when its range is unknown)
+  };
+  const std::vector<Expr>& conditions = analysis.tile_conditions();
+  const auto& single_atoms = analysis.single_atoms();
+  ir::VarRanges ranges = {{tile->loop_var.get(), {0, tile->extent - 1}}};
+  // 1. Ranges and failing values.
+  std::vector<AtomValues> atoms;
+  for (const auto& atom : single_atoms) {
+    if (!atom || std::any_of(atoms.begin(), atoms.end(),
+                             [&](const AtomValues& a) { return a.atom->key == atom->key; })) {
+      continue;
     }
-    if (failing.empty() ||
-        static_cast<int64_t>(versions.size() + failing.size()) > kMaxEdgeVersions) {
+    AtomValues values{&*atom, {}, 1.0};
+    ir::IntInterval range = ir::ConstIntBound(atom->atom, ranges);
+    if (range.has_lower() && range.has_upper() && range.max - range.min <= 1 << 16) {
+      for (int64_t v = range.min; v <= range.max; ++v) {
+        bool fails = false;
+        for (const auto& other : single_atoms) {
+          fails =
+              fails || (other && other->key == atom->key && other->coeff * v + other->constant < 0);
+        }
+        if (fails) values.failing.push_back(v);
+      }
+      auto count = static_cast<double>(range.max - range.min + 1);
+      values.passing_share = 1 - static_cast<double>(values.failing.size()) / count;
+    }
+    atoms.push_back(std::move(values));
+  }
+  // 2. The order.
+  auto share = [&](const AtomValues& pinned) {
+    double taken = 1 - pinned.passing_share;
+    for (const AtomValues& other : atoms) {
+      if (&other != &pinned) taken *= other.passing_share;
+    }
+    return taken;
+  };
+  std::vector<const AtomValues*> order;
+  for (const AtomValues& a : atoms) order.push_back(&a);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const AtomValues* a, const AtomValues* b) { return share(*a) > share(*b); });
+  std::vector<std::pair<Expr, Stmt>> versions;
+  for (const AtomValues* candidate : order) {
+    const AtomValues& pinned = *candidate;
+    if (pinned.failing.empty() || share(pinned) <= 0 ||
+        static_cast<int64_t>(versions.size() + pinned.failing.size()) > kMaxEdgeVersions) {
       continue;
     }
     // 3. The versions.
     Expr others;
     for (size_t d = 0; d < conditions.size(); ++d) {
-      const auto& other = analysis.single_atoms()[d];
-      if (other && other->key == atom->key) continue;
+      if (single_atoms[d] && single_atoms[d]->key == pinned.atom->key) continue;
       others = others.defined() ? (others && conditions[d]) : conditions[d];
     }
-    for (int64_t v : failing) {
-      Expr guard = atom->atom == ir::IntImm(v);
+    for (int64_t v : pinned.failing) {
+      Expr guard = pinned.atom->atom == ir::IntImm(v);
       if (others.defined()) guard = guard && others;
-      versions.emplace_back(guard, PinChecks(analysis, atom->key, v).VisitStmt(body));
+      versions.emplace_back(guard, PinChecks(analysis, pinned.atom->key, v).VisitStmt(body));
     }
   }
   return versions;

@@ -63,12 +63,13 @@ TEST(VersionInteriorTiles, DepthwisePadChecksAreDroppedInInteriorTiles) {
 
   KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
   std::string after = ir::PrintKernel(versioned);
-  // Six versions of the tile: the interior without checks; four edge versions (the first and
-  // last row, the first and last column tile), each with the checks on its own atom only,
-  // pinned; the corners with every check.
-  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 5) << after;
-  EXPECT_EQ(Count(after, "select("), 5 * Count(before, "select(")) << after;
-  EXPECT_EQ(Count(after, "block conv2d("), 6 * Count(before, "block conv2d(")) << after;
+  // Four versions of the tile: the interior without checks; two edge versions (column tiles 0
+  // and 1 of 12 pixels, both on an edge of the 24-wide map) with the column checks only,
+  // pinned; the rest with every check. The first and last rows get no versions of their own:
+  // every tile of theirs is a corner.
+  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 3) << after;
+  EXPECT_EQ(Count(after, "select("), 3 * Count(before, "select(")) << after;
+  EXPECT_EQ(Count(after, "block conv2d("), 4 * Count(before, "block conv2d(")) << after;
   // The interpreter runs the versioned kernel as it ran the original; the compiled kernel
   // (CompileKernels versions it) matches the interpreter.
   ExpectMatchesReference(scheduled);
@@ -84,15 +85,21 @@ TEST(VersionInteriorTiles, OneThreadKernelsVersionTheirOutermostLoop) {
   ASSERT_GT(Count(before, "select("), 0u) << before;
   KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
   std::string after = ir::PrintKernel(versioned);
-  EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 5) << after;
-  EXPECT_EQ(Count(after, "block conv2d("), 6 * Count(before, "block conv2d(")) << after;
+  EXPECT_GE(Count(after, " if "), Count(before, " if ") + 1) << after;
+  EXPECT_EQ(Count(after, "block conv2d("),
+            (Count(after, " if ") - Count(before, " if ") + 1) * Count(before, "block conv2d("))
+      << after;
   ExpectMatchesReference(scheduled);
   ExpectMatchesReference(versioned);
 }
 
 TEST(VersionInteriorTiles, StridedAndWideKernelsMatchTheReference) {
-  for (auto [size, kernel_size, stride] :
-       {std::tuple<int64_t, int64_t, int64_t>{17, 5, 2}, {14, 5, 1}, {7, 3, 2}, {3, 3, 1}}) {
+  for (auto [size, kernel_size, stride] : {std::tuple<int64_t, int64_t, int64_t>{17, 5, 2},
+                                           {14, 5, 1},
+                                           {7, 3, 2},
+                                           {3, 3, 1},
+                                           {40, 3, 1},
+                                           {28, 5, 1}}) {
     SCOPED_TRACE(::testing::Message()
                  << size << "x" << size << " k" << kernel_size << " s" << stride);
     KernelFunction scheduled = ScheduledDepthwise(size, kernel_size, stride, 24);
