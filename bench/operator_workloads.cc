@@ -217,6 +217,25 @@ Workload ConvolutionWorkload(const std::string& name, const Convolution& c, Oned
 // A depthwise conv2d in channels-last layouts, as a network converted to NHWC runs it: data
 // [1, H, W, C], weights HWIO [K, K, 1, C]; oneDNN reads and writes the same NHWC memory (no
 // reorder), its weights reordered once at setup.
+// oneDNN's program for a convolution over channels-last activations: the weights (logical dims
+// `weight_dims`) reordered once, at setup, into the layout its implementation chose.
+OnednnProgram NhwcConvolutionProgram(const memory& user_src, const memory& user_weight,
+                                     const memory& user_dst, const memory::dims& weight_dims,
+                                     int64_t stride, int64_t padding, OnednnContext& context) {
+  memory::desc weight_any(weight_dims, memory::data_type::f32, Tag::any);
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, user_src.get_desc(),
+      weight_any, user_dst.get_desc(), {stride, stride}, {padding, padding}, {padding, padding});
+  dnnl::convolution_forward::primitive_desc descriptor(desc, context.engine);
+  OnednnProgram program("NHWC activations");
+  memory packed_weight = ReorderNow(user_weight, descriptor.weights_desc(), context);
+  program.Add(
+      dnnl::convolution_forward(descriptor),
+      {{DNNL_ARG_SRC, user_src}, {DNNL_ARG_WEIGHTS, packed_weight}, {DNNL_ARG_DST, user_dst}},
+      std::string("conv:") + descriptor.impl_info_str());
+  return program;
+}
+
 Workload ChannelsLastDepthwiseWorkload(const std::string& name, int64_t channels, int64_t size,
                                        int64_t kernel, int64_t stride, OnednnContext& context,
                                        uint64_t seed) {
@@ -247,18 +266,8 @@ Workload ChannelsLastDepthwiseWorkload(const std::string& name, int64_t channels
   memory::dims weight_dims = {channels, 1, 1, kernel, kernel};
   memory user_weight = WrapTensor(workload.inputs[1], weight_dims,
                                   {1, channels, channels, kernel * channels, channels}, context);
-  memory::desc weight_any(weight_dims, memory::data_type::f32, Tag::any);
-  dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, user_src.get_desc(),
-      weight_any, user_dst.get_desc(), {stride, stride}, {padding, padding}, {padding, padding});
-  dnnl::convolution_forward::primitive_desc descriptor(desc, context.engine);
-  OnednnProgram program("NHWC activations");
-  memory packed_weight = ReorderNow(user_weight, descriptor.weights_desc(), context);
-  program.Add(
-      dnnl::convolution_forward(descriptor),
-      {{DNNL_ARG_SRC, user_src}, {DNNL_ARG_WEIGHTS, packed_weight}, {DNNL_ARG_DST, user_dst}},
-      std::string("conv:") + descriptor.impl_info_str());
-  workload.onednn_programs.push_back(std::move(program));
+  workload.onednn_programs.push_back(NhwcConvolutionProgram(user_src, user_weight, user_dst,
+                                                            weight_dims, stride, padding, context));
   return workload;
 }
 
@@ -290,18 +299,8 @@ Workload ChannelsLastPointwiseWorkload(const std::string& name, int64_t in_chann
       WrapTensor(workload.onednn_output, {1, out_channels, size, size}, Tag::acdb, context);
   memory user_weight =
       WrapTensor(workload.keep_alive[0], {out_channels, in_channels, 1, 1}, Tag::cdba, context);
-  memory::desc weight_any({out_channels, in_channels, 1, 1}, memory::data_type::f32, Tag::any);
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                       dnnl::algorithm::convolution_direct, user_src.get_desc(),
-                                       weight_any, user_dst.get_desc(), {1, 1}, {0, 0}, {0, 0});
-  dnnl::convolution_forward::primitive_desc descriptor(desc, context.engine);
-  OnednnProgram program("NHWC activations");
-  memory packed_weight = ReorderNow(user_weight, descriptor.weights_desc(), context);
-  program.Add(
-      dnnl::convolution_forward(descriptor),
-      {{DNNL_ARG_SRC, user_src}, {DNNL_ARG_WEIGHTS, packed_weight}, {DNNL_ARG_DST, user_dst}},
-      std::string("conv:") + descriptor.impl_info_str());
-  workload.onednn_programs.push_back(std::move(program));
+  workload.onednn_programs.push_back(NhwcConvolutionProgram(
+      user_src, user_weight, user_dst, {out_channels, in_channels, 1, 1}, 1, 0, context));
   return workload;
 }
 

@@ -46,6 +46,16 @@ const std::map<std::string, size_t>& IntrinsicArity() {
   return arity;
 }
 
+// i32 with the shape of `type` (a scalar or a vector of as many lanes): the integer view of f32
+// values for building exponent fields and testing sign bits.
+llvm::Type* Int32Like(llvm::Type* type) {
+  llvm::Type* i32 = llvm::Type::getInt32Ty(type->getContext());
+  if (auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(type)) {
+    return llvm::FixedVectorType::get(i32, vector->getNumElements());
+  }
+  return i32;
+}
+
 }  // namespace
 
 CgValue KernelCodegen::EvalCall(const Expr& e) {
@@ -141,11 +151,7 @@ llvm::Value* KernelCodegen::Polynomial(llvm::Value* x, const std::vector<double>
 llvm::Value* KernelCodegen::ExpF32(llvm::Value* x) {
   auto& B = builder_;
   llvm::Type* type = x->getType();
-  llvm::Type* int_type =
-      type->isVectorTy()
-          ? llvm::FixedVectorType::get(B.getInt32Ty(),
-                                       llvm::cast<llvm::FixedVectorType>(type)->getNumElements())
-          : static_cast<llvm::Type*>(B.getInt32Ty());
+  llvm::Type* int_type = Int32Like(type);
   // Beyond these bounds the result is inf or rounds to 0.
   llvm::Value* clamped =
       B.CreateMaxNum(B.CreateMinNum(x, FloatConst(type, 89.0)), FloatConst(type, -105.0));
@@ -182,11 +188,7 @@ llvm::Value* KernelCodegen::ExpF32(llvm::Value* x) {
 llvm::Value* KernelCodegen::SigmoidF32(llvm::Value* x) {
   auto& B = builder_;
   llvm::Type* type = x->getType();
-  llvm::Type* int_type =
-      type->isVectorTy()
-          ? llvm::FixedVectorType::get(B.getInt32Ty(),
-                                       llvm::cast<llvm::FixedVectorType>(type)->getNumElements())
-          : static_cast<llvm::Type*>(B.getInt32Ty());
+  llvm::Type* int_type = Int32Like(type);
   // 1. The magnitude, clamped; a NaN fails the comparison and stays.
   llvm::Value* magnitude = B.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value* limit = FloatConst(type, 88.0);
