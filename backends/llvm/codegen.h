@@ -73,7 +73,7 @@ namespace tandem::backends {
 // records are keyed by it, and records of another version are kept but never served.
 // tests/backends/llvm/codegen_version_test.cc fails when the emitted code of a pinned set of
 // kernels changes while this stays the same.
-inline constexpr int kCodegenVersion = 7;
+inline constexpr int kCodegenVersion = 8;
 
 struct CodegenOptions {
   // LLVM CPU name: "host" (the CPU this process runs on, with its features), or e.g. "znver4",
@@ -196,11 +196,13 @@ ir::KernelFunction RelaxLocalPredicates(const ir::KernelFunction& kernel);
 // loop) in several versions (version_interior_tiles.cc): selects that guard a load (an inlined
 // pad's bounds checks), whose conditions are comparisons linear in the loops inside the body,
 // are dropped in a copy that runs where a condition on the tile's position proves that they
-// all hold throughout the tile. Up to four edge versions follow: where the checks that can fail
-// depend on one position atom at one value (the first or last row or column tile), a copy with
-// that atom pinned to the value and the other checks dropped. Elsewhere (corners) the body runs
-// as it was. The result is unchanged. CompileKernels applies it to every kernel; public for
-// tests and debugging.
+// all hold throughout the tile (a check no position decides, on the tile's own loops alone,
+// stays in every copy: LLVM folds it in each unrolled copy). Edge versions follow: where the
+// checks that can fail depend on one position atom at one value (the first or last row or
+// column tile), a copy with that atom pinned to the value and the other checks dropped; then,
+// for corners, copies with the atom that fails most often pinned and the other checks kept,
+// and a last copy where that atom's checks all hold. The result is unchanged. CompileKernels
+// applies it to every kernel; public for tests and debugging.
 ir::KernelFunction VersionInteriorTiles(const ir::KernelFunction& kernel);
 
 }  // namespace tandem::backends

@@ -586,19 +586,93 @@ llvm::Value* KernelCodegen::BufferPointer(const ir::Buffer& buffer) {
   return it->second;
 }
 
+bool KernelCodegen::AddToIndexSum(const Expr& e, int64_t scale, IndexSum* sum) {
+  if (e->dtype == DataType::kInt64) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: {
+        int64_t scaled = 0;
+        return !__builtin_mul_overflow(e->int_value, scale, &scaled) &&
+               !__builtin_add_overflow(sum->constant, scaled, &sum->constant);
+      }
+      case ExprKind::kVar: {
+        auto unrolled = unrolled_values_.find(e.get());
+        if (unrolled != unrolled_values_.end()) return AddToIndexSum(unrolled->second, scale, sum);
+        auto bound = iterator_bindings_.find(e.get());
+        if (bound != iterator_bindings_.end()) return AddToIndexSum(bound->second, scale, sum);
+        break;
+      }
+      case ExprKind::kAdd:
+      case ExprKind::kSub:
+        if (e->operands.size() != 2) break;
+        return AddToIndexSum(e->operands[0], scale, sum) &&
+               AddToIndexSum(e->operands[1], e->kind == ExprKind::kAdd ? scale : -scale, sum);
+      case ExprKind::kMul:
+        if (e->operands.size() != 2) break;
+        for (int k = 0; k < 2; ++k) {
+          if (e->operands[k]->kind != ExprKind::kIntImm) continue;
+          int64_t product = 0;
+          if (__builtin_mul_overflow(e->operands[k]->int_value, scale, &product)) return false;
+          return AddToIndexSum(e->operands[1 - k], product, sum);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  for (auto& [term, coefficient] : sum->terms) {
+    if (term.get() == e.get()) {
+      return !__builtin_add_overflow(coefficient, scale, &coefficient);
+    }
+  }
+  sum->terms.emplace_back(e, scale);
+  return true;
+}
+
 CgValue KernelCodegen::FlatOffset(const ir::Buffer& buffer, const std::vector<Expr>& indices) {
   if (indices.size() != buffer->shape.size()) {
     throw Error(fmt::format("access to buffer '{}' (rank {}) with {} indices", buffer->name,
                             buffer->shape.size(), indices.size()));
   }
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (ir::IsFloat(indices[k]->dtype)) {
+      throw Error(fmt::format("index {} of buffer '{}' is a {} expression", k, buffer->name,
+                              ir::ToString(indices[k]->dtype)));
+    }
+  }
+  // 1. The flat index sum(index_k * stride_k) as one sum over the loop variables and opaque
+  //    terms, looking through block iterators and the counters of replicated loops: accesses
+  //    of different unrolled copies, or of neighbouring elements, then differ only in the
+  //    constant, which is added last so that LLVM shares the rest and folds the constant
+  //    into the address.
+  std::vector<int64_t> strides(indices.size(), 1);
+  bool linear = true;
+  for (size_t k = indices.size(); k-- > 1 && linear;) {
+    linear = !__builtin_mul_overflow(strides[k], buffer->shape[k], &strides[k - 1]);
+  }
+  IndexSum sum;
+  for (size_t k = 0; k < indices.size() && linear; ++k) {
+    linear = AddToIndexSum(indices[k], strides[k], &sum);
+  }
+  if (linear) {
+    // 2. The terms in order of first appearance (outer indices first), then the constant.
+    std::optional<CgValue> offset;
+    for (const auto& [term, coefficient] : sum.terms) {
+      if (coefficient == 0) continue;
+      CgValue value = Cast(Eval(term), DataType::kInt64);
+      if (coefficient != 1) {
+        value = Binary(ExprKind::kMul, value,
+                       Uniform(builder_.getInt64(coefficient), DataType::kInt64));
+      }
+      offset = offset ? Binary(ExprKind::kAdd, *offset, value) : value;
+    }
+    CgValue constant = Uniform(builder_.getInt64(sum.constant), DataType::kInt64);
+    if (!offset) return constant;
+    return sum.constant == 0 ? *offset : Binary(ExprKind::kAdd, *offset, constant);
+  }
+  // 3. Coefficients that overflow i64: the index in Horner form.
   CgValue offset = Uniform(builder_.getInt64(0), DataType::kInt64);
   for (size_t k = 0; k < indices.size(); ++k) {
-    CgValue index = Eval(indices[k]);
-    if (ir::IsFloat(index.dtype)) {
-      throw Error(fmt::format("index {} of buffer '{}' is a {} expression", k, buffer->name,
-                              ir::ToString(index.dtype)));
-    }
-    index = Cast(index, DataType::kInt64);
+    CgValue index = Cast(Eval(indices[k]), DataType::kInt64);
     if (k == 0) {
       offset = index;
     } else {

@@ -136,6 +136,13 @@ class PendingBlock {
   llvm::Function* function_;
 };
 
+// A flat i64 index as sum(coefficient * term) + constant; terms in order of first appearance,
+// each term an expression other than i64 +, - or multiplication by a constant.
+struct IndexSum {
+  std::vector<std::pair<ir::Expr, int64_t>> terms;
+  int64_t constant = 0;
+};
+
 class KernelCodegen {
  public:
   // `gpu`: null for a CPU kernel; for a GPU kernel, the launch it is generated for (it must
@@ -180,6 +187,9 @@ class KernelCodegen {
   CgValue ToBool(const CgValue& v);
   // Flat element offset of buffer[indices] (i64).
   CgValue FlatOffset(const ir::Buffer& buffer, const std::vector<ir::Expr>& indices);
+  // sum += scale * e, looking through i64 +, - and multiplication by a constant, block
+  // iterators (iterator_bindings_) and the counters of replicated loops; false on overflow.
+  bool AddToIndexSum(const ir::Expr& e, int64_t scale, IndexSum* sum);
   llvm::Value* BufferPointer(const ir::Buffer& buffer);
   CgValue LoadElements(const ir::Buffer& buffer, const CgValue& offset);
   // `arm` evaluated with its loads guarded by the i1 `wanted` (see load_guard_).
@@ -270,12 +280,14 @@ class KernelCodegen {
   // select on a uniform condition, evaluated without a branch): they then read a valid element
   // instead of their own. Null when every load is wanted.
   llvm::Value* load_guard_ = nullptr;
-  bool in_parallel_ = false;     // emitting an outlined parallel body
+  bool in_parallel_ = false;  // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
   int thread_loop_depth_ = 0;   // GPU: threadIdx-bound loops around the code being emitted
   int64_t shared_bytes_ = 0;    // GPU: shared memory the kernel's "shared" buffers take
   ir::VarMap unrolled_values_;  // the loop variables of the copy being emitted
+  // The i64 iterators of the blocks being emitted and the expressions they are bound to.
+  ir::VarMap iterator_bindings_;
   // Widest vector of buffer elements loaded or stored (bits); functions created so far.
   int64_t max_vector_bits_ = 0;
   std::vector<llvm::Function*> functions_;

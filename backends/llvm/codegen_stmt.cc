@@ -467,9 +467,15 @@ void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
       predicate,
       [&] {
         std::vector<std::unique_ptr<VarScope>> bindings;
+        std::vector<std::unique_ptr<ScopedEntry<ir::VarMap>>> symbolic;
         for (size_t k = 0; k < values.size(); ++k) {
-          bindings.push_back(
-              std::make_unique<VarScope>(vars_, block->iter_vars[k].var.get(), values[k]));
+          const ir::Var& var = block->iter_vars[k].var;
+          bindings.push_back(std::make_unique<VarScope>(vars_, var.get(), values[k]));
+          if (var->dtype == DataType::kInt64 &&
+              realize->iter_values[k]->dtype == DataType::kInt64) {
+            symbolic.push_back(std::make_unique<ScopedEntry<ir::VarMap>>(
+                iterator_bindings_, var.get(), realize->iter_values[k]));
+          }
         }
         std::vector<std::unique_ptr<BufferScope>> allocations;
         std::vector<llvm::Value*> heap;

@@ -11,8 +11,13 @@
 // Tiles on an edge of the map get versions of their own (edge versions): where the checks that
 // fail depend on one position atom (the w-tile index of a fused loop) at one of a few values,
 // that atom is pinned to the value, so each check becomes a constant per unrolled copy that
-// LLVM folds, and the checks on the other atoms, which hold there, are dropped. Only corners
-// run the fully checked body.
+// LLVM folds, and the checks on the other atoms, which hold there, are dropped. Corners get
+// the atom that fails most often pinned with the other checks kept (a check on a row, the same
+// for every column of the tile, costs little at run time; one on a column, different for each
+// unrolled copy, costs a lot), and after them a copy where that atom's checks all hold.
+//
+// A check that depends on the tile's own loops alone (the column check of a map one tile
+// spans) is not decided by any position: it stays in every version.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -47,8 +52,13 @@ class TileAnalysis {
   //      a tile loop variable, or a select with such a conjunct, is left alone.
   explicit TileAnalysis(const Stmt& body) { Walk(body, {}); }
 
+  // The condition index of a conjunct that holds everywhere, and of one that no tile position
+  // decides (it fails somewhere in every tile: a check on the tile's own loops alone, such as
+  // the column check of a map that one tile spans, which each unrolled copy makes a constant).
+  static constexpr int kAlways = -1;
+  static constexpr int kPerElement = -2;
   // One conjunct of a checked select: `difference >= 0`, which holds throughout the tile when
-  // tile condition `condition` does (-1: always).
+  // tile condition `condition` does (or kAlways, kPerElement).
   struct Conjunct {
     ir::canonical::Sum difference;
     int condition = -1;
@@ -167,10 +177,10 @@ class TileAnalysis {
     return condition;
   }
 
-  // The index of the tile condition (-1 when it always holds).
+  // The index of the tile condition, or kAlways, kPerElement when it is a constant.
   int AddCondition(Expr condition) {
     int64_t value = 0;
-    if (ir::AsConstInt(condition, &value) && value != 0) return -1;  // always true
+    if (ir::AsConstInt(condition, &value)) return value != 0 ? kAlways : kPerElement;
     std::string text = ir::PrintExpr(condition);
     auto [it, added] = seen_.emplace(text, static_cast<int>(tile_conditions_.size()));
     if (added) {
@@ -189,47 +199,75 @@ class TileAnalysis {
   std::map<std::string, std::optional<SingleAtom>> single_atom_of_;  // by condition text
 };
 
-// The tile body with the given selects replaced by their true arms.
+// `difference >= 0` as a simplified condition.
+Expr NonNegative(const ir::canonical::Sum& difference) {
+  return ir::Simplify(ir::canonical::FromSum(difference) >= ir::IntImm(0));
+}
+
+// The tile body where every tile condition holds: each checked select keeps only its
+// conjuncts that no tile position decides, and is its true arm when none are left.
 class DropChecks : public ir::StmtMutator {
  public:
-  explicit DropChecks(const std::unordered_set<const ir::ExprNode*>& selects) : selects_(selects) {}
-
-  Expr VisitExpr(const Expr& e) override {
-    if (selects_.count(e.get())) return VisitExpr(e->operands[1]);
-    return VisitChildren(e);
-  }
-
- private:
-  const std::unordered_set<const ir::ExprNode*>& selects_;
-};
-
-// The tile body of an edge version: position atom `key` is `value` and every tile condition
-// not on that atom holds. Each checked select keeps only its conjuncts on the atom, rewritten
-// with the atom's value (their other terms are the tile's unrolled loop variables, so each
-// copy's check is a constant for LLVM); a select left with none is its load.
-class PinChecks : public ir::StmtMutator {
- public:
-  PinChecks(const TileAnalysis& analysis, const std::string& key, int64_t value)
-      : analysis_(analysis), key_(key), value_(value) {}
+  explicit DropChecks(const TileAnalysis& analysis) : analysis_(analysis) {}
 
   Expr VisitExpr(const Expr& e) override {
     if (!analysis_.selects().count(e.get())) return VisitChildren(e);
     Expr kept;
     for (const TileAnalysis::Conjunct& conjunct : analysis_.conjuncts(e.get())) {
-      if (conjunct.condition < 0) continue;
-      const auto& atom = analysis_.single_atoms()[static_cast<size_t>(conjunct.condition)];
-      if (!atom || atom->key != key_) continue;  // holds in this version
-      ir::canonical::Sum pinned;
-      pinned.dtype = conjunct.difference.dtype;
-      pinned.constant = conjunct.difference.constant;
-      for (const ir::canonical::Term& term : conjunct.difference.terms) {
-        if (term.atoms.size() == 1 && ir::PrintExpr(term.atoms[0]) == key_) {
-          pinned.constant += term.coeff * value_;
+      if (conjunct.condition != TileAnalysis::kPerElement) continue;
+      Expr check = NonNegative(conjunct.difference);
+      kept = kept.defined() ? (kept && check) : check;
+    }
+    Expr load = VisitExpr(e->operands[1]);
+    if (!kept.defined()) return load;
+    return ir::Select(kept, load, VisitExpr(e->operands[2]));
+  }
+
+ private:
+  const TileAnalysis& analysis_;
+};
+
+// The tile body of an edge version of position atom `key`. With a `value`, the atom is that
+// value: each checked select keeps its conjuncts on the atom, rewritten with the value (their
+// other terms are the tile's unrolled loop variables, so each copy's check is a constant for
+// LLVM). Without one, every condition on the atom holds and its conjuncts go. The conjuncts on
+// other atoms go too when `others_hold`, else they stay as they are; those no position decides
+// always stay. A select left with no conjunct is its load.
+class PinChecks : public ir::StmtMutator {
+ public:
+  PinChecks(const TileAnalysis& analysis, const std::string& key, std::optional<int64_t> value,
+            bool others_hold)
+      : analysis_(analysis), key_(key), value_(value), others_hold_(others_hold) {}
+
+  Expr VisitExpr(const Expr& e) override {
+    if (!analysis_.selects().count(e.get())) return VisitChildren(e);
+    Expr kept;
+    for (const TileAnalysis::Conjunct& conjunct : analysis_.conjuncts(e.get())) {
+      if (conjunct.condition == TileAnalysis::kAlways) continue;
+      Expr check;
+      if (conjunct.condition == TileAnalysis::kPerElement) {
+        check = NonNegative(conjunct.difference);
+      } else {
+        const auto& atom = analysis_.single_atoms()[static_cast<size_t>(conjunct.condition)];
+        if (!atom || atom->key != key_) {
+          if (others_hold_) continue;
+          check = NonNegative(conjunct.difference);
+        } else if (!value_) {
+          continue;
         } else {
-          ir::canonical::AddTerm(&pinned, term.coeff, term.atoms);
+          ir::canonical::Sum pinned;
+          pinned.dtype = conjunct.difference.dtype;
+          pinned.constant = conjunct.difference.constant;
+          for (const ir::canonical::Term& term : conjunct.difference.terms) {
+            if (term.atoms.size() == 1 && ir::PrintExpr(term.atoms[0]) == key_) {
+              pinned.constant += term.coeff * *value_;
+            } else {
+              ir::canonical::AddTerm(&pinned, term.coeff, term.atoms);
+            }
+          }
+          check = NonNegative(pinned);
         }
       }
-      Expr check = ir::Simplify(ir::canonical::FromSum(pinned) >= ir::IntImm(0));
       kept = kept.defined() ? (kept && check) : check;
     }
     Expr load = VisitExpr(e->operands[1]);
@@ -240,13 +278,22 @@ class PinChecks : public ir::StmtMutator {
  private:
   const TileAnalysis& analysis_;
   std::string key_;
-  int64_t value_;
+  std::optional<int64_t> value_;
+  bool others_hold_;
 };
 
-// Most edge versions one tile body gets.
+// Most versions per position atom of each kind (pinned with the other conditions holding,
+// pinned with the other checks kept).
 constexpr int64_t kMaxEdgeVersions = 4;
 
-// The edge versions of a tile: (guard, body) pairs, tried in order after the interior. Steps:
+// The versions of a tile after the interior, tried in order: (guard, body) pairs, the last one
+// possibly without a guard (it then replaces the fully checked body).
+struct EdgeVersionList {
+  std::vector<std::pair<Expr, Stmt>> versions;
+  bool interior_reachable = true;  // false when some atom fails on every tile
+};
+
+// The edge versions of a tile. Steps:
 //   1. per position atom of the single-atom tile conditions: its range (from the tile loop's)
 //      and the values at which one of its conditions fails;
 //   2. the atoms by the share of tiles their versions would take (their failing values' share
@@ -254,9 +301,12 @@ constexpr int64_t kMaxEdgeVersions = 4;
 //      fit kMaxEdgeVersions and some tile would take them (none would where another atom never
 //      passes: a 5x5 window on a 14-wide map whose column tiles all touch the border);
 //   3. per failing value: the guard `atom == value && every other condition`, the body
-//      PinChecks.
-std::vector<std::pair<Expr, Stmt>> EdgeVersions(const TileAnalysis& analysis,
-                                                const ir::ForNode* tile, const Stmt& body) {
+//      PinChecks with the other conditions holding;
+//   4. corners: for the atom that fails on the most tiles, per failing value the guard
+//      `atom == value` and the body pinned with the other checks kept; after them every
+//      condition on that atom holds, so the checked body drops its conjuncts.
+EdgeVersionList EdgeVersions(const TileAnalysis& analysis, const ir::ForNode* tile,
+                             const Stmt& body) {
   struct AtomValues {
     const TileAnalysis::SingleAtom* atom;
     std::vector<int64_t> failing;
@@ -300,7 +350,11 @@ std::vector<std::pair<Expr, Stmt>> EdgeVersions(const TileAnalysis& analysis,
   for (const AtomValues& a : atoms) order.push_back(&a);
   std::stable_sort(order.begin(), order.end(),
                    [&](const AtomValues* a, const AtomValues* b) { return share(*a) > share(*b); });
-  std::vector<std::pair<Expr, Stmt>> versions;
+  EdgeVersionList list;
+  std::vector<std::pair<Expr, Stmt>>& versions = list.versions;
+  for (const AtomValues& a : atoms) {
+    if (a.passing_share <= 0) list.interior_reachable = false;
+  }
   for (const AtomValues* candidate : order) {
     const AtomValues& pinned = *candidate;
     if (pinned.failing.empty() || share(pinned) <= 0 ||
@@ -316,10 +370,34 @@ std::vector<std::pair<Expr, Stmt>> EdgeVersions(const TileAnalysis& analysis,
     for (int64_t v : pinned.failing) {
       Expr guard = pinned.atom->atom == ir::IntImm(v);
       if (others.defined()) guard = guard && others;
-      versions.emplace_back(guard, PinChecks(analysis, pinned.atom->key, v).VisitStmt(body));
+      versions.emplace_back(guard, PinChecks(analysis, pinned.atom->key, v, true).VisitStmt(body));
     }
   }
-  return versions;
+  // 4. Corners.
+  const AtomValues* corner = nullptr;
+  for (const AtomValues& a : atoms) {
+    if (!a.failing.empty() && static_cast<int64_t>(a.failing.size()) <= kMaxEdgeVersions &&
+        (!corner || a.passing_share < corner->passing_share)) {
+      corner = &a;
+    }
+  }
+  bool other_conditions = false;
+  for (const auto& atom : single_atoms) {
+    other_conditions = other_conditions || !atom || (corner && atom->key != corner->atom->key);
+  }
+  if (corner && other_conditions) {
+    for (int64_t v : corner->failing) {
+      versions.emplace_back(corner->atom->atom == ir::IntImm(v),
+                            PinChecks(analysis, corner->atom->key, v, false).VisitStmt(body));
+    }
+    if (corner->passing_share > 0) {
+      versions.emplace_back(
+          Expr(), PinChecks(analysis, corner->atom->key, std::nullopt, false).VisitStmt(body));
+    } else {
+      versions.back().first = Expr();  // every tile has one of the failing values
+    }
+  }
+  return list;
 }
 
 bool HasParallelLoop(const Stmt& s) {
@@ -346,7 +424,7 @@ class Versioner : public ir::StmtMutator {
     }
     TileAnalysis analysis(op->body);
     if (analysis.selects().empty()) return s;
-    Stmt interior = DropChecks(analysis.selects()).VisitStmt(op->body);
+    Stmt interior = DropChecks(analysis).VisitStmt(op->body);
     auto n = std::make_shared<ir::ForNode>(*op);
     n->body = interior;  // every check holds in every tile
     if (analysis.tile_conditions().empty()) return n;
@@ -356,11 +434,16 @@ class Versioner : public ir::StmtMutator {
     }
     // The edge versions, then the checked body.
     Stmt rest = op->body;
-    std::vector<std::pair<Expr, Stmt>> edges = EdgeVersions(analysis, op, op->body);
+    EdgeVersionList list = EdgeVersions(analysis, op, op->body);
+    std::vector<std::pair<Expr, Stmt>>& edges = list.versions;
+    if (!edges.empty() && !edges.back().first.defined()) {
+      rest = edges.back().second;
+      edges.pop_back();
+    }
     for (auto it = edges.rbegin(); it != edges.rend(); ++it) {
       rest = ir::MakeIfThenElse(it->first, it->second, rest);
     }
-    n->body = ir::MakeIfThenElse(all, interior, rest);
+    n->body = list.interior_reachable ? ir::MakeIfThenElse(all, interior, rest) : rest;
     return n;
   }
 

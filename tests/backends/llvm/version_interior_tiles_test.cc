@@ -63,12 +63,12 @@ TEST(VersionInteriorTiles, DepthwisePadChecksAreDroppedInInteriorTiles) {
 
   KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
   std::string after = ir::PrintKernel(versioned);
-  // Four versions of the tile: the interior without checks; two edge versions (column tiles 0
-  // and 1 of 12 pixels, both on an edge of the 24-wide map) with the column checks only,
-  // pinned; the rest with every check. The first and last rows get no versions of their own:
-  // every tile of theirs is a corner.
+  // Four versions of the tile. Both column tiles (12 pixels each) touch an edge of the 24-wide
+  // map, so no tile is interior and that version is left out. Each column tile gets one version
+  // with its column checks pinned where the rows hold, and one (the corners) that keeps the row
+  // checks; the last of these needs no guard. Every version keeps a select: its column checks.
   EXPECT_EQ(Count(after, " if "), Count(before, " if ") + 3) << after;
-  EXPECT_EQ(Count(after, "select("), 3 * Count(before, "select(")) << after;
+  EXPECT_EQ(Count(after, "select("), 4 * Count(before, "select(")) << after;
   EXPECT_EQ(Count(after, "block conv2d("), 4 * Count(before, "block conv2d(")) << after;
   // The interpreter runs the versioned kernel as it ran the original; the compiled kernel
   // (CompileKernels versions it) matches the interpreter.
@@ -106,6 +106,47 @@ TEST(VersionInteriorTiles, StridedAndWideKernelsMatchTheReference) {
     ExpectMatchesReference(scheduled);
     ExpectMatchesReference(backends::VersionInteriorTiles(scheduled));
   }
+}
+
+// A 7x7 map that one column tile spans: the column checks depend on the tile's loops alone, so
+// no tile position decides them; they stay in every version (each unrolled copy makes them a
+// constant) while the rows still get an interior version and two edge versions.
+TEST(VersionInteriorTiles, ChecksNoTilePositionDecidesStayInEveryVersion) {
+  KernelFunction scheduled = ScheduledDepthwise(7, 3, 1, 64);
+  std::string before = ir::PrintKernel(scheduled);
+  ASSERT_EQ(Count(before, "block conv2d("), 1u) << before;
+  KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
+  std::string after = ir::PrintKernel(versioned);
+  EXPECT_EQ(Count(after, "block conv2d("), 4u) << after;
+  EXPECT_EQ(Count(after, "select("), 4u) << after;
+  // The interior version checks the columns only.
+  EXPECT_NE(after.find("select(%w_1 + %kw - 1 >= 0 && 7 - %w_1 - %kw >= 0,"), std::string::npos)
+      << after;
+  ExpectMatchesReference(versioned);
+}
+
+// A 5x5 window on a 28x28 map with 7-pixel column tiles: the first and last column tiles and
+// the first and last two rows are edges. After the interior and the two column-edge versions
+// (rows holding), the corners get the column tiles pinned with their row checks kept, and the
+// last version, where every column check holds, keeps only the row checks: no tile runs the
+// fully checked body.
+TEST(VersionInteriorTiles, CornersKeepTheOtherChecks) {
+  KernelFunction scheduled = ScheduledDepthwise(28, 5, 1, 24);
+  std::string before = ir::PrintKernel(scheduled);
+  ASSERT_EQ(Count(before, "block conv2d("), 1u) << before;
+  KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
+  std::string after = ir::PrintKernel(versioned);
+  EXPECT_EQ(Count(after, "block conv2d("), 6u) << after;
+  EXPECT_EQ(Count(after, " == 0 {"), 1u) << after;
+  EXPECT_EQ(Count(after, " == 3 {"), 1u) << after;
+  // The last version checks rows only.
+  std::string last = after.substr(after.rfind("} else {"));
+  size_t select = last.find("select(");
+  ASSERT_NE(select, std::string::npos) << last;
+  std::string condition = last.substr(select, last.find(", %data", select) - select);
+  EXPECT_NE(condition.find("%kh"), std::string::npos) << condition;
+  EXPECT_EQ(condition.find("%kw"), std::string::npos) << condition;
+  ExpectMatchesReference(versioned);
 }
 
 // A check that depends on a tile loop other than linearly (here floormod(i, 2)) cannot be
