@@ -108,14 +108,20 @@ TEST(VersionInteriorTiles, StridedAndWideKernelsMatchTheReference) {
   }
 }
 
+// ScheduledDepthwise with one conv2d block, versioned.
+KernelFunction VersionedDepthwise(int64_t size, int64_t kernel_size, int64_t stride,
+                                  int64_t channels) {
+  KernelFunction scheduled = ScheduledDepthwise(size, kernel_size, stride, channels);
+  std::string before = ir::PrintKernel(scheduled);
+  EXPECT_EQ(Count(before, "block conv2d("), 1u) << before;
+  return backends::VersionInteriorTiles(scheduled);
+}
+
 // A 7x7 map that one column tile spans: the column checks depend on the tile's loops alone, so
 // no tile position decides them; they stay in every version (each unrolled copy makes them a
 // constant) while the rows still get an interior version and two edge versions.
 TEST(VersionInteriorTiles, ChecksNoTilePositionDecidesStayInEveryVersion) {
-  KernelFunction scheduled = ScheduledDepthwise(7, 3, 1, 64);
-  std::string before = ir::PrintKernel(scheduled);
-  ASSERT_EQ(Count(before, "block conv2d("), 1u) << before;
-  KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
+  KernelFunction versioned = VersionedDepthwise(7, 3, 1, 64);
   std::string after = ir::PrintKernel(versioned);
   EXPECT_EQ(Count(after, "block conv2d("), 4u) << after;
   EXPECT_EQ(Count(after, "select("), 4u) << after;
@@ -131,10 +137,7 @@ TEST(VersionInteriorTiles, ChecksNoTilePositionDecidesStayInEveryVersion) {
 // last version, where every column check holds, keeps only the row checks: no tile runs the
 // fully checked body.
 TEST(VersionInteriorTiles, CornersKeepTheOtherChecks) {
-  KernelFunction scheduled = ScheduledDepthwise(28, 5, 1, 24);
-  std::string before = ir::PrintKernel(scheduled);
-  ASSERT_EQ(Count(before, "block conv2d("), 1u) << before;
-  KernelFunction versioned = backends::VersionInteriorTiles(scheduled);
+  KernelFunction versioned = VersionedDepthwise(28, 5, 1, 24);
   std::string after = ir::PrintKernel(versioned);
   EXPECT_EQ(Count(after, "block conv2d("), 6u) << after;
   EXPECT_EQ(Count(after, " == 0 {"), 1u) << after;
