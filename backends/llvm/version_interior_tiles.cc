@@ -19,6 +19,7 @@
 // A check that depends on the tile's own loops alone (the column check of a map one tile
 // spans) is not decided by any position: it stays in every version.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -204,19 +205,20 @@ Expr NonNegative(const ir::canonical::Sum& difference) {
   return ir::Simplify(ir::canonical::FromSum(difference) >= ir::IntImm(0));
 }
 
-// The tile body where every tile condition holds: each checked select keeps only its
-// conjuncts that no tile position decides, and is its true arm when none are left.
-class DropChecks : public ir::StmtMutator {
+// The tile body with each checked select's conjuncts rewritten by `rewrite`: the check to keep
+// for a conjunct, or nothing to drop it. A select left with no conjunct is its load.
+class RewriteChecks : public ir::StmtMutator {
  public:
-  explicit DropChecks(const TileAnalysis& analysis) : analysis_(analysis) {}
+  using Rewrite = std::function<std::optional<Expr>(const TileAnalysis::Conjunct&)>;
+  RewriteChecks(const TileAnalysis& analysis, Rewrite rewrite)
+      : analysis_(analysis), rewrite_(std::move(rewrite)) {}
 
   Expr VisitExpr(const Expr& e) override {
     if (!analysis_.selects().count(e.get())) return VisitChildren(e);
     Expr kept;
     for (const TileAnalysis::Conjunct& conjunct : analysis_.conjuncts(e.get())) {
-      if (conjunct.condition != TileAnalysis::kPerElement) continue;
-      Expr check = NonNegative(conjunct.difference);
-      kept = kept.defined() ? (kept && check) : check;
+      std::optional<Expr> check = rewrite_(conjunct);
+      if (check) kept = kept.defined() ? (kept && *check) : *check;
     }
     Expr load = VisitExpr(e->operands[1]);
     if (!kept.defined()) return load;
@@ -225,62 +227,50 @@ class DropChecks : public ir::StmtMutator {
 
  private:
   const TileAnalysis& analysis_;
+  Rewrite rewrite_;
 };
+
+// The tile body where every tile condition holds: only the checks no position decides stay.
+Stmt DropChecks(const TileAnalysis& analysis, const Stmt& body) {
+  return RewriteChecks(analysis,
+                       [](const TileAnalysis::Conjunct& conjunct) {
+                         return conjunct.condition == TileAnalysis::kPerElement
+                                    ? std::optional<Expr>(NonNegative(conjunct.difference))
+                                    : std::nullopt;
+                       })
+      .VisitStmt(body);
+}
 
 // The tile body of an edge version of position atom `key`. With a `value`, the atom is that
-// value: each checked select keeps its conjuncts on the atom, rewritten with the value (their
-// other terms are the tile's unrolled loop variables, so each copy's check is a constant for
-// LLVM). Without one, every condition on the atom holds and its conjuncts go. The conjuncts on
-// other atoms go too when `others_hold`, else they stay as they are; those no position decides
-// always stay. A select left with no conjunct is its load.
-class PinChecks : public ir::StmtMutator {
- public:
-  PinChecks(const TileAnalysis& analysis, const std::string& key, std::optional<int64_t> value,
-            bool others_hold)
-      : analysis_(analysis), key_(key), value_(value), others_hold_(others_hold) {}
-
-  Expr VisitExpr(const Expr& e) override {
-    if (!analysis_.selects().count(e.get())) return VisitChildren(e);
-    Expr kept;
-    for (const TileAnalysis::Conjunct& conjunct : analysis_.conjuncts(e.get())) {
-      if (conjunct.condition == TileAnalysis::kAlways) continue;
-      Expr check;
-      if (conjunct.condition == TileAnalysis::kPerElement) {
-        check = NonNegative(conjunct.difference);
-      } else {
-        const auto& atom = analysis_.single_atoms()[static_cast<size_t>(conjunct.condition)];
-        if (!atom || atom->key != key_) {
-          if (others_hold_) continue;
-          check = NonNegative(conjunct.difference);
-        } else if (!value_) {
-          continue;
-        } else {
-          ir::canonical::Sum pinned;
-          pinned.dtype = conjunct.difference.dtype;
-          pinned.constant = conjunct.difference.constant;
-          for (const ir::canonical::Term& term : conjunct.difference.terms) {
-            if (term.atoms.size() == 1 && ir::PrintExpr(term.atoms[0]) == key_) {
-              pinned.constant += term.coeff * *value_;
-            } else {
-              ir::canonical::AddTerm(&pinned, term.coeff, term.atoms);
-            }
-          }
-          check = NonNegative(pinned);
-        }
-      }
-      kept = kept.defined() ? (kept && check) : check;
+// value: its conjuncts are rewritten with the value (their other terms are the tile's unrolled
+// loop variables, so each copy's check is a constant for LLVM). Without one, every condition
+// on the atom holds and its conjuncts go. The conjuncts on other atoms go too when
+// `others_hold`, else they stay as they are; those no position decides always stay.
+Stmt PinChecks(const TileAnalysis& analysis, const std::string& key, std::optional<int64_t> value,
+               bool others_hold, const Stmt& body) {
+  auto rewrite = [&](const TileAnalysis::Conjunct& conjunct) -> std::optional<Expr> {
+    if (conjunct.condition == TileAnalysis::kAlways) return std::nullopt;
+    if (conjunct.condition == TileAnalysis::kPerElement) return NonNegative(conjunct.difference);
+    const auto& atom = analysis.single_atoms()[static_cast<size_t>(conjunct.condition)];
+    if (!atom || atom->key != key) {
+      if (others_hold) return std::nullopt;
+      return NonNegative(conjunct.difference);
     }
-    Expr load = VisitExpr(e->operands[1]);
-    if (!kept.defined()) return load;
-    return ir::Select(kept, load, VisitExpr(e->operands[2]));
-  }
-
- private:
-  const TileAnalysis& analysis_;
-  std::string key_;
-  std::optional<int64_t> value_;
-  bool others_hold_;
-};
+    if (!value) return std::nullopt;
+    ir::canonical::Sum pinned;
+    pinned.dtype = conjunct.difference.dtype;
+    pinned.constant = conjunct.difference.constant;
+    for (const ir::canonical::Term& term : conjunct.difference.terms) {
+      if (term.atoms.size() == 1 && ir::PrintExpr(term.atoms[0]) == key) {
+        pinned.constant += term.coeff * *value;
+      } else {
+        ir::canonical::AddTerm(&pinned, term.coeff, term.atoms);
+      }
+    }
+    return NonNegative(pinned);
+  };
+  return RewriteChecks(analysis, rewrite).VisitStmt(body);
+}
 
 // Most versions per position atom of each kind (pinned with the other conditions holding,
 // pinned with the other checks kept).
@@ -370,7 +360,7 @@ EdgeVersionList EdgeVersions(const TileAnalysis& analysis, const ir::ForNode* ti
     for (int64_t v : pinned.failing) {
       Expr guard = pinned.atom->atom == ir::IntImm(v);
       if (others.defined()) guard = guard && others;
-      versions.emplace_back(guard, PinChecks(analysis, pinned.atom->key, v, true).VisitStmt(body));
+      versions.emplace_back(guard, PinChecks(analysis, pinned.atom->key, v, true, body));
     }
   }
   // 4. Corners.
@@ -388,11 +378,11 @@ EdgeVersionList EdgeVersions(const TileAnalysis& analysis, const ir::ForNode* ti
   if (corner && other_conditions) {
     for (int64_t v : corner->failing) {
       versions.emplace_back(corner->atom->atom == ir::IntImm(v),
-                            PinChecks(analysis, corner->atom->key, v, false).VisitStmt(body));
+                            PinChecks(analysis, corner->atom->key, v, false, body));
     }
     if (corner->passing_share > 0) {
-      versions.emplace_back(
-          Expr(), PinChecks(analysis, corner->atom->key, std::nullopt, false).VisitStmt(body));
+      versions.emplace_back(Expr(),
+                            PinChecks(analysis, corner->atom->key, std::nullopt, false, body));
     } else {
       versions.back().first = Expr();  // every tile has one of the failing values
     }
@@ -424,7 +414,7 @@ class Versioner : public ir::StmtMutator {
     }
     TileAnalysis analysis(op->body);
     if (analysis.selects().empty()) return s;
-    Stmt interior = DropChecks(analysis).VisitStmt(op->body);
+    Stmt interior = DropChecks(analysis, op->body);
     auto n = std::make_shared<ir::ForNode>(*op);
     n->body = interior;  // every check holds in every tile
     if (analysis.tile_conditions().empty()) return n;
