@@ -1,6 +1,7 @@
 // Rule 2 of the default schedules: register-tiled reductions (see PlanRegisterTile).
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <utility>
 
@@ -23,9 +24,21 @@ constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
 // the weights stay in registers (faster for MobileNetV2's stride-1 3x3 depthwise
 // convolutions; at stride 2 unrolling measured slower).
 constexpr int64_t kMaxUnrolledTaps = 25;
-// Matrix operands with rows of at least this many elements (a multiple of 4 KiB) are packed
-// into panels (see PackVectorOperands).
-constexpr int64_t kPackMinRow = 1024;
+// The cache geometry PanelOverflowsItsSets assumes: x86 L2 caches of the last decade index
+// 1024 or more sets of 64-byte lines with at least 8 ways.
+constexpr int64_t kCacheLineBytes = 64;
+constexpr int64_t kL2Sets = 1024;
+constexpr int64_t kL2Ways = 8;
+
+// Whether a register tile's column panel of a row-major operand (`rows` cache lines, one per
+// row, `row_bytes` apart) is evicted from L2 between the tiles that reuse it: rows a multiple of
+// a line apart fall into only kL2Sets / gcd(row_lines, kL2Sets) sets, which hold that many
+// times kL2Ways lines; the panel must fit in half of them (the other operands use the rest).
+bool PanelOverflowsItsSets(int64_t row_bytes, int64_t rows) {
+  if (row_bytes % kCacheLineBytes != 0) return false;  // lines straddle rows: sets spread
+  int64_t sets = kL2Sets / std::gcd(row_bytes / kCacheLineBytes, kL2Sets);
+  return rows > sets * kL2Ways / 2;
+}
 
 }  // namespace
 
@@ -169,9 +182,10 @@ void DefaultScheduler::OrderReductionLoops(const ir::Block& block, const AccessM
 }
 
 // Packs a matrix operand read as X[..., k, j] (j the vector axis, k a reduction iterator) whose
-// rows are long and a multiple of 4 KiB apart into panels X'[..., j / tile, k, j % tile]: a
-// register tile then streams one contiguous panel instead of rows that all fall into the same
-// few cache sets. The copy runs once per call, vectorized and parallel.
+// rows are so far apart that a tile's column panel does not stay in L2 (PanelOverflowsItsSets)
+// into panels X'[..., j / tile, k, j % tile]: a register tile then streams one contiguous panel
+// instead of rows that all fall into the same few cache sets. The copy runs once per call,
+// vectorized and parallel.
 void DefaultScheduler::PackVectorOperands(const BlockRV& b, const ir::Block& block,
                                           const AccessModel& model, const RegisterTile& plan) {
   const ir::Var& lane_var = block->iter_vars[static_cast<size_t>(plan.vector_axis)].var;
@@ -180,8 +194,9 @@ void DefaultScheduler::PackVectorOperands(const BlockRV& b, const ir::Block& blo
     size_t rank = buffer->shape.size();
     if (rank < 2 || rank > 6 || !IsParam(s_.function(), buffer)) continue;
     int64_t row = buffer->shape.back();
-    int64_t bytes = row * ir::SizeOf(buffer->dtype);
-    if (row < kPackMinRow || bytes % 4096 != 0 || row % plan.vector_tile != 0) continue;
+    int64_t row_bytes = row * ir::SizeOf(buffer->dtype);
+    if (!PanelOverflowsItsSets(row_bytes, buffer->shape[rank - 2])) continue;
+    if (row % plan.vector_tile != 0) continue;
     if (!load->operands.back().same_as(lane_var)) continue;
     const ir::Expr& k = load->operands[rank - 2];
     bool reduction = false;

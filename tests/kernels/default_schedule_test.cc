@@ -78,6 +78,32 @@ TEST(DefaultSchedule, VectorizesAndParallelizesMatmul) {
   EXPECT_TRUE(kinds.count(ir::ForKind::kParallel)) << s.trace().ToText();
 }
 
+// The right operand of a matmul is packed into column panels when its rows lie so many cache
+// lines apart that a panel (one line per row) overflows the few L2 sets those rows map to; the
+// packed kernel keeps the result.
+TEST(DefaultSchedule, PacksTheRightOperandWhenItsPanelOverflowsItsCacheSets) {
+  auto packs = [](int64_t n, int64_t k) {
+    ir::KernelFunction kernel = testing::Matmul(6, n, k);
+    Schedule s = ApplyDefaultSchedule(
+        kernel, DefaultScheduleOptions{.parallel_min_work = 64, .num_threads = 2});
+    bool packed = false;
+    ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+      if (const auto* realize = ir::As<ir::BlockRealizeNode>(st)) {
+        for (const ir::Buffer& buffer : realize->block->alloc_buffers) {
+          packed = packed || buffer->scope == "global";
+        }
+      }
+    });
+    if (packed) EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    return packed;
+  };
+  EXPECT_TRUE(packs(512, 512));    // rows 2 KiB apart: 32 sets hold 256 lines, the panel needs 512
+  EXPECT_TRUE(packs(768, 512));    // 3 KiB apart: 64 sets, 512 lines, more than half of them
+  EXPECT_FALSE(packs(512, 128));   // a 128-line panel fits in half of the 256
+  EXPECT_FALSE(packs(100, 1024));  // rows not a whole number of lines apart spread over all sets
+  EXPECT_FALSE(packs(128, 256));   // 512 B apart: 128 sets hold the panel
+}
+
 // A classifier's GEMV has a small output (1000 elements, below parallel_min_work) but a long
 // reduction: it runs on parallel threads. A short reduction into a small output does not.
 TEST(DefaultSchedule, ParallelizesLongReductionsIntoSmallOutputs) {

@@ -243,10 +243,11 @@ TEST(CodegenRegisterTile, OddVectorWidthsArePowerOfTwoPieces) {
 }
 
 TEST(CodegenRegisterTile, PackedPanelIndicesStayContiguous) {
-  // The default schedule packs B of a 1024-wide matmul into [j / 64, k, j % 64] panels; the
-  // packing copy and the matmul index it with floordiv/floormod of vectorized indices.
+  // The default schedule packs B of a 1024-wide matmul with a 128-row panel (more lines than
+  // the 16 L2 sets its rows map to keep) into [j / 64, k, j % 64] panels; the packing copy and
+  // the matmul index it with floordiv/floormod of vectorized indices.
   KernelFunction kernel =
-      kernels::LowerOpCall("mm", "matmul", {}, {F32({8, 16}), F32({16, 1024})}, F32({8, 1024}));
+      kernels::LowerOpCall("mm", "matmul", {}, {F32({8, 128}), F32({128, 1024})}, F32({8, 1024}));
   Schedule s = kernels::ApplyDefaultSchedule(
       kernel, kernels::DefaultScheduleOptions{.parallel_min_work = 64, .num_threads = 2});
   ASSERT_NE(s.trace().ToText().find("transform_layout"), std::string::npos) << s.trace().ToText();
