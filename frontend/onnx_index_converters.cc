@@ -1,9 +1,10 @@
-// Converters of the ONNX ops that index, compare and select: Gather and GatherElements (indices
-// known at import or computed by the graph, such as the token ids of an embedding lookup),
-// Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor and Where. Each becomes
-// the graph op of the same meaning (ir/ops/gather_ops.cc, ir/ops/logical_ops.cc); like every
-// call, one whose operands are all known at import is evaluated there (the shape chains that
-// exporters emit), exactly for i64 values.
+// Converters of the ONNX ops that index, compare and select: Gather, GatherElements and
+// ScatterND (indices known at import or computed by the graph, such as the token ids of an
+// embedding lookup), Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor and
+// Where. Each becomes the graph op of the same meaning (ir/ops/gather_ops.cc,
+// ir/ops/scatter_nd_ops.cc, ir/ops/logical_ops.cc); like every call, one whose operands are all
+// known at import is evaluated there (the shape chains that exporters emit), exactly for i64
+// values.
 #include <fmt/format.h>
 
 #include "frontend/onnx_convert.h"
@@ -40,6 +41,35 @@ std::vector<Value> ConvertGather(NodeContext& ctx) {
   return {ctx.Call(op, {ctx.Input(0), ctx.Input(1)}, Attrs{{"axis", axis}})};
 }
 
+// ScatterND: data with the slices addressed by the rows of indices replaced by (reduction
+// none) or combined with (add, mul from opset 16; max, min from opset 18) updates.
+std::vector<Value> ConvertScatterND(NodeContext& ctx) {
+  std::string reduction = ctx.String("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    ctx.Fail(fmt::format("ScatterND reduction '{}' is not supported (none, add, mul, max, min)",
+                         reduction));
+  }
+  const ir::TensorType& data = ctx.InputType(0);
+  const ir::TensorType& indices = ctx.InputType(1);
+  if (ctx.values().IsConstant(ctx.Input(1)) && indices.rank() > 0 &&
+      indices.shape.back() <= data.rank()) {
+    std::vector<int64_t> values = TensorToInts(ctx.values().ConstantOf(ctx.Input(1)));
+    size_t k = static_cast<size_t>(indices.shape.back());
+    for (size_t i = 0; i < values.size(); ++i) {
+      int64_t extent = data.shape[i % k];
+      if (values[i] < -extent || values[i] >= extent) {
+        ctx.Fail(
+            fmt::format("ScatterND index {} (column {} of the indices) is out of range for "
+                        "extent {}",
+                        values[i], i % k, extent));
+      }
+    }
+  }
+  return {ctx.Call("scatter_nd", {ctx.Input(0), ctx.Input(1), ctx.Input(2)},
+                   Attrs{{"reduction", reduction}})};
+}
+
 std::vector<Value> ConvertBinary(NodeContext& ctx) {
   static const std::map<std::string, std::string> ops = {{"Equal", "equal"},
                                                          {"Less", "less"},
@@ -73,6 +103,7 @@ std::vector<Value> ConvertWhere(NodeContext& ctx) {
 void AddIndexConverters(ConverterMap& converters) {
   converters["Gather"] = ConvertGather;
   converters["GatherElements"] = ConvertGather;
+  converters["ScatterND"] = ConvertScatterND;
   for (const char* op :
        {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}) {
     converters[op] = ConvertBinary;

@@ -1,10 +1,11 @@
 // Converters of the ONNX reductions beyond ReduceSum, ReduceMean and ReduceMax: ReduceMin,
 // ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp, and the
-// reductions along one axis ArgMax, ArgMin and CumSum.
+// reductions along one axis ArgMax, ArgMin, CumSum and TopK.
 //
 // ReduceMin and ReduceProd are the graph ops min and prod; the norms and logarithmic sums are
 // elementwise ops around a sum (ReduceLogSumExp subtracts the maximum first, so that large
-// inputs do not overflow); ArgMax and ArgMin are argmax and argmin, CumSum is cumsum.
+// inputs do not overflow); ArgMax and ArgMin are argmax and argmin, CumSum is cumsum, TopK is
+// topk (its K must be known at import: it sets the result's shape).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -107,6 +108,35 @@ std::vector<Value> ConvertCumSum(NodeContext& ctx) {
                    Attrs{{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}})};
 }
 
+// TopK (opset 11 on): the K largest or smallest elements along `axis` and their int64 indices;
+// K is the one-element input 1.
+std::vector<Value> ConvertTopK(NodeContext& ctx) {
+  if (!ctx.HasInput(1)) ctx.Fail("TopK needs input K");
+  // K sets the shape of the outputs, so it must be known at import.
+  const ir::Tensor& k_tensor = ctx.ConstantInput(1, "K");
+  if (k_tensor.num_elements() != 1 || ir::IsFloat(k_tensor.dtype())) {
+    ctx.Fail(fmt::format("TopK's K must be one integer but is {}", ir::ToString(k_tensor.type())));
+  }
+  int64_t k = TensorToInts(k_tensor).at(0);
+  int64_t rank = ctx.InputRank(0);
+  if (rank == 0) ctx.Fail("TopK needs an input of rank 1 or more");
+  int64_t axis = ir::ops::NormalizeAxis(ctx.Int("axis", -1), rank);
+  int64_t extent = ctx.InputType(0).shape[static_cast<size_t>(axis)];
+  if (k < 1 || k > extent) {
+    ctx.Fail(
+        fmt::format("TopK's K = {} must lie in [1, {}] (the extent of axis {})", k, extent, axis));
+  }
+  int64_t largest = ctx.Int("largest", 1);
+  int64_t sorted = ctx.Int("sorted", 1);
+  for (auto [name, value] : {std::pair{"largest", largest}, std::pair{"sorted", sorted}}) {
+    if (value != 0 && value != 1) {
+      ctx.Fail(fmt::format("TopK's attribute '{}' must be 0 or 1 but is {}", name, value));
+    }
+  }
+  return ctx.CallTuple("topk", {ctx.Input(0)},
+                       Attrs{{"k", k}, {"axis", axis}, {"largest", largest}, {"sorted", sorted}});
+}
+
 }  // namespace
 
 void AddReductionConverters(ConverterMap& converters) {
@@ -117,6 +147,7 @@ void AddReductionConverters(ConverterMap& converters) {
   converters["ArgMax"] = ConvertArgExtreme;
   converters["ArgMin"] = ConvertArgExtreme;
   converters["CumSum"] = ConvertCumSum;
+  converters["TopK"] = ConvertTopK;
 }
 
 }  // namespace tandem::frontend::onnx_import

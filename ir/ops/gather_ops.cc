@@ -26,26 +26,6 @@ const TensorType& CheckIndices(const std::vector<Type>& inputs) {
   return indices;
 }
 
-// Position `value` (at flat position `where` of the indices) addresses on an axis of `extent`.
-int64_t WrapIndex(int64_t value, int64_t extent, int64_t where, const Shape& indices_shape) {
-  if (value < -extent || value >= extent) {
-    std::vector<int64_t> position(indices_shape.size());
-    int64_t rest = where;
-    for (size_t k = indices_shape.size(); k-- > 0;) {
-      position[k] = indices_shape[k] > 0 ? rest % indices_shape[k] : 0;
-      rest = indices_shape[k] > 0 ? rest / indices_shape[k] : 0;
-    }
-    throw Error(fmt::format("index {} at position [{}] of the indices is out of range [{}, {})",
-                            value, fmt::join(position, ","), -extent, extent));
-  }
-  return value < 0 ? value + extent : value;
-}
-
-int64_t IndexAt(const Tensor& indices, int64_t flat) {
-  return indices.dtype() == DataType::kInt64 ? indices.data<int64_t>()[flat]
-                                             : indices.data<int32_t>()[flat];
-}
-
 Type InferGather(const std::vector<Type>& inputs, const Attrs& attrs) {
   const TensorType& data = TensorOperand(inputs, 0, "data");
   const TensorType& indices = CheckIndices(inputs);

@@ -8,8 +8,8 @@ const TensorType& TensorOperand(const std::vector<Type>& inputs, size_t index,
                                 const std::string& role) {
   if (index >= inputs.size()) throw Error(fmt::format("missing operand '{}'", role));
   if (!inputs[index].is_tensor()) {
-    throw Error(fmt::format("operand '{}' must be a tensor but is {}", role,
-                            ToString(inputs[index])));
+    throw Error(
+        fmt::format("operand '{}' must be a tensor but is {}", role, ToString(inputs[index])));
   }
   return inputs[index].tensor();
 }
@@ -75,9 +75,10 @@ DataType CommonDataType(const std::vector<Type>& inputs) {
   for (size_t i = 1; i < inputs.size(); ++i) {
     const TensorType& t = TensorOperand(inputs, i, std::to_string(i));
     if (t.dtype != dtype) {
-      throw Error(fmt::format("operands must have one data type but operand 0 is {} and operand "
-                              "{} is {}",
-                              ToString(dtype), i, ToString(t.dtype)));
+      throw Error(
+          fmt::format("operands must have one data type but operand 0 is {} and operand "
+                      "{} is {}",
+                      ToString(dtype), i, ToString(t.dtype)));
     }
   }
   return dtype;
@@ -89,6 +90,25 @@ void CheckLength(const Attrs& attrs, const std::string& name, size_t expected) {
     throw Error(fmt::format("attribute '{}' must have {} values but has {} ({})", name, expected,
                             v.size(), ToString(AttrValue(v))));
   }
+}
+
+int64_t WrapIndex(int64_t value, int64_t extent, int64_t where, const Shape& indices_shape) {
+  if (value < -extent || value >= extent) {
+    std::vector<int64_t> position(indices_shape.size());
+    int64_t rest = where;
+    for (size_t k = indices_shape.size(); k-- > 0;) {
+      position[k] = indices_shape[k] > 0 ? rest % indices_shape[k] : 0;
+      rest = indices_shape[k] > 0 ? rest / indices_shape[k] : 0;
+    }
+    throw Error(fmt::format("index {} at position [{}] of the indices is out of range [{}, {})",
+                            value, fmt::join(position, ","), -extent, extent));
+  }
+  return value < 0 ? value + extent : value;
+}
+
+int64_t IndexAt(const Tensor& indices, int64_t flat) {
+  return indices.dtype() == DataType::kInt64 ? indices.data<int64_t>()[flat]
+                                             : indices.data<int32_t>()[flat];
 }
 
 }  // namespace tandem::ir::ops

@@ -32,6 +32,12 @@ void ForEachIndex(const Shape& shape,
 int64_t BroadcastOffset(const std::vector<int64_t>& output_index, const Shape& input_shape);
 // Throws Error unless all operands share one dtype; returns it.
 DataType CommonDataType(const std::vector<Type>& inputs);
+// The position that run-time index `value` (at flat position `where` of an index tensor of
+// `indices_shape`) addresses on an axis of `extent`: value, or value + extent when negative;
+// throws Error naming the value, its position and the range [-extent, extent) otherwise.
+int64_t WrapIndex(int64_t value, int64_t extent, int64_t where, const Shape& indices_shape);
+// Element `flat` of an i64 or i32 index tensor.
+int64_t IndexAt(const Tensor& indices, int64_t flat);
 // Checks that an int-list attribute has the expected length.
 void CheckLength(const Attrs& attrs, const std::string& name, size_t expected);
 

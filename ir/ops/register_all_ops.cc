@@ -11,8 +11,10 @@ void RegisterElementwiseOps(OpRegistry& registry);    // elementwise_ops.cc
 void RegisterActivationOps(OpRegistry& registry);     // activation_ops.cc
 void RegisterReductionOps(OpRegistry& registry);      // reduction_ops.cc
 void RegisterAxisOps(OpRegistry& registry);           // axis_ops.cc
+void RegisterTopKOps(OpRegistry& registry);           // topk_ops.cc
 void RegisterShapeOps(OpRegistry& registry);          // shape_ops.cc
 void RegisterGatherOps(OpRegistry& registry);         // gather_ops.cc
+void RegisterScatterNDOps(OpRegistry& registry);      // scatter_nd_ops.cc
 void RegisterLogicalOps(OpRegistry& registry);        // logical_ops.cc
 void RegisterLayoutOps(OpRegistry& registry);         // layout_ops.cc
 void RegisterWinogradOps(OpRegistry& registry);       // winograd_ops.cc
@@ -27,8 +29,10 @@ void RegisterAllOps(OpRegistry& registry) {
   ops::RegisterActivationOps(registry);
   ops::RegisterReductionOps(registry);
   ops::RegisterAxisOps(registry);
+  ops::RegisterTopKOps(registry);
   ops::RegisterShapeOps(registry);
   ops::RegisterGatherOps(registry);
+  ops::RegisterScatterNDOps(registry);
   ops::RegisterLogicalOps(registry);
   ops::RegisterLayoutOps(registry);
   ops::RegisterWinogradOps(registry);

@@ -59,6 +59,7 @@ void LowerCast(ComputeBuilder& builder, const OpCall& call);
 void LowerReduction(ComputeBuilder& builder, const OpCall& call);   // sum, mean, max, min, prod
 void LowerArgExtreme(ComputeBuilder& builder, const OpCall& call);  // argmax, argmin
 void LowerCumsum(ComputeBuilder& builder, const OpCall& call);
+void LowerTopK(ComputeBuilder& builder, const OpCall& call);
 void LowerBatchNorm(ComputeBuilder& builder, const OpCall& call);
 void LowerLayerNorm(ComputeBuilder& builder, const OpCall& call);
 void LowerSoftmax(ComputeBuilder& builder, const OpCall& call);
@@ -74,6 +75,7 @@ void LowerPad(ComputeBuilder& builder, const OpCall& call);
 void LowerLayoutTransform(ComputeBuilder& builder, const OpCall& call);
 void LowerGather(ComputeBuilder& builder, const OpCall& call);
 void LowerGatherElements(ComputeBuilder& builder, const OpCall& call);
+void LowerScatterND(ComputeBuilder& builder, const OpCall& call);
 void LowerCompare(ComputeBuilder& builder, const OpCall& call);  // equal, less, greater,
                                                                  // less_equal, greater_equal,
                                                                  // logical_and/or/xor

@@ -397,6 +397,15 @@ inline std::vector<Case> ReductionCases() {
                    {{-9, 9}},
                    "int32_exclusive"});
   cases.push_back({"cumsum", {F32({4, 3})}, {{"reverse", int64_t{1}}}, {{-1, 1}}, "reverse"});
+  cases.push_back({"topk", {F32({3, 7})}, {{"k", int64_t{3}}}, {{-1, 1}}, "largest_last_axis"});
+  cases.push_back({"topk",
+                   {F32({2, 5, 3})},
+                   {{"k", int64_t{5}}, {"axis", int64_t{1}}, {"largest", int64_t{0}}},
+                   {{-1, 1}},
+                   "smallest_middle_axis_all"});
+  // Few distinct values: ties resolved by the lower index.
+  cases.push_back(
+      {"topk", {I32({6, 4})}, {{"k", int64_t{4}}, {"axis", int64_t{0}}}, {{-2, 2}}, "int32_ties"});
   return cases;
 }
 
@@ -588,6 +597,32 @@ inline std::vector<Case> IndexAndLogicCases() {
        {{-1, 1}, {-4, 4}},
        "axis1"},
       {"gather_elements", {F32({3, 4}), I64({2, 4})}, {}, {{-1, 1}, {-3, 3}}, "smaller_indices"},
+      // Random rows repeat positions: the last one wins (none) or all combine.
+      {"scatter_nd",
+       {F32({4, 3}), I64({5, 1}), F32({5, 3})},
+       {},
+       {{-1, 1}, {-4, 4}, {-1, 1}},
+       "rows"},
+      {"scatter_nd",
+       {F32({3, 4, 2}), I64({2, 3, 2}), F32({2, 3, 2})},
+       {{"reduction", std::string("add")}},
+       {{-1, 1}, {-3, 3}, {-1, 1}},
+       "add_batched_rows"},
+      {"scatter_nd",
+       {F32({2, 3}), I64({4, 2}), F32({4})},
+       {{"reduction", std::string("mul")}},
+       {{-1, 1}, {-2, 2}, {-2, 2}},
+       "mul_elements"},
+      {"scatter_nd",
+       {I64({5}), I32({3, 1}), I64({3})},
+       {{"reduction", std::string("max")}},
+       {{-9, 9}, {-5, 5}, {-9, 9}},
+       "max_i64_data_i32_indices"},
+      {"scatter_nd",
+       {F32({3, 2}), I64({2, 1}), F32({2, 2})},
+       {{"reduction", std::string("min")}},
+       {{-1, 1}, {-3, 3}, {-1, 1}},
+       "min"},
       {"logical_not", {Bool({3, 5})}, {}, {{0, 2}}, "bool"},
       {"logical_not", {Bool({2, 2, 3})}, {}, {{0, 2}}, "rank3"},
       {"where", {Bool({3, 1}), F32({3, 4}), F32({4})}, {}, {{0, 2}, {-1, 1}}, "broadcast"},

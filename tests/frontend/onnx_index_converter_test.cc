@@ -1,7 +1,7 @@
-// Tests of the converters of Gather, GatherElements, the comparisons, Not/And/Or/Xor and Where on
-// values computed by the graph (run-time token ids and masks): imported, run on the reference
-// interpreter and compared with values computed independently here; and the errors for indices
-// out of range, known at import or given at run time.
+// Tests of the converters of Gather, GatherElements, ScatterND, the comparisons, Not/And/Or/Xor and
+// Where on values computed by the graph (run-time token ids and masks): imported, run on the
+// reference interpreter and compared with values computed independently here; and the errors for
+// indices out of range, known at import or given at run time.
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
@@ -139,6 +139,81 @@ TEST(OnnxIndexConvert, MismatchedDtypesAreErrors) {
   model.Input("a", {2}).Input("b", {2}, DataType::kInt64);
   model.Node("Less", {"a", "b"}, {"y"}).Output("y");
   ExpectError([&] { model.Import(); }, {"Less needs operands of one dtype"});
+}
+
+// ScatterND on run-time indices: rows of data replaced (a negative index counts from the end).
+TEST(OnnxIndexConvert, ScatterNDReplacesRowsAtRuntimeIndices) {
+  OnnxModel model(11);
+  model.Input("data", {4, 2}).Input("idx", {2, 1}, DataType::kInt64).Input("upd", {2, 2});
+  model.Node("ScatterND", {"data", "idx", "upd"}, {"y"}).Output("y");
+  ir::IRModule module = model.Import();
+  EXPECT_EQ(CountOp(module, "scatter_nd"), 1);
+  Tensor data = Tensor::FromFloats({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor upd = Tensor::FromFloats({2, 2}, {10, 11, 12, 13});
+  Tensor y = backends::RunReference(module, {data, Tensor::FromInt64s({2, 1}, {-1, 1}), upd})[0];
+  testing::ExpectNear(y, {4, 2}, {0, 1, 12, 13, 4, 5, 10, 11});
+}
+
+// The reductions of opsets 16 and 18 on single elements (k = rank), one position given twice.
+TEST(OnnxIndexConvert, ScatterNDReductionsCombineRepeatedPositions) {
+  Tensor data = Tensor::FromFloats({2, 2}, {1, 2, 3, 4});
+  Tensor idx = Tensor::FromInt64s({3, 2}, {0, 1, 1, 0, 0, 1});
+  Tensor upd = Tensor::FromFloats({3}, {5, -6, 0.5f});
+  struct Expected {
+    std::string reduction;
+    int opset;
+    std::vector<double> values;
+  };
+  for (const Expected& c : std::vector<Expected>{{"none", 16, {1, 0.5, -6, 4}},
+                                                 {"add", 16, {1, 2 + 5 + 0.5, 3 - 6, 4}},
+                                                 {"mul", 16, {1, 2 * 5 * 0.5, 3 * -6, 4}},
+                                                 {"max", 18, {1, 5, 3, 4}},
+                                                 {"min", 18, {1, 0.5, -6, 4}}}) {
+    SCOPED_TRACE(c.reduction);
+    OnnxModel model(c.opset);
+    model.Input("data", {2, 2}).Input("upd", {3}).Initializer("idx", idx);
+    model.Node("ScatterND", {"data", "idx", "upd"}, {"y"},
+               {testing::StringAttr("reduction", c.reduction)});
+    model.Output("y");
+    testing::ExpectNear(ImportAndRun(model, {data, upd})[0], {2, 2}, c.values);
+  }
+}
+
+TEST(OnnxIndexConvert, ScatterNDErrors) {
+  OnnxModel runtime(16);
+  runtime.Input("data", {4, 2}).Input("idx", {2, 1}, DataType::kInt64).Input("upd", {2, 2});
+  runtime.Node("ScatterND", {"data", "idx", "upd"}, {"scattered"}).Output("scattered");
+  ir::IRModule module = runtime.Import();
+  Tensor data({4, 2}, DataType::kFloat32), upd({2, 2}, DataType::kFloat32);
+  ExpectError(
+      [&] {
+        backends::RunReference(module, {data, Tensor::FromInt64s({2, 1}, {1, 4}), upd});
+      },
+      {"index 4", "position [1,0]", "[-4, 4)", "scattered"});
+  ExpectError(
+      [&] {
+        backends::RunReference(module, {data, Tensor::FromInt64s({2, 1}, {-5, 0}), upd});
+      },
+      {"index -5", "position [0,0]"});
+
+  OnnxModel unknown(18);
+  unknown.Input("data", {4, 2}).Input("idx", {2, 1}, DataType::kInt64).Input("upd", {2, 2});
+  unknown.Node("ScatterND", {"data", "idx", "upd"}, {"y"},
+               {testing::StringAttr("reduction", "mean")}, "scatter");
+  unknown.Output("y");
+  ExpectError([&] { unknown.Import(); }, {"scatter", "reduction 'mean' is not supported"});
+
+  OnnxModel known(16);
+  known.Input("data", {4, 2})
+      .Input("upd", {2, 2})
+      .Initializer("idx", Tensor::FromInt64s({2, 1}, {0, -5}));
+  known.Node("ScatterND", {"data", "idx", "upd"}, {"y"}).Output("y");
+  ExpectError([&] { known.Import(); }, {"ScatterND index -5", "extent 4"});
+
+  OnnxModel shapes(16);
+  shapes.Input("data", {4, 2}).Input("idx", {2, 1}, DataType::kInt64).Input("upd", {2, 3});
+  shapes.Node("ScatterND", {"data", "idx", "upd"}, {"y"}).Output("y");
+  ExpectError([&] { shapes.Import(); }, {"updates [2,3] must have shape [2,2]"});
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Tests of the converters of ONNX reductions (onnx_reduction_converters.cc): ReduceMin,
 // ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp, ArgMax,
-// ArgMin and CumSum, imported from small models and run on the reference interpreter against
+// ArgMin, CumSum and TopK, imported from small models and run on the reference interpreter against
 // values computed here.
 #include <gtest/gtest.h>
 
@@ -176,6 +176,62 @@ TEST(OnnxReductionConvert, CumSumVariants) {
   runtime_axis.Input("x", {2, 3}).Input("axis", {}, DataType::kInt64);
   runtime_axis.Node("CumSum", {"x", "axis"}, {"y"}).Output("y");
   ExpectError([&] { runtime_axis.Import(); }, {"CumSum", "axis", "known at import"});
+}
+
+// TopK on rows with repeated values: values sorted from the extreme one, equal values in index
+// order, int64 indices.
+TEST(OnnxReductionConvert, TopKLargestAndSmallestWithTies) {
+  // Rows [1, 5, 3, 5] and [2, 2, 0, 7].
+  Tensor x = Tensor::FromFloats({2, 4}, {1, 5, 3, 5, 2, 2, 0, 7});
+  struct Expected {
+    int64_t largest;
+    std::vector<double> values, indices;
+  };
+  for (const Expected& c : std::vector<Expected>{{1, {5, 5, 3, 7, 2, 2}, {1, 3, 2, 3, 0, 1}},
+                                                 {0, {1, 3, 5, 0, 2, 2}, {0, 2, 1, 2, 0, 1}}}) {
+    SCOPED_TRACE(c.largest);
+    OnnxModel model(11);
+    model.Input("x", {2, 4}).Initializer("k", Tensor::FromInt64s({1}, {3}));
+    model.Node("TopK", {"x", "k"}, {"values", "indices"},
+               {IntAttr("axis", -1), IntAttr("largest", c.largest), IntAttr("sorted", 1)});
+    model.Output("values").Output("indices");
+    ir::IRModule module = model.Import();
+    EXPECT_EQ(CountOp(module, "topk"), 1);
+    std::vector<Tensor> out = backends::RunReference(module, {x});
+    ExpectNear(out.at(0), {2, 3}, c.values);
+    EXPECT_EQ(out.at(1).dtype(), DataType::kInt64);
+    ExpectNear(out.at(1), {2, 3}, c.indices);
+  }
+}
+
+TEST(OnnxReductionConvert, TopKAlongTheFirstAxis) {
+  // Columns [4, 1, 6] and [0, 9, 9].
+  Tensor x = Tensor::FromFloats({3, 2}, {4, 0, 1, 9, 6, 9});
+  OnnxModel model;
+  model.Input("x", {3, 2}).Initializer("k", Tensor::FromInt64s({1}, {2}));
+  model.Node("TopK", {"x", "k"}, {"values", "indices"}, {IntAttr("axis", 0)});
+  model.Output("values").Output("indices");
+  std::vector<Tensor> out = ImportAndRun(model, {x});
+  ExpectNear(out.at(0), {2, 2}, {6, 9, 4, 9});
+  ExpectNear(out.at(1), {2, 2}, {2, 1, 0, 2});
+}
+
+TEST(OnnxReductionConvert, TopKErrors) {
+  OnnxModel runtime_k(11);
+  runtime_k.Input("x", {2, 4}).Input("k", {1}, DataType::kInt64);
+  runtime_k.Node("TopK", {"x", "k"}, {"values", "indices"}, {}, "top").Output("values");
+  ExpectError([&] { runtime_k.Import(); }, {"top", "TopK", "'k'", "known at import"});
+  auto with = [](int64_t k, const std::vector<onnx::AttributeProto>& attrs) {
+    OnnxModel model(11);
+    model.Input("x", {2, 4}).Initializer("k", Tensor::FromInt64s({1}, {k}));
+    model.Node("TopK", {"x", "k"}, {"values", "indices"}, attrs, "top").Output("values");
+    return model;
+  };
+  ExpectError([&] { with(5, {}).Import(); }, {"top", "K = 5", "[1, 4]"});
+  ExpectError([&] { with(0, {}).Import(); }, {"top", "K = 0"});
+  ExpectError([&] { with(2, {IntAttr("largest", 2)}).Import(); },
+              {"top", "'largest' must be 0 or 1 but is 2"});
+  ExpectError([&] { with(2, {IntAttr("axis", 2)}).Import(); }, {"top", "axis 2"});
 }
 
 }  // namespace

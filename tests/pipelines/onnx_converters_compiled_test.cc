@@ -1,6 +1,6 @@
-// The ONNX ops added by the reduction, normalization, layout, resize and Einsum converters,
-// compiled: each small model is imported, optimized with default_heuristic, built with LLVM
-// and run on random inputs, and its outputs are compared with the reference interpreter's on
+// The ONNX ops added by the reduction, normalization, layout, resize, Einsum and index
+// converters, compiled: each small model is imported, optimized with default_heuristic, built with
+// LLVM and run on random inputs, and its outputs are compared with the reference interpreter's on
 // the imported module (float outputs to a relative error of 1e-4, integer ones exactly).
 #include <gtest/gtest.h>
 
@@ -93,6 +93,17 @@ OnnxModel SkipLayerNormalization(const std::string& op) {
   return model;
 }
 
+// ScatterND of updates [rows..., data.shape[k:]...] into `data_shape` at the known `indices`.
+OnnxModel ScatterND(const ir::Shape& data_shape, const Tensor& indices,
+                    const ir::Shape& update_shape, const std::string& reduction, int opset = 16) {
+  OnnxModel model(opset);
+  model.Input("data", data_shape).Input("updates", update_shape).Initializer("indices", indices);
+  model.Node("ScatterND", {"data", "indices", "updates"}, {"y"},
+             {StringAttr("reduction", reduction)});
+  model.Output("y");
+  return model;
+}
+
 std::vector<ModelCase> Cases() {
   std::vector<ModelCase> cases;
   for (const char* op :
@@ -117,6 +128,28 @@ std::vector<ModelCase> Cases() {
                      return WithConstant("CumSum", {4, 3, 2}, Tensor::FromInt64s({}, {0}),
                                          {IntAttr("exclusive", 1), IntAttr("reverse", 1)});
                    }});
+  for (int64_t largest : {1, 0}) {
+    cases.push_back({largest ? "TopK" : "TopK_smallest_axis1", [largest] {
+                       OnnxModel model;
+                       model.Input("x", {3, 9, 4}).Initializer("k", Tensor::FromInt64s({1}, {4}));
+                       model.Node("TopK", {"x", "k"}, {"values", "indices"},
+                                  {IntAttr("axis", largest ? -1 : 1), IntAttr("largest", largest)});
+                       model.Output("values").Output("indices");
+                       return model;
+                     }});
+  }
+  cases.push_back(
+      {"ScatterND_rows", [] {
+         return ScatterND({5, 3, 2}, Tensor::FromInt64s({2, 1}, {4, -5}), {2, 3, 2}, "none");
+       }});
+  cases.push_back(
+      {"ScatterND_add_repeated", [] {
+         return ScatterND({4, 3}, Tensor::FromInt64s({3, 2}, {1, 2, 3, 0, 1, 2}), {3}, "add");
+       }});
+  cases.push_back(
+      {"ScatterND_max", [] {
+         return ScatterND({4, 3}, Tensor::FromInt64s({2, 1}, {0, 0}), {2, 3}, "max", 18);
+       }});
   cases.push_back({"InstanceNormalization", [] {
                      return Normalization("InstanceNormalization", {2, 3, 4, 5}, 3, {});
                    }});
@@ -204,6 +237,31 @@ TEST_P(CompiledOnnxConverter, MatchesTheReferenceInterpreter) {
         EXPECT_EQ(ir::MaxAbsoluteError(actual[i], expected[i]), 0) << "output " << i;
       }
     }
+  }
+}
+
+// A compiled ScatterND reports a run-time index outside [-extent, extent) like a gather does,
+// naming the value and the kernel, instead of writing out of bounds.
+TEST(CompiledOnnxConverter, ScatterNDIndexOutOfRangeAtRunTime) {
+  OnnxModel model(16);
+  model.Input("data", {4, 2}).Input("indices", {2, 1}, ir::DataType::kInt64);
+  model.Input("updates", {2, 2});
+  model.Node("ScatterND", {"data", "indices", "updates"}, {"y"}).Output("y");
+  ir::IRModule module = model.Import();
+  passes::PassContext context;
+  ir::IRModule optimized = context.RunPipeline(
+      *pipelines::PipelineRegistry::Global().Create("default_heuristic"), module);
+  std::unique_ptr<backends::Executable> executable = backends::Build(optimized);
+  Tensor data({4, 2}, ir::DataType::kFloat32), updates({2, 2}, ir::DataType::kFloat32);
+  std::vector<Tensor> ok = executable->Run({data, Tensor::FromInt64s({2, 1}, {-1, 2}), updates});
+  EXPECT_EQ(ok.at(0).shape(), (ir::Shape{4, 2}));
+  try {
+    executable->Run({data, Tensor::FromInt64s({2, 1}, {1, 4}), updates});
+    ADD_FAILURE() << "expected an error for index 4";
+  } catch (const ir::Error& e) {
+    std::string text = e.what();
+    EXPECT_NE(text.find("index 4 is out of range [-4, 4)"), std::string::npos) << text;
+    EXPECT_NE(text.find("scatter_nd"), std::string::npos) << text;
   }
 }
 
