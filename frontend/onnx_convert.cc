@@ -336,6 +336,7 @@ const ConverterMap& Converters() {
     AddLayoutConverters(*map);
     AddResizeConverters(*map);
     AddEinsumConverters(*map);
+    AddAttentionConverters(*map);
     return map;
   }();
   return *converters;

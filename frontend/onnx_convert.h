@@ -176,6 +176,7 @@ void AddNormalizationConverters(ConverterMap& converters);  // onnx_normalizatio
 void AddLayoutConverters(ConverterMap& converters);         // onnx_layout_converters.cc
 void AddResizeConverters(ConverterMap& converters);         // onnx_resize_converter.cc
 void AddEinsumConverters(ConverterMap& converters);         // onnx_einsum_converter.cc
+void AddAttentionConverters(ConverterMap& converters);      // onnx_attention_converter.cc
 
 // Every converter, by key.
 const ConverterMap& Converters();

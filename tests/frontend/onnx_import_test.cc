@@ -142,7 +142,7 @@ TEST(OnnxImport, EveryUnsupportedOpTypeIsListedInOneError) {
   model.Input("x", {1, 4});
   model.Node("Relu", {"x"}, {"a"});
   model.Node("Hardmax", {"a"}, {"b"}, {}, "hardmax_1");
-  model.Node("Attention", {"b"}, {"c"}, {}, "attention");
+  model.Node("MultiHeadAttention", {"b"}, {"c"}, {}, "attention");
   model.graph()->mutable_node(2)->set_domain("com.microsoft");
   model.Node("Hardmax", {"c"}, {"d"}, {}, "hardmax_2");
   model.Node("Sigmoid", {"d"}, {"e"});
@@ -153,7 +153,7 @@ TEST(OnnxImport, EveryUnsupportedOpTypeIsListedInOneError) {
   } catch (const ir::Error& e) {
     std::string text = e.what();
     EXPECT_NE(text.find("unsupported ONNX ops 'Hardmax' (2 nodes, the first 'hardmax_1'), "
-                        "'com.microsoft.Attention' (node 'attention')"),
+                        "'com.microsoft.MultiHeadAttention' (node 'attention')"),
               std::string::npos)
         << text;
     EXPECT_EQ(text.find("Relu"), std::string::npos) << text;

@@ -1,7 +1,8 @@
-// The ONNX ops added by the reduction, normalization, layout, resize, Einsum and index
-// converters, compiled: each small model is imported, optimized with default_heuristic, built with
-// LLVM and run on random inputs, and its outputs are compared with the reference interpreter's on
-// the imported module (float outputs to a relative error of 1e-4, integer ones exactly).
+// The ONNX ops added by the reduction, normalization, layout, resize, Einsum, index and
+// attention converters, compiled: each small model is imported, optimized with default_heuristic,
+// built with LLVM and run on random inputs, and its outputs are compared with the reference
+// interpreter's on the imported module (float outputs to a relative error of 1e-4, integer ones
+// exactly).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -104,6 +105,27 @@ OnnxModel ScatterND(const ir::Shape& data_shape, const Tensor& indices,
   return model;
 }
 
+// com.microsoft Attention over [2, 5, 16] with 4 heads; `mask` adds an int32 mask_index [2, 5].
+OnnxModel Attention(bool mask, int64_t unidirectional) {
+  OnnxModel model;
+  auto* entry = model.proto().add_opset_import();
+  entry->set_domain("com.microsoft");
+  entry->set_version(1);
+  model.Input("x", {2, 5, 16});
+  model.Initializer("w", Tensor::Random(ir::TensorType{{16, 48}, ir::DataType::kFloat32, ""}, 9));
+  model.Initializer("b", Tensor::Random(ir::TensorType{{48}, ir::DataType::kFloat32, ""}, 10));
+  std::vector<std::string> inputs = {"x", "w", "b"};
+  if (mask) {
+    model.Input("mask", {2, 5}, ir::DataType::kInt32);
+    inputs.push_back("mask");
+  }
+  model.Node("Attention", inputs, {"y"},
+             {IntAttr("num_heads", 4), IntAttr("unidirectional", unidirectional)});
+  model.graph()->mutable_node(0)->set_domain("com.microsoft");
+  model.Output("y");
+  return model;
+}
+
 std::vector<ModelCase> Cases() {
   std::vector<ModelCase> cases;
   for (const char* op :
@@ -150,6 +172,8 @@ std::vector<ModelCase> Cases() {
       {"ScatterND_max", [] {
          return ScatterND({4, 3}, Tensor::FromInt64s({2, 1}, {0, 0}), {2, 3}, "max", 18);
        }});
+  cases.push_back({"Attention_mask", [] { return Attention(true, 0); }});
+  cases.push_back({"Attention_causal", [] { return Attention(false, 1); }});
   cases.push_back({"InstanceNormalization", [] {
                      return Normalization("InstanceNormalization", {2, 3, 4, 5}, 3, {});
                    }});
