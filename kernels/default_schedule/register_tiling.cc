@@ -136,7 +136,10 @@ std::vector<Candidate> TileAxisCandidates(const ir::Block& block, const AccessMo
     int64_t n = block->iter_vars[k].extent;
     for (int64_t t = 2; t <= std::min<int64_t>(n, max_accumulators); ++t) {
       bool divides = n % t == 0;
-      if (!divides && (!gemm || n < 8 * t)) continue;
+      int64_t padded = (n + t - 1) / t * t;
+      bool gemm_pad = gemm && n >= 8 * t;
+      bool conv_pad = !gemm && 7 * padded <= 8 * n;  // wastes at most 1/8
+      if (!divides && !gemm_pad && !conv_pad) continue;
       bool vector_moves = false, broadcast_moves = false;
       double moving_vector_cost = 0;
       for (size_t l = 0; l < model.loads().size(); ++l) {
@@ -200,6 +203,9 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
   if (accumulators > max_accumulators_) return;
   bool padded = (b && b->efficiency < 1) || (v && v->efficiency < 1);
   if (padded && vt.efficiency < 1) return;
+  // A convolution pads one row axis only, tiled alone (a padded row tile next to a second
+  // axis's tile measured slower than the exact tile it displaced).
+  if (padded && !gemm_ && v) return;
   if (gemm_) {
     // Operands live during one step: the step's vector operands stay in registers while the
     // broadcasts stream past them, or the broadcasts stay while the vectors stream. A GEMM

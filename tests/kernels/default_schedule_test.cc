@@ -243,6 +243,24 @@ TEST(DefaultSchedule, ConvolutionRowsTileAlongHeightAndWidthWhenOneAxisCannot) {
       << large.trace().ToText();
 }
 
+// A 7x7 map has no row tile but 7 (7 rows of one 8-lane vector: 7 accumulators, and each
+// weight vector loaded for 7 outputs): its rows are tiled by 4 padded to 8, 4 rows of two
+// vectors (8 accumulators). The padded rows compute but never store; the result is unchanged.
+TEST(DefaultSchedule, ConvolutionRowsOfASmallMapArePaddedToAWiderTile) {
+  ir::KernelFunction kernel = LowerOp(
+      "conv2d", {F32({1, 7, 7, 8}), F32({3, 3, 8, 16})},
+      ir::Attrs{{"data_layout", std::string("NHWC")},
+                {"kernel_layout", std::string("HWIO")},
+                {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  Schedule s = ApplyDefaultSchedule(
+      kernel, DefaultScheduleOptions{.vector_lanes = 8, .vector_registers = 16, .num_threads = 2});
+  EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+  std::map<std::string, int64_t> tile = UnrolledTileLoops(s);
+  int64_t rows = 1;
+  for (const auto& [name, extent] : tile) rows *= extent;
+  EXPECT_EQ(rows, 4) << s.trace().ToText();
+}
+
 TEST(Legalize, KeepsGraphResultsAndSharesKernels) {
   ir::GraphBuilder b("main");
   ir::ValueId x = b.Input("x", F32({1, 4, 6, 6}));
