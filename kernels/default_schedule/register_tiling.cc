@@ -41,10 +41,10 @@ int64_t VectorRegisters(int64_t lanes, int64_t native) {
 
 // What the loads of a block do along its vector axis.
 struct LoadMix {
-  std::vector<bool> is_vector;        // per load: moves with the lanes
+  std::vector<bool> is_vector;       // per load: moves with the lanes
   std::vector<double> vector_costs;  // per load: load instructions of one vector (0: broadcast)
-  double vector_cost = 0;             // load instructions of one vector of each vector operand
-  double broadcast_count = 0;   // loads that stay the same along the lanes
+  double vector_cost = 0;            // load instructions of one vector of each vector operand
+  double broadcast_count = 0;        // loads that stay the same along the lanes
   int64_t vector_operands = 0;
 };
 
