@@ -12,12 +12,6 @@ using ir::Var;
 
 namespace {
 
-// The position on an axis of `extent` that index `value` (i64 or i32) addresses.
-Expr CheckedIndex(const Expr& value, int64_t extent) {
-  Expr index = value->dtype == ir::DataType::kInt64 ? value : ir::Cast(ir::DataType::kInt64, value);
-  return ir::Call("checked_index", {index, ir::IntImm(extent)}, ir::DataType::kInt64);
-}
-
 size_t GatherAxis(const OpCall& call) {
   return static_cast<size_t>(ir::ops::NormalizeAxis(
       call.attrs.GetInt("axis"), static_cast<int64_t>(call.input_types[0].shape.size())));

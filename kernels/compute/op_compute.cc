@@ -115,4 +115,9 @@ ir::Error LoweringError(const std::string& op, const std::string& message) {
   return ir::Error(fmt::format("cannot lower {}: {}", op, message), ir::ErrorLocation{.op = op});
 }
 
+Expr CheckedIndex(const Expr& value, int64_t extent) {
+  Expr index = value->dtype == ir::DataType::kInt64 ? value : ir::Cast(ir::DataType::kInt64, value);
+  return ir::Call("checked_index", {index, ir::IntImm(extent)}, ir::DataType::kInt64);
+}
+
 }  // namespace tandem::kernels

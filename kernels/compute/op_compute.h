@@ -109,6 +109,12 @@ ir::Expr AddConst(const ir::Expr& e, int64_t c);
 ir::Expr MulConst(const ir::Expr& e, int64_t c);
 ir::Expr All(const std::vector<ir::Expr>& conditions);
 
+// The position on an axis of `extent` that run-time index `value` (i64 or i32) addresses,
+// through the intrinsic "checked_index": negative indices wrap, and one outside
+// [-extent, extent) is reported by the compiled kernel (as the reference interpreter reports it)
+// and addresses position 0 instead of memory out of bounds. Used by gathers and scatters.
+ir::Expr CheckedIndex(const ir::Expr& value, int64_t extent);
+
 // An Error about lowering `op`.
 ir::Error LoweringError(const std::string& op, const std::string& message);
 

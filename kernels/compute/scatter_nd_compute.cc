@@ -14,15 +14,6 @@ namespace tandem::kernels {
 using ir::Expr;
 using ir::Var;
 
-namespace {
-
-Expr CheckedIndex(const Expr& value, int64_t extent) {
-  Expr index = value->dtype == ir::DataType::kInt64 ? value : ir::Cast(ir::DataType::kInt64, value);
-  return ir::Call("checked_index", {index, ir::IntImm(extent)}, ir::DataType::kInt64);
-}
-
-}  // namespace
-
 void LowerScatterND(ComputeBuilder& builder, const OpCall& call) {
   const ir::Buffer& data = call.inputs[0];
   const ir::Buffer& indices = call.inputs[1];
