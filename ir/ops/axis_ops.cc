@@ -13,40 +13,6 @@
 namespace tandem::ir::ops {
 namespace {
 
-// A tensor viewed as [outer, extent, inner] around `axis`.
-struct AxisView {
-  int64_t outer = 1, extent = 1, inner = 1;
-};
-
-AxisView ViewAround(const Shape& shape, int64_t axis) {
-  AxisView view;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    int64_t d = shape[i];
-    if (static_cast<int64_t>(i) < axis) {
-      view.outer *= d;
-    } else if (static_cast<int64_t>(i) == axis) {
-      view.extent = d;
-    } else {
-      view.inner *= d;
-    }
-  }
-  return view;
-}
-
-// The operand's axis attribute, normalized against its rank; Error for a rank-0 operand.
-int64_t OperandAxis(const TensorType& x, const Attrs& attrs) {
-  if (x.rank() == 0) throw Error("the operand must have rank 1 or more");
-  return NormalizeAxis(attrs.GetInt("axis"), x.rank());
-}
-
-bool Flag(const Attrs& attrs, const std::string& name) {
-  int64_t value = attrs.GetInt(name);
-  if (value != 0 && value != 1) {
-    throw Error(fmt::format("attribute '{}' must be 0 or 1 but is {}", name, value));
-  }
-  return value == 1;
-}
-
 Type InferArgExtreme(const std::vector<Type>& inputs, const Attrs& attrs) {
   const TensorType& x = TensorOperand(inputs, 0, "x");
   int64_t axis = OperandAxis(x, attrs);

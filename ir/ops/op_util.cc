@@ -92,6 +92,34 @@ void CheckLength(const Attrs& attrs, const std::string& name, size_t expected) {
   }
 }
 
+AxisView ViewAround(const Shape& shape, int64_t axis) {
+  AxisView view;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i];
+    if (static_cast<int64_t>(i) < axis) {
+      view.outer *= d;
+    } else if (static_cast<int64_t>(i) == axis) {
+      view.extent = d;
+    } else {
+      view.inner *= d;
+    }
+  }
+  return view;
+}
+
+bool Flag(const Attrs& attrs, const std::string& name) {
+  int64_t value = attrs.GetInt(name);
+  if (value != 0 && value != 1) {
+    throw Error(fmt::format("attribute '{}' must be 0 or 1 but is {}", name, value));
+  }
+  return value == 1;
+}
+
+int64_t OperandAxis(const TensorType& x, const Attrs& attrs) {
+  if (x.rank() == 0) throw Error("the operand must have rank 1 or more");
+  return NormalizeAxis(attrs.GetInt("axis"), x.rank());
+}
+
 int64_t WrapIndex(int64_t value, int64_t extent, int64_t where, const Shape& indices_shape) {
   if (value < -extent || value >= extent) {
     std::vector<int64_t> position(indices_shape.size());

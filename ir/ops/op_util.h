@@ -40,5 +40,15 @@ int64_t WrapIndex(int64_t value, int64_t extent, int64_t where, const Shape& ind
 int64_t IndexAt(const Tensor& indices, int64_t flat);
 // Checks that an int-list attribute has the expected length.
 void CheckLength(const Attrs& attrs, const std::string& name, size_t expected);
+// A tensor viewed as [outer, extent, inner] around `axis` (products of the axes before it, its
+// extent, the product of the axes after it).
+struct AxisView {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisView ViewAround(const Shape& shape, int64_t axis);
+// The value of a 0/1 int attribute (ONNX's boolean flags); Error naming it otherwise.
+bool Flag(const Attrs& attrs, const std::string& name);
+// The operand's "axis" attribute, normalized against its rank; Error for a rank-0 operand.
+int64_t OperandAxis(const TensorType& x, const Attrs& attrs);
 
 }  // namespace tandem::ir::ops

@@ -14,18 +14,9 @@
 namespace tandem::ir::ops {
 namespace {
 
-bool Flag(const Attrs& attrs, const std::string& name) {
-  int64_t value = attrs.GetInt(name);
-  if (value != 0 && value != 1) {
-    throw Error(fmt::format("attribute '{}' must be 0 or 1 but is {}", name, value));
-  }
-  return value == 1;
-}
-
 Type InferTopK(const std::vector<Type>& inputs, const Attrs& attrs) {
   const TensorType& x = TensorOperand(inputs, 0, "x");
-  if (x.rank() == 0) throw Error("the operand must have rank 1 or more");
-  size_t axis = static_cast<size_t>(NormalizeAxis(attrs.GetInt("axis"), x.rank()));
+  size_t axis = static_cast<size_t>(OperandAxis(x, attrs));
   Flag(attrs, "largest");
   Flag(attrs, "sorted");
   int64_t k = attrs.GetInt("k");
@@ -41,12 +32,9 @@ Type InferTopK(const std::vector<Type>& inputs, const Attrs& attrs) {
 std::vector<Tensor> EvaluateTopK(const std::vector<Tensor>& inputs, const Attrs& attrs,
                                  const Type& output) {
   const Tensor& x = inputs.at(0);
-  size_t axis = static_cast<size_t>(NormalizeAxis(attrs.GetInt("axis"), x.rank()));
+  size_t axis = static_cast<size_t>(OperandAxis(x.type(), attrs));
   bool largest = Flag(attrs, "largest");
-  const Shape& shape = x.shape();
-  int64_t outer = NumElements(Shape(shape.begin(), shape.begin() + static_cast<int64_t>(axis)));
-  int64_t inner = NumElements(Shape(shape.begin() + static_cast<int64_t>(axis) + 1, shape.end()));
-  int64_t extent = shape[axis];
+  auto [outer, extent, inner] = ViewAround(x.shape(), static_cast<int64_t>(axis));
   Tensor values(output.fields().at(0).tensor());
   Tensor indices(output.fields().at(1).tensor());
   int64_t k = values.shape()[axis];
