@@ -43,6 +43,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2, help="inference threads")
     parser.add_argument("--repeat", type=int, default=10, help="runs per block")
     parser.add_argument("--rounds", type=int, default=5, help="blocks")
+    parser.add_argument("--test-data", default="test_data_set_0",
+                        help="the folder of stored inputs and outputs inside each model folder")
     parser.add_argument("--serve", action="store_true",
                         help="answer 'run N' requests on stdin (one model; see above)")
     args = parser.parse_args()
@@ -52,11 +54,11 @@ def main():
     if args.serve:
         if len(args.models) != 1:
             fail("--serve takes one model folder")
-        serve(load(engine, args.models[0], args.threads))
+        serve(load(engine, args.models[0], args.threads, args.test_data))
         return
     print("model,engine,version,threads,median_ms,min_ms")
     for folder in args.models:
-        infer = load(engine, folder, args.threads)
+        infer = load(engine, folder, args.threads, args.test_data)
         medians, best = [], float("inf")
         for _ in range(args.rounds):
             block = time_runs(infer, args.repeat)
@@ -132,14 +134,14 @@ def prepare_openvino(ov, path, inputs, threads):
     return infer
 
 
-def read_tensors(folder, prefix):
-    """The tensors test_data_set_0/PREFIX_<i>.pb in index order, as numpy arrays."""
+def read_tensors(folder, prefix, test_data="test_data_set_0"):
+    """The tensors TEST_DATA/PREFIX_<i>.pb in index order, as numpy arrays."""
     import onnx
     from onnx import numpy_helper
-    paths = glob.glob(os.path.join(folder, "test_data_set_0", f"{prefix}_*.pb"))
+    paths = glob.glob(os.path.join(folder, test_data, f"{prefix}_*.pb"))
     paths.sort(key=lambda p: int(os.path.basename(p)[len(prefix) + 1:-3]))
     if not paths:
-        fail(f"{folder}: no test_data_set_0/{prefix}_0.pb")
+        fail(f"{folder}: no {test_data}/{prefix}_0.pb")
     tensors = []
     for path in paths:
         tensor = onnx.TensorProto()
@@ -149,15 +151,15 @@ def read_tensors(folder, prefix):
     return tensors
 
 
-def load(engine, folder, threads):
+def load(engine, folder, threads, test_data="test_data_set_0"):
     """infer() of the model in `folder` on its stored inputs, its outputs checked against the
     stored ones and warmed up."""
     import numpy as np
     path = os.path.join(folder, "model.onnx")
     if not os.path.isfile(path):
         fail(f"{folder}: no model.onnx")
-    inputs = read_tensors(folder, "input")
-    expected = read_tensors(folder, "output")
+    inputs = read_tensors(folder, "input", test_data)
+    expected = read_tensors(folder, "output", test_data)
     infer = engine.prepare(path, inputs, threads)
     outputs = infer()
     if len(outputs) < len(expected):

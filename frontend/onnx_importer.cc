@@ -93,6 +93,10 @@ class GraphImporter {
           throw Error(fmt::format("graph input '{}' has a negative extent {} in dimension {}", name,
                                   extent, d));
         }
+        if (given == options_.input_shapes.end() && dim.has_dim_param()) {
+          auto symbol = options_.symbols.find(dim.dim_param());
+          if (symbol != options_.symbols.end()) extent = symbol->second;
+        }
         if (given != options_.input_shapes.end()) {
           if (given->second.size() != static_cast<size_t>(tensor.shape().dim_size())) {
             throw Error(

@@ -37,6 +37,9 @@ struct OnnxImportOptions {
   // Concrete shapes for inputs with symbolic or unknown dimensions, by ONNX input name. A shape
   // given here replaces the declared one; its rank and known extents must agree with it.
   std::map<std::string, ir::Shape> input_shapes;
+  // Sizes of symbolic dimensions by their ONNX name (dim_param), for the inputs not given in
+  // input_shapes: {"seq": 128} binds every dimension named "seq".
+  std::map<std::string, int64_t> symbols;
 };
 
 // The ONNX op types the importer converts, sorted: the op type for the default domain

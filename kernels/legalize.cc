@@ -112,7 +112,79 @@ class Legalizer {
     return groups;
   }
 
+  // The extents of value `id` of `fn` in a dynamic build (empty: static).
+  TensorExtents ExtentsOf(const ir::GraphFunction& fn, ir::ValueId id) const {
+    if (!options_.dynamic) return {};
+    auto it = options_.dynamic->values.find(fn.node(id).name);
+    return it == options_.dynamic->values.end() ? TensorExtents{} : it->second;
+  }
+
+  // The extents of a kernel's parameters for a call reading `inputs` and defining `output`;
+  // empty when none is dynamic.
+  std::vector<TensorExtents> KernelExtents(const ir::GraphFunction& fn,
+                                           const std::vector<ir::ValueId>& inputs,
+                                           ir::ValueId output) const {
+    std::vector<TensorExtents> extents;
+    bool dynamic = false;
+    for (ir::ValueId id : inputs) {
+      extents.push_back(ExtentsOf(fn, id));
+      dynamic = dynamic || !extents.back().empty();
+    }
+    extents.push_back(ExtentsOf(fn, output));
+    dynamic = dynamic || !extents.back().empty();
+    if (dynamic && !fn.type_of(output).is_tensor()) {
+      throw ir::Error(
+          "a dynamic build does not support an op with several results on a "
+          "dynamic value");
+    }
+    return dynamic ? extents : std::vector<TensorExtents>{};
+  }
+
+  // Checks that call `node` of `fn` may reduce over the dynamic axis: its plan, made from its
+  // own compute definition, reduces only when its op's result does not depend on the length of
+  // the reduced axis.
+  void CheckDynamicReduction(const ir::GraphFunction& fn, const ir::Node& node,
+                             ir::ValueId id) const {
+    std::vector<TensorExtents> extents = KernelExtents(fn, node.inputs, id);
+    if (extents.empty()) return;
+    std::vector<ir::TensorType> inputs;
+    for (ir::ValueId in : node.inputs) inputs.push_back(fn.type_of(in).tensor());
+    ir::KernelFunction kernel =
+        LowerOpCall(SafeName(node.op), node.op, node.attrs, inputs, node.type);
+    DynamicPlan plan = PlanDynamicIterators(kernel, extents, options_.dynamic->range);
+    static const std::set<std::string> kLengthFree = {
+        "matmul", "batch_matmul", "dense", "packed_matmul", "softmax", "log_softmax", "sum",
+        "max",    "min",          "prod",  "argmax",        "argmin",  "cumsum"};
+    if (plan.has_dynamic_reduction() && !kLengthFree.count(node.op)) {
+      throw ir::Error(fmt::format("a dynamic build cannot lower '{}' over the dynamic axis '{}': "
+                                  "its result depends on the length of the axis it reduces",
+                                  node.op, options_.dynamic->range.symbol),
+                      ir::ErrorLocation{.op = node.op, .node = node.name});
+    }
+  }
+
+  // `unscheduled`, scheduled; for parameters with dynamic `extents`, planned and with the plan
+  // applied.
+  ir::KernelFunction ScheduleDynamic(
+      ir::KernelFunction unscheduled, const std::vector<TensorExtents>& extents,
+      const std::map<std::string, TensorExtents>& intermediates = {}) {
+    if (extents.empty()) return Schedule(std::move(unscheduled));
+    DynamicPlan plan =
+        PlanDynamicIterators(unscheduled, extents, options_.dynamic->range, intermediates);
+    return ApplyDynamicIterators(Schedule(std::move(unscheduled)), plan);
+  }
+
+  // The graph parameter holding the dynamic size in `fn`.
+  ir::ValueId ExtentParameter(const ir::GraphFunction& fn) const {
+    for (ir::ValueId p : fn.params) {
+      if (fn.node(p).name == options_.dynamic->extent_value) return p;
+    }
+    throw ir::Error(fmt::format("a dynamic build needs the parameter %{} in graph '{}'",
+                                options_.dynamic->extent_value, fn.name));
+  }
+
   ir::KernelFunction LowerGroup(const ir::GraphFunction& fn, const Group& group) {
+    for (ir::ValueId m : group.members) CheckDynamicReduction(fn, fn.node(m), m);
     ir::GraphBuilder b("group");
     std::map<ir::ValueId, ir::ValueId> local;
     for (size_t k = 0; k < group.externals.size(); ++k) {
@@ -128,7 +200,14 @@ class Legalizer {
       local[m] = b.Call(n.op, operands, n.attrs);
       name += "_" + SafeName(n.op);
     }
-    return Schedule(LowerGraphFunction(b.Finish(local.at(group.output)), name));
+    ir::GraphFunction lowered = b.Finish(local.at(group.output));
+    std::map<std::string, TensorExtents> intermediates;
+    for (ir::ValueId m : group.members) {
+      TensorExtents extents = ExtentsOf(fn, m);
+      if (!extents.empty()) intermediates[lowered.node(local.at(m)).name] = std::move(extents);
+    }
+    return ScheduleDynamic(LowerGraphFunction(lowered, name),
+                           KernelExtents(fn, group.externals, group.output), intermediates);
   }
 
   // The provider's schedule when it has one, else the default schedule (when enabled).
@@ -175,6 +254,9 @@ class Legalizer {
           }
           n.kind = ir::NodeKind::kCallKernel;
           n.inputs = it->second->externals;
+          if (!KernelExtents(fn, n.inputs, static_cast<ir::ValueId>(i)).empty()) {
+            n.inputs.push_back(ExtentParameter(fn));
+          }
           n.attrs = ir::Attrs{};
           n.op = kernel.name;
           n.callee = Intern(std::move(kernel), module);
@@ -198,11 +280,17 @@ class Legalizer {
       for (ir::ValueId id : node.inputs) inputs.push_back(fn.type_of(id).tensor());
       std::string base = SafeName(node.op);
       ir::KernelFunction kernel;
+      ir::ValueId id = static_cast<ir::ValueId>(&node - out.nodes.data());
+      std::vector<TensorExtents> extents;
       try {
-        kernel = Schedule(LowerOpCall(base, node.op, node.attrs, inputs, node.type));
+        CheckDynamicReduction(fn, node, id);
+        extents = KernelExtents(fn, node.inputs, id);
+        kernel =
+            ScheduleDynamic(LowerOpCall(base, node.op, node.attrs, inputs, node.type), extents);
       } catch (const ir::Error& e) {
         throw e.WithNode(node.name).WithPass("Legalize");
       }
+      if (!extents.empty()) node.inputs.push_back(ExtentParameter(fn));
       node.kind = ir::NodeKind::kCallKernel;
       node.callee = Intern(std::move(kernel), module);
     }

@@ -9,10 +9,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "ir/graph.h"
 #include "kernels/default_schedule.h"
+#include "kernels/dynamic_extent.h"
 
 namespace tandem::kernels {
 
@@ -22,13 +26,26 @@ namespace tandem::kernels {
 using ScheduleProvider =
     std::function<std::optional<ir::KernelFunction>(const ir::KernelFunction& unscheduled)>;
 
+// Lowering for a dynamic build (kernels/dynamic_extent.h): the extents of the graph's dynamic
+// values by value name, and the graph parameter (i64[1]) holding the dynamic size n. A call
+// touching a dynamic value becomes a kernel planned on its compute definition, scheduled, with
+// the plan applied; it takes that parameter before its output. Ops whose result depends on the
+// length of an axis they reduce (mean, layer_norm, pooling, ...) reducing a dynamic axis are an
+// Error naming the op.
+struct DynamicLowering {
+  DynamicRange range;
+  std::map<std::string, TensorExtents> values;
+  std::string extent_value;
+};
+
 struct LegalizeOptions {
   bool apply_default_schedule = true;
   // The default schedules are the GPU ones (ApplyGpuDefaultSchedule with gpu_schedule).
   bool gpu = false;
   DefaultScheduleOptions schedule;
   GpuScheduleOptions gpu_schedule;
-  ScheduleProvider schedule_provider;  // consulted first when set
+  ScheduleProvider schedule_provider;              // consulted first when set
+  std::shared_ptr<const DynamicLowering> dynamic;  // set for a dynamic build
 };
 
 ir::IRModule Legalize(const ir::IRModule& module, const LegalizeOptions& options = {});

@@ -134,4 +134,33 @@ void PipelineRegistry::LoadText(const std::string& text, const std::string& sour
   flush();
 }
 
+std::string WithoutFinalLegalize(const std::string& text) {
+  // 1. The last comma outside parentheses, brackets and quotes splits off the last pass.
+  int depth = 0;
+  bool quoted = false;
+  size_t split = std::string::npos;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"' && (i == 0 || text[i - 1] != '\\')) quoted = !quoted;
+    if (quoted) continue;
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') --depth;
+    if (c == ',' && depth == 0) split = i;
+  }
+  // 2. It must be Legalize.
+  auto trim = [](std::string s) {
+    size_t first = s.find_first_not_of(" \t\n");
+    size_t last = s.find_last_not_of(" \t\n");
+    return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
+  };
+  std::string last = trim(split == std::string::npos ? text : text.substr(split + 1));
+  if (split == std::string::npos || (last != "Legalize" && last.rfind("Legalize(", 0) != 0)) {
+    throw ir::Error(fmt::format(
+        "a dynamic build needs a pipeline that ends with Legalize (the graph-level passes, then "
+        "lowering with default schedules, as default_heuristic); this one ends with '{}'",
+        last));
+  }
+  return trim(text.substr(0, split));
+}
+
 }  // namespace tandem::pipelines

@@ -56,4 +56,10 @@ class PipelineRegistry {
 
 void RegisterBuiltinPipelines(PipelineRegistry& registry);
 
+// `text` (pipeline text) without its last top-level pass, which must be Legalize: the
+// graph-level part of a pipeline, what a dynamic build runs before it lowers the kernels itself
+// (backends/runtime/dynamic_executable.h). Error naming the last pass otherwise (a pipeline that
+// tunes kernels or places ops on a backend takes decisions for one size).
+std::string WithoutFinalLegalize(const std::string& text);
+
 }  // namespace tandem::pipelines

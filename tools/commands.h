@@ -35,8 +35,10 @@ void AddModelNameOption(CLI::App* command, ModelOptions& options);
 // --model-name when given, else the file's stem, or its folder's name for a file named
 // "model.*" (ONNX model zoo folders: "resnet18/model.onnx" is "resnet18").
 std::string ModelName(const ModelOptions& options);
-// Loads an ONNX model (.onnx) or a Tandem IR text file (anything else).
-ir::IRModule LoadModel(const ModelOptions& options);
+// Loads an ONNX model (.onnx) or a Tandem IR text file (anything else); `symbols` binds the
+// ONNX model's symbolic dimensions by name (frontend::OnnxImportOptions::symbols).
+ir::IRModule LoadModel(const ModelOptions& options,
+                       const std::map<std::string, int64_t>& symbols = {});
 
 // Options that choose and instrument a pipeline.
 struct PipelineOptions {

@@ -75,9 +75,10 @@ std::string ModelName(const ModelOptions& options) {
   return stem;
 }
 
-ir::IRModule LoadModel(const ModelOptions& options) {
+ir::IRModule LoadModel(const ModelOptions& options, const std::map<std::string, int64_t>& symbols) {
   if (fs::path(options.path).extension() == ".onnx") {
     frontend::OnnxImportOptions import_options;
+    import_options.symbols = symbols;
     for (const std::string& s : options.input_shapes)
       ParseInputShape(s, import_options.input_shapes);
     return frontend::ImportOnnxFile(options.path, import_options);

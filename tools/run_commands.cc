@@ -12,12 +12,15 @@
 
 #include "backends/cuda/gpu_executable.h"
 #include "backends/reference/interpreter.h"
+#include "backends/runtime/dynamic_executable.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
 #include "backends/target/resolved_target.h"
 #include "frontend/onnx_importer.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 
@@ -229,6 +232,87 @@ std::vector<ir::Tensor> RunOnGpu(const ir::IRModule& optimized, const std::strin
   return outputs;
 }
 
+// --dynamic SYMBOL=MIN:MAX (or SYMBOL=MAX, from 1).
+kernels::DynamicRange ParseDynamic(const std::string& text) {
+  size_t equals = text.find('=');
+  kernels::DynamicRange range;
+  try {
+    if (equals == std::string::npos || equals == 0) throw std::invalid_argument("");
+    range.symbol = text.substr(0, equals);
+    std::string sizes = text.substr(equals + 1);
+    size_t colon = sizes.find(':');
+    size_t used = 0;
+    if (colon == std::string::npos) {
+      range.bound = std::stoll(sizes, &used);
+      if (used != sizes.size()) throw std::invalid_argument("");
+    } else {
+      range.minimum = std::stoll(sizes.substr(0, colon), &used);
+      if (used != colon) throw std::invalid_argument("");
+      range.bound = std::stoll(sizes.substr(colon + 1), &used);
+      if (used != sizes.size() - colon - 1) throw std::invalid_argument("");
+    }
+  } catch (const std::exception&) {
+    throw ir::Error(fmt::format("--dynamic '{}' is not SYMBOL=MIN:MAX or SYMBOL=MAX", text));
+  }
+  return range;
+}
+
+// `tandem run --dynamic`: one build for every size of the symbol (the pipeline's graph part,
+// then dynamic lowering), run on the inputs (their shapes give the size; random at the bound
+// without --inputs-dir), checked against the interpreter on the model at that size.
+int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const IoOptions& io,
+               int repeat, bool no_reference, const std::string& dynamic_text) {
+  kernels::DynamicRange range = ParseDynamic(dynamic_text);
+  if (fs::path(model.path).extension() != ".onnx") {
+    throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
+  }
+  if (!pipeline.trace.empty() || !pipeline.database.empty()) {
+    throw ir::Error("--dynamic builds with default schedules: it takes no --trace or --db");
+  }
+  PipelineOptions graph_part = pipeline;
+  {
+    passes::PassContext context;
+    std::shared_ptr<passes::TimingInstrument> timing;
+    graph_part.text = pipelines::WithoutFinalLegalize(
+        passes::PrintPipeline(*PreparePipeline(pipeline, context, timing)));
+  }
+  auto load = [&](int64_t n) { return LoadModel(model, {{range.symbol, n}}); };
+  backends::DynamicModuleSource source{range,
+                                       [&](int64_t n) { return RunPipeline(load(n), graph_part); }};
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<backends::DynamicExecutable> executable =
+      backends::BuildDynamic(source, backends::BuildOptionsFor(PipelineTarget(pipeline)));
+  fmt::print("dynamic build for {} in [{}, {}]: {:.2f} s\n  inputs: {}\n  outputs: {}\n",
+             range.symbol, range.minimum, range.bound, Seconds(start),
+             fmt::join(executable->InputSignatures(), ", "),
+             fmt::join(executable->OutputSignatures(), ", "));
+  std::vector<ir::Tensor> inputs = Inputs(load(range.bound).Get(io.function), io);
+  int64_t n = executable->SizeOf(inputs);
+  std::vector<ir::Tensor> outputs = executable->Run(inputs);
+  std::vector<double> times;
+  for (int r = 0; r < repeat; ++r) {
+    start = std::chrono::steady_clock::now();
+    executable->Run(inputs);
+    times.push_back(Seconds(start));
+  }
+  std::sort(times.begin(), times.end());
+  fmt::print("{}={}: latency median {:.3f} ms over {} runs\noutputs:\n", range.symbol, n,
+             times[times.size() / 2] * 1e3, times.size());
+  for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
+  WriteOutputs(outputs, io.outputs_dir);
+  bool ok = true;
+  if (!no_reference) {
+    ok = Compare(outputs, backends::RunReference(load(n), inputs, io.function),
+                 fmt::format("the reference interpreter ({}={})", range.symbol, n), io.tolerance);
+  }
+  if (!io.check_dir.empty()) {
+    ok = Compare(outputs, frontend::ReadTensorProtoDirectory(io.check_dir, "output"), io.check_dir,
+                 io.tolerance) &&
+         ok;
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 Command AddRunCommand(CLI::App& app) {
@@ -238,6 +322,7 @@ Command AddRunCommand(CLI::App& app) {
   auto repeat = std::make_shared<int>(20);
   auto threads = std::make_shared<int>(0);
   auto no_reference = std::make_shared<bool>(false);
+  auto dynamic = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "run", "optimize a model with a pipeline, build it, run it, check it and time it");
   AddModelOptions(cmd, *model);
@@ -250,10 +335,17 @@ Command AddRunCommand(CLI::App& app) {
       ->check(IntegerIn(0, backends::ThreadPool::kMaxThreads));
   cmd->add_flag("--no-reference", *no_reference,
                 "skip the comparison with the reference interpreter");
+  cmd->add_option("--dynamic", *dynamic,
+                  "SYMBOL=MIN:MAX: build once for every size of the model's symbolic dimension "
+                  "SYMBOL in the range (the pipeline must end with Legalize), run at the size "
+                  "the inputs have");
   return [=]() {
     if (!*cmd) return -1;
     if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
     PrepareOutputsDir(io->outputs_dir);
+    if (!dynamic->empty()) {
+      return RunDynamic(*model, *pipeline, *io, *repeat, *no_reference, *dynamic);
+    }
     ir::IRModule module = LoadModel(*model);
     const ir::GraphFunction& fn = module.Get(io->function);
     std::vector<ir::Tensor> inputs = Inputs(fn, *io);

@@ -221,6 +221,11 @@ class KernelCodegen {
   void Emit(const ir::Stmt& s);
   void EmitFor(const ir::Stmt& loop);
   void EmitSerialFor(const ir::ForNode* loop);
+  // The trip count of a loop whose whole body is `if (loop_var < bound)` without an else (the
+  // guard kernels/dynamic_extent.h puts on loops over a dynamic axis): min(extent, bound),
+  // at least 0, evaluated before the loop. Null for any other loop or a bound that differs
+  // between vector lanes.
+  llvm::Value* GuardedTripCount(const ir::ForNode* loop);
   // A loop over [begin, end) in the current function; `body` receives the i64 counter.
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
                 const std::function<void(llvm::Value*)>& body, bool guard_empty = false);

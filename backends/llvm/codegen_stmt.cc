@@ -4,9 +4,11 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <algorithm>
+#include <set>
 
 #include "backends/llvm/codegen_internal.h"
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/simplify.h"
 
@@ -299,13 +301,43 @@ void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
   // A loop every thread of a GPU block runs whose iterations reuse shared memory ends each
   // iteration at a barrier, so that the next one does not overwrite what threads still read.
   bool barrier = gpu_ && thread_loop_depth_ == 0 && SharedAccessesOf(loop->body).SelfConflicts();
-  EmitLoop(builder_.getInt64(0), builder_.getInt64(loop->extent), loop->loop_var->name,
-           [&](llvm::Value* counter) {
-             VarScope bind(vars_, loop->loop_var.get(),
-                           LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
-             Emit(loop->body);
-             if (barrier) EmitBarrier();
-           });
+  llvm::Value* trip = GuardedTripCount(loop);
+  EmitLoop(
+      builder_.getInt64(0), trip ? trip : builder_.getInt64(loop->extent), loop->loop_var->name,
+      [&](llvm::Value* counter) {
+        VarScope bind(vars_, loop->loop_var.get(),
+                      LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
+        Emit(loop->body);
+        if (barrier) EmitBarrier();
+      },
+      /*guard_empty=*/trip != nullptr);
+}
+
+llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
+  const auto* guard = ir::As<ir::IfThenElseNode>(loop->body);
+  if (gpu_ || !guard || guard->else_case || !guard->condition.defined()) return nullptr;
+  const ir::Expr& condition = guard->condition;
+  if (condition->kind != ir::ExprKind::kLT ||
+      condition->operands[0].get() != loop->loop_var.get() ||
+      ir::UsesVar(condition->operands[1], loop->loop_var)) {
+    return nullptr;
+  }
+  // The bound is read once, before the loop: it must not load what the loop writes.
+  std::set<const ir::BufferNode*> written;
+  ir::VisitStmtTree(loop->body, [&](const ir::Stmt& s) {
+    if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
+  });
+  bool reads_written = false;
+  ir::VisitExprTree(condition->operands[1], [&](const ir::Expr& e) {
+    reads_written =
+        reads_written || (e->kind == ir::ExprKind::kLoad && written.count(e->buffer.get()));
+  });
+  if (reads_written) return nullptr;
+  CgValue bound = Eval(condition->operands[1]);
+  if (!bound.uniform() || !bound.value->getType()->isIntegerTy(64)) return nullptr;
+  llvm::Value* trip = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound.value,
+                                                     builder_.getInt64(loop->extent));
+  return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, trip, builder_.getInt64(0));
 }
 
 void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
@@ -503,6 +535,7 @@ void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
 }
 
 void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
+  llvm::Value* trip = GuardedTripCount(loop);
   // Capture what the body uses from the enclosing scope. A "local" buffer used only inside the
   // loop becomes private to each thread instead.
   Uses uses = CollectUses(loop->body);
@@ -613,7 +646,8 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
 
   llvm::FunctionCallee parallel_for =
       module_.getOrInsertFunction("tandem_parallel_for", builder_.getVoidTy(), i64, ptr, ptr);
-  builder_.CreateCall(parallel_for, {builder_.getInt64(loop->extent), entry, closure});
+  builder_.CreateCall(parallel_for,
+                      {trip ? trip : builder_.getInt64(loop->extent), entry, closure});
 }
 
 }  // namespace tandem::backends::codegen

@@ -1,0 +1,355 @@
+#include "backends/runtime/dynamic_executable.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+
+#include "ir/error.h"
+
+namespace tandem::backends {
+
+namespace {
+
+using kernels::AxisExtent;
+using kernels::TensorExtents;
+
+// Copies the common prefix block of `from` (shape `from_shape`) into `to` (shape `to_shape`):
+// index tuples below both shapes on every axis.
+void CopyPrefix(const uint8_t* from, const ir::Shape& from_shape, uint8_t* to,
+                const ir::Shape& to_shape, int64_t element_bytes, size_t axis = 0) {
+  if (axis == from_shape.size()) {
+    std::memcpy(to, from, static_cast<size_t>(element_bytes));
+    return;
+  }
+  int64_t count = std::min(from_shape[axis], to_shape[axis]);
+  int64_t from_stride = element_bytes;
+  int64_t to_stride = element_bytes;
+  for (size_t a = axis + 1; a < from_shape.size(); ++a) {
+    from_stride *= from_shape[a];
+    to_stride *= to_shape[a];
+  }
+  if (axis + 1 == from_shape.size()) {
+    std::memcpy(to, from, static_cast<size_t>(count * element_bytes));
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    CopyPrefix(from + i * from_stride, from_shape, to + i * to_stride, to_shape, element_bytes,
+               axis + 1);
+  }
+}
+
+ir::Shape ShapeAt(const ir::Shape& bound_shape, const TensorExtents& extents, int64_t n) {
+  ir::Shape shape = bound_shape;
+  for (size_t a = 0; a < extents.size(); ++a) {
+    if (extents[a].dynamic()) shape[a] = extents[a].At(n);
+  }
+  return shape;
+}
+
+// Steps of BuildDynamic's comparison: the extents of one value from its types at the sizes.
+class Comparison {
+ public:
+  Comparison(const kernels::DynamicRange& range, std::vector<int64_t> sizes,
+             std::vector<const ir::GraphFunction*> functions)
+      : range_(range), sizes_(std::move(sizes)), functions_(std::move(functions)) {}
+
+  std::map<std::string, TensorExtents> Run() {
+    const ir::GraphFunction& main = *functions_[0];
+    for (size_t f = 1; f < functions_.size(); ++f) {
+      if (functions_[f]->nodes.size() != main.nodes.size() ||
+          functions_[f]->params.size() != main.params.size()) {
+        Fail(fmt::format("the graph has {} nodes at {}={} but {} at {}={}", main.nodes.size(),
+                         range_.symbol, sizes_[0], functions_[f]->nodes.size(), range_.symbol,
+                         sizes_[f]));
+      }
+    }
+    std::map<std::string, TensorExtents> values;
+    for (size_t i = 0; i < main.nodes.size(); ++i) {
+      const ir::Node& node = main.nodes[i];
+      for (size_t f = 1; f < functions_.size(); ++f) {
+        const ir::Node& other = functions_[f]->nodes[i];
+        if (other.kind != node.kind || other.op != node.op || other.name != node.name) {
+          Fail(fmt::format("node %{} at {}={} is %{} at {}={}", node.name, range_.symbol, sizes_[0],
+                           other.name, range_.symbol, sizes_[f]));
+        }
+      }
+      if (!node.type.is_tensor()) {
+        for (size_t f = 1; f < functions_.size(); ++f) {
+          if (!(functions_[f]->nodes[i].type == node.type)) {
+            Fail(
+                fmt::format("the tuple %{} changes with {}; tuples of dynamic values are not "
+                            "supported",
+                            node.name, range_.symbol));
+          }
+        }
+        continue;
+      }
+      TensorExtents extents = ExtentsOf(i);
+      if (!kernels::IsDynamic(extents)) continue;
+      if (node.kind == ir::NodeKind::kCallKernel || node.kind == ir::NodeKind::kCallExtern) {
+        Fail(
+            fmt::format("%{} is a {} of a dynamic value; dynamic builds lower kernels "
+                        "themselves (use a pipeline without kernel tuning or backend placement)",
+                        node.name, ir::ToString(node.kind)));
+      }
+      if (node.kind == ir::NodeKind::kConstant) CheckConstant(i, extents);
+      values[node.name] = std::move(extents);
+    }
+    return values;
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& reason) const {
+    throw ir::Error(fmt::format("dynamic axis '{}': {}", range_.symbol, reason));
+  }
+
+  TensorExtents ExtentsOf(size_t i) const {
+    const ir::Node& node = functions_[0]->nodes[i];
+    const ir::TensorType& bound = node.type.tensor();
+    TensorExtents extents(bound.shape.size());
+    for (size_t f = 1; f < functions_.size(); ++f) {
+      const ir::Type& type = functions_[f]->nodes[i].type;
+      if (!type.is_tensor() || type.tensor().shape.size() != bound.shape.size() ||
+          type.tensor().dtype != bound.dtype) {
+        Fail(fmt::format("%{} is {} at {}={} but {} at {}={}", node.name, ir::ToString(node.type),
+                         range_.symbol, sizes_[0], ir::ToString(type), range_.symbol, sizes_[f]));
+      }
+    }
+    for (size_t a = 0; a < bound.shape.size(); ++a) {
+      // sizes_[0] = bound, sizes_[1] = bound - 1: the slope and offset; the rest check them.
+      int64_t scale = bound.shape[a] - functions_[1]->nodes[i].type.tensor().shape[a];
+      AxisExtent extent{scale, bound.shape[a] - scale * sizes_[0]};
+      for (size_t f = 2; f < functions_.size(); ++f) {
+        if (functions_[f]->nodes[i].type.tensor().shape[a] != extent.At(sizes_[f])) {
+          Fail(fmt::format("axis {} of %{} is not an affine function of {}", a, node.name,
+                           range_.symbol));
+        }
+      }
+      if (scale < 0) {
+        Fail(fmt::format("axis {} of %{} shrinks as {} grows", a, node.name, range_.symbol));
+      }
+      if (scale > 0 && extent.At(range_.minimum) < 0) {
+        Fail(fmt::format("axis {} of %{} has a negative length at {}={}", a, node.name,
+                         range_.symbol, range_.minimum));
+      }
+      extents[a] = extent;
+    }
+    return extents;
+  }
+
+  // A constant that changes with n must be the valid prefix of its value at the bound.
+  void CheckConstant(size_t i, const TensorExtents& extents) const {
+    const ir::Tensor& bound = functions_[0]->nodes[i].value;
+    for (size_t f = 1; f < functions_.size(); ++f) {
+      const ir::Tensor& small = functions_[f]->nodes[i].value;
+      ir::Tensor prefix(small.type());
+      CopyPrefix(static_cast<const uint8_t*>(bound.raw_data()), bound.shape(),
+                 static_cast<uint8_t*>(prefix.raw_data()), small.shape(),
+                 ir::SizeOf(small.dtype()));
+      if (small.num_bytes() > 0 && std::memcmp(prefix.raw_data(), small.raw_data(),
+                                               static_cast<size_t>(small.num_bytes()))) {
+        Fail(
+            fmt::format("the constant %{} {} at {}={} is not the leading part of its value at "
+                        "{}={}",
+                        functions_[0]->nodes[i].name,
+                        kernels::ExtentsToString(extents, bound.shape(), range_.symbol),
+                        range_.symbol, sizes_[f], range_.symbol, sizes_[0]));
+      }
+    }
+  }
+
+  const kernels::DynamicRange& range_;
+  std::vector<int64_t> sizes_;
+  std::vector<const ir::GraphFunction*> functions_;
+};
+
+// `fn` with a new first node, the parameter `name` of type i64[1], listed last among the
+// parameters.
+ir::GraphFunction WithExtentParameter(const ir::GraphFunction& fn, const std::string& name) {
+  ir::GraphFunction out = fn;
+  ir::Node param;
+  param.kind = ir::NodeKind::kInput;
+  param.name = name;
+  param.type = ir::TensorType{{1}, ir::DataType::kInt64, ""};
+  out.nodes.insert(out.nodes.begin(), param);
+  for (size_t i = 1; i < out.nodes.size(); ++i) {
+    for (ir::ValueId& in : out.nodes[i].inputs) ++in;
+  }
+  for (ir::ValueId& p : out.params) ++p;
+  out.params.push_back(0);
+  ++out.output;
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& source,
+                                                const BuildOptions& options) {
+  const kernels::DynamicRange& range = source.range;
+  if (range.minimum < 1 || range.bound < range.minimum + 1) {
+    throw ir::Error(
+        fmt::format("dynamic axis '{}': the range [{}, {}] must have 1 <= minimum < "
+                    "bound",
+                    range.symbol, range.minimum, range.bound));
+  }
+  // 1. The module at the bound, one below it and at the minimum, compared.
+  std::vector<int64_t> sizes = {range.bound, range.bound - 1};
+  if (range.minimum < range.bound - 1) sizes.push_back(range.minimum);
+  std::vector<ir::IRModule> modules;
+  for (int64_t n : sizes) modules.push_back(source.make(n));
+  std::vector<const ir::GraphFunction*> functions;
+  for (const ir::IRModule& m : modules) functions.push_back(&m.Get(options.function));
+  std::map<std::string, TensorExtents> values = Comparison(range, sizes, functions).Run();
+  const ir::GraphFunction& main = *functions[0];
+
+  auto exe = std::unique_ptr<DynamicExecutable>(new DynamicExecutable());
+  exe->range_ = range;
+  bool any_dynamic_input = false;
+  for (ir::ValueId p : main.params) {
+    const ir::Node& param = main.node(p);
+    exe->input_names_.push_back(param.name);
+    exe->input_types_.push_back(param.type.tensor());
+    auto it = values.find(param.name);
+    exe->input_extents_.push_back(it == values.end() ? TensorExtents{} : it->second);
+    any_dynamic_input = any_dynamic_input || it != values.end();
+  }
+  if (!any_dynamic_input) {
+    throw ir::Error(
+        fmt::format("dynamic axis '{}': no input of the model changes with it", range.symbol));
+  }
+  std::vector<ir::ValueId> results = {main.output};
+  if (main.node(main.output).kind == ir::NodeKind::kTuple) results = main.node(main.output).inputs;
+  for (ir::ValueId r : results) {
+    auto it = values.find(main.node(r).name);
+    exe->output_extents_.push_back(it == values.end() ? TensorExtents{} : it->second);
+  }
+
+  // 2. The extent parameter, and the build with dynamic lowering.
+  std::string extent_name = kernels::kDynamicExtentParam;
+  auto taken = [&](const std::string& name) {
+    for (const ir::Node& node : main.nodes) {
+      if (node.name == name) return true;
+    }
+    return false;
+  };
+  for (int k = 1; taken(extent_name); ++k) {
+    extent_name = fmt::format("{}_{}", kernels::kDynamicExtentParam, k);
+  }
+  ir::IRModule module = modules[0];
+  module.Add(WithExtentParameter(main, extent_name));
+  auto lowering = std::make_shared<kernels::DynamicLowering>();
+  lowering->range = range;
+  lowering->values = std::move(values);
+  lowering->extent_value = extent_name;
+  BuildOptions dynamic_options = options;
+  dynamic_options.legalize.dynamic = lowering;
+  exe->executable_ = Build(module, dynamic_options);
+  for (size_t k = 0; k < exe->input_types_.size(); ++k) {
+    exe->staged_inputs_.push_back(kernels::IsDynamic(exe->input_extents_[k])
+                                      ? ir::Tensor(exe->input_types_[k])
+                                      : ir::Tensor());
+  }
+  for (const ir::TensorType& type : exe->executable_->output_types()) {
+    exe->staged_outputs_.emplace_back(type);
+  }
+  exe->extent_ = ir::Tensor::FromInt64s({1}, {range.bound});
+  return exe;
+}
+
+int64_t DynamicExecutable::SizeOf(const std::vector<ir::Tensor>& inputs) const {
+  if (inputs.size() != input_types_.size()) {
+    throw ir::Error(fmt::format("the model takes {} inputs but {} were given", input_types_.size(),
+                                inputs.size()));
+  }
+  int64_t n = -1;
+  std::string from;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ir::TensorType& bound = input_types_[k];
+    const ir::Tensor& input = inputs[k];
+    std::string expected = kernels::ExtentsToString(input_extents_[k], bound.shape, range_.symbol);
+    auto mismatch = [&] {
+      return ir::Error(fmt::format(
+          "input '{}' is {}{} but the model takes {}{} with {} in [{}, {}]", input_names_[k],
+          ir::ToString(input.dtype()), ir::ShapeToString(input.shape()), ir::ToString(bound.dtype),
+          expected, range_.symbol, range_.minimum, range_.bound));
+    };
+    if (input.dtype() != bound.dtype || input.shape().size() != bound.shape.size()) {
+      throw mismatch();
+    }
+    for (size_t a = 0; a < bound.shape.size(); ++a) {
+      const AxisExtent* e = a < input_extents_[k].size() && input_extents_[k][a].dynamic()
+                                ? &input_extents_[k][a]
+                                : nullptr;
+      int64_t size = input.shape()[a];
+      if (!e) {
+        if (size != bound.shape[a]) throw mismatch();
+        continue;
+      }
+      int64_t scaled = size - e->offset;
+      if (scaled % e->scale != 0) throw mismatch();
+      int64_t here = scaled / e->scale;
+      if (here < range_.minimum || here > range_.bound) throw mismatch();
+      if (n >= 0 && here != n) {
+        throw ir::Error(fmt::format("input '{}' gives {}={} but input '{}' gives {}={}",
+                                    input_names_[k], range_.symbol, here, from, range_.symbol, n));
+      }
+      n = here;
+      from = input_names_[k];
+    }
+  }
+  return n;
+}
+
+std::vector<ir::Tensor> DynamicExecutable::Run(const std::vector<ir::Tensor>& inputs) {
+  int64_t n = SizeOf(inputs);
+  std::vector<ir::Tensor> arguments;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!staged_inputs_[k].defined() || !kernels::IsDynamic(input_extents_[k])) {
+      arguments.push_back(inputs[k]);
+      continue;
+    }
+    ir::Tensor& staged = staged_inputs_[k];
+    std::memset(staged.raw_data(), 0, static_cast<size_t>(staged.num_bytes()));
+    CopyPrefix(static_cast<const uint8_t*>(inputs[k].raw_data()), inputs[k].shape(),
+               static_cast<uint8_t*>(staged.raw_data()), staged.shape(),
+               ir::SizeOf(staged.dtype()));
+    arguments.push_back(staged);
+  }
+  extent_.data<int64_t>()[0] = n;
+  arguments.push_back(extent_);
+  executable_->RunInto(arguments, staged_outputs_);
+  std::vector<ir::Tensor> outputs;
+  for (size_t k = 0; k < staged_outputs_.size(); ++k) {
+    const ir::Tensor& full = staged_outputs_[k];
+    ir::Tensor out(ir::TensorType{ShapeAt(full.shape(), output_extents_[k], n), full.dtype(),
+                                  full.type().layout});
+    CopyPrefix(static_cast<const uint8_t*>(full.raw_data()), full.shape(),
+               static_cast<uint8_t*>(out.raw_data()), out.shape(), ir::SizeOf(full.dtype()));
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+std::vector<std::string> DynamicExecutable::InputSignatures() const {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < input_types_.size(); ++k) {
+    out.push_back(fmt::format(
+        "{}: {}{}", input_names_[k], ir::ToString(input_types_[k].dtype),
+        kernels::ExtentsToString(input_extents_[k], input_types_[k].shape, range_.symbol)));
+  }
+  return out;
+}
+
+std::vector<std::string> DynamicExecutable::OutputSignatures() const {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < staged_outputs_.size(); ++k) {
+    const ir::Tensor& t = staged_outputs_[k];
+    out.push_back(
+        fmt::format("{}{}", ir::ToString(t.dtype()),
+                    kernels::ExtentsToString(output_extents_[k], t.shape(), range_.symbol)));
+  }
+  return out;
+}
+
+}  // namespace tandem::backends

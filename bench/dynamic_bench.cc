@@ -1,0 +1,227 @@
+// tandem_dynamic_bench: one dynamic build of an ONNX model (every size of one symbolic axis
+// within a range) against a build specialized to each size, and external engines, in one run.
+//
+//   build/bench/tandem_dynamic_bench --model examples/models/bert_tokens/model.onnx \
+//       --symbol seq --range 1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128 \
+//       --external "onnxruntime=PY bench/engine_latency.py --serve --engine onnxruntime \
+//                   --test-data test_data_seq{n} examples/models/bert_tokens"
+//
+// Steps:
+//   1. builds the model once for the range (the graph part of --pipeline, then dynamic lowering:
+//      backends/runtime/dynamic_executable.h), reporting the build time;
+//   2. per size: reads the inputs (input_*.pb) and outputs of its data folder, builds the model
+//      imported at that size with the whole pipeline, checks both builds' outputs against the
+//      stored ones, and times both and the external engines (their command with {n} replaced by
+//      the size) in interleaved turns (bench/interleaved_timing.h);
+//   3. prints one table: size, static and dynamic latency, their ratio, each engine's latency.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "backends/runtime/dynamic_executable.h"
+#include "backends/runtime/thread_pool.h"
+#include "bench/external_contender.h"
+#include "bench/interleaved_timing.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+#include "ir/file_read.h"
+#include "passes/pass.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
+
+namespace tandem {
+namespace {
+
+struct Options {
+  std::string model;
+  std::string symbol;
+  std::string range;
+  std::vector<std::string> data;
+  std::vector<std::string> externals;
+  std::string pipeline = "default_heuristic";
+  int threads = 2;
+  int passes = 5;
+  double settle = 0.25;
+};
+
+struct Size {
+  int64_t n = 0;
+  std::string folder;
+};
+
+std::pair<int64_t, int64_t> ParseRange(const std::string& text) {
+  size_t colon = text.find(':');
+  try {
+    if (colon == std::string::npos) return {1, std::stoll(text)};
+    return {std::stoll(text.substr(0, colon)), std::stoll(text.substr(colon + 1))};
+  } catch (const std::exception&) {
+    throw ir::Error(fmt::format("--range '{}' is not MIN:MAX or MAX", text));
+  }
+}
+
+ir::IRModule Import(const std::string& bytes, const std::string& path, const std::string& symbol,
+                    int64_t n) {
+  frontend::OnnxImportOptions options;
+  options.symbols[symbol] = n;
+  return frontend::ImportOnnxModel(bytes, path, options);
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Checks `outputs` against the stored ones (relative error at most 1e-4).
+void Check(const std::vector<ir::Tensor>& outputs, const std::vector<ir::Tensor>& stored,
+           const std::string& what) {
+  if (outputs.size() != stored.size()) {
+    throw ir::Error(fmt::format("{}: {} outputs, {} stored", what, outputs.size(), stored.size()));
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    double error = ir::RelativeError(outputs[k], stored[k]);
+    if (!(error <= 1e-4)) {
+      throw ir::Error(fmt::format("{}: output {} differs from the stored one (relative error {})",
+                                  what, k, error));
+    }
+  }
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"tandem_dynamic_bench: one dynamic build against per-size builds and engines"};
+  app.add_option("--model", o.model, "ONNX model")->required();
+  app.add_option("--symbol", o.symbol, "the model's symbolic dimension (dim_param) made dynamic")
+      ->required();
+  app.add_option("--range", o.range, "MIN:MAX (or MAX, from 1) of the dynamic size")->required();
+  app.add_option("--data", o.data,
+                 "SIZE=FOLDER: inputs (input_*.pb) and outputs (output_*.pb) at that size "
+                 "(repeatable; one table row each)")
+      ->required();
+  app.add_option("--external", o.externals,
+                 "NAME=COMMAND: an engine speaking bench/external_contender.h's protocol, {n} in "
+                 "COMMAND replaced by the size (repeatable)");
+  app.add_option("--pipeline", o.pipeline, "registered pipeline ending with Legalize");
+  app.add_option("--threads", o.threads, "threads for parallel loops");
+  app.add_option("--passes", o.passes, "timing passes (turns)");
+  app.add_option("--settle", o.settle, "seconds to pause after each block when --external is set");
+  CLI11_PARSE(app, argc, argv);
+  backends::ThreadPool::Global().SetNumThreads(o.threads);
+
+  auto [minimum, bound] = ParseRange(o.range);
+  std::vector<Size> sizes;
+  for (const std::string& spec : o.data) {
+    size_t equals = spec.find('=');
+    if (equals == std::string::npos) {
+      throw ir::Error(fmt::format("--data '{}' is not SIZE=FOLDER", spec));
+    }
+    sizes.push_back({std::stoll(spec.substr(0, equals)), spec.substr(equals + 1)});
+  }
+  std::vector<std::pair<std::string, std::string>> externals;
+  for (const std::string& spec : o.externals) {
+    size_t equals = spec.find('=');
+    if (equals == std::string::npos) {
+      throw ir::Error(fmt::format("--external '{}' is not NAME=COMMAND", spec));
+    }
+    externals.emplace_back(spec.substr(0, equals), spec.substr(equals + 1));
+  }
+  const pipelines::PipelineRegistry& registry = pipelines::PipelineRegistry::Global();
+  std::string text = registry.Get(o.pipeline).text;
+  std::string graph_part = pipelines::WithoutFinalLegalize(text);
+  std::string bytes = ir::ReadRegularFile(o.model, "model");
+
+  // 1. The dynamic build.
+  auto start = std::chrono::steady_clock::now();
+  backends::DynamicModuleSource source;
+  source.range = {.symbol = o.symbol, .minimum = minimum, .bound = bound};
+  source.make = [&](int64_t n) {
+    passes::PassContext context;
+    return context.RunPipeline(*passes::ParsePipeline(graph_part),
+                               Import(bytes, o.model, o.symbol, n));
+  };
+  std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
+  double dynamic_build = Seconds(start);
+  std::cerr << fmt::format("dynamic build for {} in [{}, {}]: {:.1f} s\n", o.symbol, minimum, bound,
+                           dynamic_build);
+
+  // 2. Per size: the specialized build, checks, turns.
+  std::vector<std::string> header = {o.symbol, "static ms", "dynamic ms", "dynamic/static",
+                                     "static build s"};
+  for (const auto& [name, command] : externals) header.push_back(name + " ms");
+  std::vector<std::vector<std::string>> rows;
+  for (const Size& size : sizes) {
+    std::vector<ir::Tensor> inputs = frontend::ReadTensorProtoDirectory(size.folder, "input");
+    std::vector<ir::Tensor> stored = frontend::ReadTensorProtoDirectory(size.folder, "output");
+    start = std::chrono::steady_clock::now();
+    passes::PassContext context;
+    std::unique_ptr<backends::Executable> specialized = backends::Build(context.RunPipeline(
+        *passes::ParsePipeline(text), Import(bytes, o.model, o.symbol, size.n)));
+    double static_build = Seconds(start);
+    if (dynamic->SizeOf(inputs) != size.n) {
+      throw ir::Error(
+          fmt::format("the inputs in {} are not of {}={}", size.folder, o.symbol, size.n));
+    }
+    Check(specialized->Run(inputs), stored, fmt::format("static build at {}", size.n));
+    Check(dynamic->Run(inputs), stored, fmt::format("dynamic build at {}", size.n));
+    std::vector<std::unique_ptr<bench::ExternalContender>> engines;
+    for (const auto& [name, command] : externals) {
+      engines.push_back(std::make_unique<bench::ExternalContender>(
+          name, Replace(command, "{n}", std::to_string(size.n))));
+    }
+    std::vector<bench::Contender> contenders(2 + engines.size());
+    contenders[0].run = [&] { specialized->Run(inputs); };
+    contenders[1].run = [&] { dynamic->Run(inputs); };
+    for (size_t e = 0; e < engines.size(); ++e) {
+      contenders[2 + e].run_block = [&, e](int n) { return engines[e]->RunBlock(n); };
+    }
+    std::vector<bench::Contender*> turns;
+    for (bench::Contender& c : contenders) turns.push_back(&c);
+    bench::MeasureInTurns(turns,
+                          {.passes = o.passes, .settle_seconds = engines.empty() ? 0 : o.settle});
+    double static_ms = contenders[0].best() * 1e3;
+    double dynamic_ms = contenders[1].best() * 1e3;
+    std::vector<std::string> row = {
+        std::to_string(size.n), fmt::format("{:.3f}", static_ms), fmt::format("{:.3f}", dynamic_ms),
+        fmt::format("{:.2f}", dynamic_ms / static_ms), fmt::format("{:.1f}", static_build)};
+    for (size_t e = 0; e < engines.size(); ++e) {
+      row.push_back(fmt::format("{:.3f}", contenders[2 + e].best() * 1e3));
+    }
+    rows.push_back(std::move(row));
+    std::cerr << fmt::format("{}={} done (load {})\n", o.symbol, size.n, bench::LoadAverage());
+  }
+
+  // 3. The table.
+  std::cout << fmt::format(
+      "dynamic build: {} in [{}, {}], pipeline {}, {} threads, built once "
+      "in {:.1f} s; outputs checked against the stored ones\n\n",
+      o.symbol, minimum, bound, o.pipeline, o.threads, dynamic_build);
+  std::cout << "| " << fmt::format("{}", fmt::join(header, " | ")) << " |\n|";
+  for (size_t k = 0; k < header.size(); ++k) std::cout << (k == 0 ? " --- |" : " ---: |");
+  std::cout << "\n";
+  for (const auto& row : rows)
+    std::cout << "| " << fmt::format("{}", fmt::join(row, " | ")) << " |\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace tandem
+
+int main(int argc, char** argv) {
+  try {
+    return tandem::Main(argc, argv);
+  } catch (const tandem::ir::Error& e) {
+    std::cerr << "tandem_dynamic_bench: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,569 @@
+#include "kernels/dynamic_extent.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "ir/kernel/bound.h"
+#include "ir/kernel/functor.h"
+#include "ir/kernel/simplify.h"
+
+namespace tandem::kernels {
+
+namespace {
+
+using ir::Expr;
+using ir::ExprKind;
+using ir::Stmt;
+
+struct Access {
+  ir::Buffer buffer;
+  std::vector<Expr> indices;
+  bool write = false;
+};
+
+// The loads and stores of one block (its init and body; a leaf block holds no other block).
+std::vector<Access> AccessesOf(const ir::BlockNode& block) {
+  std::vector<Access> accesses;
+  auto collect = [&](const Stmt& s) {
+    if (!s) return;
+    ir::VisitStmtTree(s, [&](const Stmt& stmt) {
+      if (const auto* store = ir::As<ir::StoreNode>(stmt)) {
+        accesses.push_back({store->buffer, store->indices, true});
+      }
+    });
+    ir::VisitStmtExprs(s, [&](const Expr& top) {
+      ir::VisitExprTree(top, [&](const Expr& e) {
+        if (e->kind == ExprKind::kLoad) accesses.push_back({e->buffer, e->operands, false});
+      });
+    });
+  };
+  collect(block.init);
+  collect(block.body);
+  return accesses;
+}
+
+bool IsLeaf(const ir::BlockNode& block) {
+  bool leaf = true;
+  for (const Stmt& part : {block.init, block.body}) {
+    if (!part) continue;
+    ir::VisitStmtTree(part, [&](const Stmt& inner) {
+      if (ir::As<ir::BlockRealizeNode>(inner)) leaf = false;
+    });
+  }
+  return leaf;
+}
+
+// The leaf blocks of `body` in program order.
+std::vector<const ir::BlockRealizeNode*> LeafBlocks(const Stmt& body) {
+  std::vector<const ir::BlockRealizeNode*> blocks;
+  ir::VisitStmtTree(body, [&](const Stmt& s) {
+    const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+    if (realize && realize->block && IsLeaf(*realize->block)) blocks.push_back(realize);
+  });
+  return blocks;
+}
+
+std::string ExtentText(const AxisExtent& e, const std::string& symbol) {
+  std::string text = e.scale == 1 ? symbol : fmt::format("{}*{}", e.scale, symbol);
+  if (e.offset > 0) text += fmt::format("+{}", e.offset);
+  if (e.offset < 0) text += fmt::format("-{}", -e.offset);
+  return text;
+}
+
+// Analysis of one block (steps 1-4 of PlanDynamicIterators).
+class BlockAnalysis {
+ public:
+  BlockAnalysis(const ir::BlockNode& block, std::map<const ir::BufferNode*, TensorExtents>& known,
+                const std::map<std::string, TensorExtents>& intermediates,
+                const DynamicRange& range)
+      : block_(block), known_(known), range_(range), extents_(block.iter_vars.size()) {
+    for (const Access& a : AccessesOf(block)) {
+      auto given = intermediates.find(a.buffer->name);
+      if (!known.count(a.buffer.get()) && given != intermediates.end()) {
+        known[a.buffer.get()] = given->second;
+      }
+    }
+    for (size_t k = 0; k < block.iter_vars.size(); ++k) index_[block.iter_vars[k].var.get()] = k;
+  }
+
+  void Run(std::vector<DynamicIterator>& out) {
+    std::vector<Access> accesses = AccessesOf(block_);
+    // 1. A plain iterator indexing a dynamic axis of a buffer whose extents are known is dynamic.
+    for (const Access& a : accesses) {
+      auto it = known_.find(a.buffer.get());
+      if (it == known_.end() || it->second.empty()) continue;
+      for (size_t axis = 0; axis < a.indices.size(); ++axis) {
+        if (!it->second[axis].dynamic()) continue;
+        if (std::optional<size_t> k = PlainIterator(a.indices[axis])) {
+          Assign(*k, it->second[axis], a.buffer->name);
+        }
+      }
+    }
+    // 2. A buffer first written here (an intermediate) gets its extents from the iterators
+    // indexing it.
+    for (const Access& a : accesses) {
+      if (!a.write || known_.count(a.buffer.get())) continue;
+      TensorExtents extents(a.indices.size());
+      for (size_t axis = 0; axis < a.indices.size(); ++axis) {
+        if (std::optional<size_t> k = PlainIterator(a.indices[axis]); k && extents_[*k]) {
+          extents[axis] = *extents_[*k];
+        }
+      }
+      if (!IsDynamic(extents)) extents.clear();
+      known_[a.buffer.get()] = std::move(extents);
+    }
+    // 3. Every access must keep valid results away from junk.
+    for (const Access& a : accesses) Check(a);
+    // 4. The dynamic iterators.
+    for (size_t k = 0; k < extents_.size(); ++k) {
+      if (!extents_[k]) continue;
+      out.push_back({block_.name, k, block_.iter_vars[k].extent,
+                     block_.iter_vars[k].kind == ir::IterKind::kReduction, *extents_[k]});
+    }
+  }
+
+ private:
+  std::optional<size_t> PlainIterator(const Expr& index) const {
+    if (index->kind != ExprKind::kVar) return std::nullopt;
+    auto it = index_.find(index.get());
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  [[noreturn]] void Fail(const std::string& buffer, const std::string& reason) const {
+    throw ir::Error(
+        fmt::format("dynamic axis '{}': block '{}' {} '{}', so a result inside the "
+                    "valid range could depend on positions past it",
+                    range_.symbol, block_.name, reason, buffer));
+  }
+
+  void Assign(size_t k, const AxisExtent& extent, const std::string& buffer) {
+    if (!extents_[k]) {
+      extents_[k] = extent;
+    } else if (!(*extents_[k] == extent)) {
+      Fail(buffer, fmt::format("walks axes of lengths {} and {} with the iterator '{}' of",
+                               ExtentText(*extents_[k], range_.symbol),
+                               ExtentText(extent, range_.symbol), block_.iter_vars[k].var->name));
+    }
+  }
+
+  bool UsesDynamicIterator(const Expr& e) const {
+    for (size_t k = 0; k < extents_.size(); ++k) {
+      if (extents_[k] && ir::UsesVar(e, block_.iter_vars[k].var)) return true;
+    }
+    return false;
+  }
+
+  void Check(const Access& a) {
+    const TensorExtents& extents = known_.at(a.buffer.get());
+    for (size_t axis = 0; axis < a.indices.size(); ++axis) {
+      const Expr& index = a.indices[axis];
+      AxisExtent axis_extent = extents.empty() ? AxisExtent{} : extents[axis];
+      std::optional<size_t> plain = PlainIterator(index);
+      if (a.write) {
+        if (axis_extent.dynamic() && !plain) {
+          Fail(a.buffer->name, fmt::format("writes axis {} with a computed index of", axis));
+        }
+        if (!axis_extent.dynamic() && UsesDynamicIterator(index)) {
+          Fail(a.buffer->name,
+               fmt::format("writes positions along the dynamic axis into the static axis {} of",
+                           axis));
+        }
+        continue;
+      }
+      if (!axis_extent.dynamic() || plain) continue;
+      if (ir::HasLoad(index)) {
+        Fail(a.buffer->name,
+             fmt::format("indexes the dynamic axis {} with loaded data, reading", axis));
+      }
+      // The index's largest value over the valid iterations stays inside the valid prefix for
+      // every n of the range.
+      for (int64_t n = range_.minimum; n <= range_.bound; ++n) {
+        ir::VarRanges ranges;
+        for (size_t k = 0; k < extents_.size(); ++k) {
+          int64_t last = extents_[k] ? extents_[k]->At(n) - 1 : block_.iter_vars[k].extent - 1;
+          ranges[block_.iter_vars[k].var.get()] = {0, last};
+        }
+        ir::IntInterval bound = ir::ConstIntBound(index, ranges);
+        if (!bound.has_upper() || bound.max >= axis_extent.At(n)) {
+          Fail(a.buffer->name,
+               fmt::format("reads axis {} (valid length {}) at an index that reaches {} at {}={}, "
+                           "in",
+                           axis, ExtentText(axis_extent, range_.symbol),
+                           bound.has_upper() ? fmt::format("{}", bound.max) : "any value",
+                           range_.symbol, n));
+        }
+      }
+    }
+  }
+
+  const ir::BlockNode& block_;
+  std::map<const ir::BufferNode*, TensorExtents>& known_;
+  const DynamicRange& range_;
+  std::unordered_map<const ir::ExprNode*, size_t> index_;
+  std::vector<std::optional<AxisExtent>> extents_;
+};
+
+}  // namespace
+
+bool IsDynamic(const TensorExtents& extents) {
+  for (const AxisExtent& e : extents) {
+    if (e.dynamic()) return true;
+  }
+  return false;
+}
+
+std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape,
+                            const std::string& symbol) {
+  std::vector<std::string> parts;
+  for (size_t axis = 0; axis < shape.size(); ++axis) {
+    if (axis < extents.size() && extents[axis].dynamic()) {
+      parts.push_back(ExtentText(extents[axis], symbol));
+    } else {
+      parts.push_back(fmt::format("{}", shape[axis]));
+    }
+  }
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+bool DynamicPlan::has_dynamic_reduction() const {
+  for (const DynamicIterator& it : iterators) {
+    if (it.reduction) return true;
+  }
+  return false;
+}
+
+DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
+                                 const std::vector<TensorExtents>& params,
+                                 const DynamicRange& range,
+                                 const std::map<std::string, TensorExtents>& intermediates) {
+  if (params.size() != kernel.params.size()) {
+    throw ir::Error(fmt::format("kernel '{}' has {} parameters but {} extents were given",
+                                kernel.name, kernel.params.size(), params.size()));
+  }
+  std::map<const ir::BufferNode*, TensorExtents> known;
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (!params[p].empty() && params[p].size() != kernel.params[p]->shape.size()) {
+      throw ir::Error(fmt::format("kernel '{}': the extents of '{}' have the wrong rank",
+                                  kernel.name, kernel.params[p]->name));
+    }
+    known[kernel.params[p].get()] = params[p];
+  }
+  DynamicPlan plan;
+  plan.params = params;
+  try {
+    for (const ir::BlockRealizeNode* realize : LeafBlocks(kernel.body)) {
+      plan.blocks.insert(realize->block->name);
+      BlockAnalysis(*realize->block, known, intermediates, range).Run(plan.iterators);
+    }
+  } catch (const ir::Error& e) {
+    throw ir::Error(fmt::format("kernel '{}': {}", kernel.name, e.what()));
+  }
+  return plan;
+}
+
+namespace {
+
+// Splits `e` into terms coefficient * atom (atoms: anything but +, - and * by a constant).
+bool LinearTerms(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, Expr>>& terms,
+                 int64_t& constant) {
+  int64_t value = 0;
+  if (ir::AsConstInt(e, &value)) {
+    constant += scale * value;
+    return true;
+  }
+  switch (e->kind) {
+    case ExprKind::kAdd:
+      return LinearTerms(e->operands[0], scale, terms, constant) &&
+             LinearTerms(e->operands[1], scale, terms, constant);
+    case ExprKind::kSub:
+      return LinearTerms(e->operands[0], scale, terms, constant) &&
+             LinearTerms(e->operands[1], -scale, terms, constant);
+    case ExprKind::kMul:
+      if (ir::AsConstInt(e->operands[1], &value)) {
+        return LinearTerms(e->operands[0], scale * value, terms, constant);
+      }
+      if (ir::AsConstInt(e->operands[0], &value)) {
+        return LinearTerms(e->operands[1], scale * value, terms, constant);
+      }
+      break;
+    default:
+      break;
+  }
+  terms.emplace_back(scale, e);
+  return true;
+}
+
+Expr CeilDiv(const Expr& a, int64_t b) {
+  return ir::FloorDiv(a + Expr(b - 1), Expr(b));
+}
+
+// The sum of `terms` and `constant` but the term `skip`.
+Expr SumWithout(const std::vector<std::pair<int64_t, Expr>>& terms, int64_t constant, size_t skip) {
+  Expr sum = Expr(constant);
+  for (size_t t = 0; t < terms.size(); ++t) {
+    if (t != skip) sum = sum + Expr(terms[t].first) * terms[t].second;
+  }
+  return sum;
+}
+
+// A value T such that `index` >= `limit` whenever `loop_var` >= T (with every loop variable in
+// `ranges`), when one is found: index = s * loop_var + rest or c * floordiv(s * loop_var +
+// rest', d) + rest with positive s, c, d and non-negative rests.
+std::optional<Expr> Threshold(const Expr& index, const Expr& loop_var, const Expr& limit,
+                              const ir::VarRanges& ranges) {
+  std::vector<std::pair<int64_t, Expr>> terms;
+  int64_t constant = 0;
+  LinearTerms(index, 1, terms, constant);
+  auto nonnegative = [&](const Expr& e) { return ir::ConstIntBound(e, ranges).min >= 0; };
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const auto& [coefficient, atom] = terms[t];
+    if (coefficient <= 0 || !nonnegative(SumWithout(terms, constant, t))) continue;
+    if (atom.same_as(loop_var) || (atom->kind == ExprKind::kVar && atom.get() == loop_var.get())) {
+      return CeilDiv(limit, coefficient);
+    }
+    int64_t divisor = 0;
+    if (atom->kind == ExprKind::kFloorDiv && ir::AsConstInt(atom->operands[1], &divisor) &&
+        divisor > 0) {
+      std::vector<std::pair<int64_t, Expr>> inner;
+      int64_t inner_constant = 0;
+      LinearTerms(atom->operands[0], 1, inner, inner_constant);
+      for (size_t u = 0; u < inner.size(); ++u) {
+        if (inner[u].first <= 0 || inner[u].second.get() != loop_var.get()) continue;
+        if (!nonnegative(SumWithout(inner, inner_constant, u))) continue;
+        return CeilDiv(CeilDiv(limit, coefficient) * Expr(divisor), inner[u].first);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// One guard of a scheduled block: its iterations where `value` (in loop variables) reaches
+// `extent`'s valid length are skipped.
+struct Guard {
+  Expr value;
+  AxisExtent extent;
+};
+
+// Puts the guards on the blocks of a scheduled kernel:
+//   - a planned block whose iterators the schedule kept: one guard per dynamic iterator;
+//   - any other block (one the schedule added: a cache copy, an rfactor block; or a planned
+//     block rfactor rewrote): one guard per read of a kernel parameter's dynamic axis, so that
+//     it skips what reads junk. Such a block reducing over the dynamic axis is an Error unless
+//     its reduction reads the parameter directly (an rfactor block does; the rewritten block
+//     then reduces partial results, which the skipped iterations left at their initial value).
+class ApplyPlan : public ir::StmtMutator {
+ public:
+  ApplyPlan(const DynamicPlan& plan, const Expr& n,
+            std::map<const ir::BufferNode*, TensorExtents> params)
+      : plan_(plan), n_(n), params_(std::move(params)) {}
+
+  std::set<std::string> seen;
+  std::map<std::string, std::vector<Guard>> guards;  // by block name
+  std::set<std::string> kept;                        // planned blocks with their iterators
+
+  Stmt VisitBlockRealize(const ir::BlockRealizeNode* op, const Stmt& s) override {
+    Stmt visited = StmtMutator::VisitBlockRealize(op, s);
+    const auto* realize = ir::As<ir::BlockRealizeNode>(visited);
+    const ir::BlockNode& block = *realize->block;
+    if (!IsLeaf(block)) return visited;  // the root block, or one holding others
+    seen.insert(block.name);
+    std::vector<Guard> block_guards;
+    if (plan_.blocks.count(block.name) && KeptIterators(block)) {
+      kept.insert(block.name);
+      for (const DynamicIterator& it : plan_.iterators) {
+        if (it.block == block.name) {
+          block_guards.push_back({realize->iter_values[it.iterator], it.extent});
+        }
+      }
+    } else {
+      block_guards = ParameterGuards(*realize);
+    }
+    if (block_guards.empty()) return visited;
+    Expr predicate = realize->predicate;
+    for (const Guard& guard : block_guards) {
+      Expr condition = guard.value < Limit(guard.extent);
+      int64_t always = 0;
+      bool trivial = !predicate.defined() || (ir::AsConstInt(predicate, &always) && always != 0);
+      predicate = trivial ? condition : predicate && condition;
+    }
+    guards[block.name] = block_guards;
+    return ir::MakeBlockRealize(realize->iter_values, predicate, realize->block);
+  }
+
+  Expr Limit(const AxisExtent& extent) const {
+    return ir::Simplify(Expr(extent.scale) * n_ + Expr(extent.offset));
+  }
+
+ private:
+  bool KeptIterators(const ir::BlockNode& block) const {
+    for (const DynamicIterator& it : plan_.iterators) {
+      if (it.block != block.name) continue;
+      if (it.iterator >= block.iter_vars.size() ||
+          block.iter_vars[it.iterator].extent != it.domain ||
+          (block.iter_vars[it.iterator].kind == ir::IterKind::kReduction) != it.reduction) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::vector<Guard> ParameterGuards(const ir::BlockRealizeNode& realize) const {
+    const ir::BlockNode& block = *realize.block;
+    ir::VarMap bindings;
+    for (size_t k = 0; k < block.iter_vars.size(); ++k) {
+      bindings[block.iter_vars[k].var.get()] = realize.iter_values[k];
+    }
+    std::vector<Guard> out;
+    bool guarded_reduction = false;
+    for (const Access& a : AccessesOf(block)) {
+      auto it = params_.find(a.buffer.get());
+      if (a.write || it == params_.end() || it->second.empty()) continue;
+      for (size_t axis = 0; axis < a.indices.size(); ++axis) {
+        if (!it->second[axis].dynamic() || ir::HasLoad(a.indices[axis])) continue;
+        for (const ir::IterVar& iv : block.iter_vars) {
+          if (iv.kind == ir::IterKind::kReduction && ir::UsesVar(a.indices[axis], iv.var)) {
+            guarded_reduction = true;
+          }
+        }
+        out.push_back({ir::Simplify(ir::Substitute(a.indices[axis], bindings)), it->second[axis]});
+      }
+    }
+    bool reduces = false;
+    for (const ir::IterVar& iv : block.iter_vars) {
+      reduces = reduces || iv.kind == ir::IterKind::kReduction;
+    }
+    if (reduces && !guarded_reduction && !FromStaticReduction(block.name)) {
+      // A planned block rfactor rewrote follows its rfactor block.
+      bool rewritten_by_rfactor = false;
+      if (plan_.blocks.count(block.name)) {
+        for (const std::string& name : seen) {
+          rewritten_by_rfactor = rewritten_by_rfactor || name.rfind(block.name + "_rf", 0) == 0;
+        }
+      }
+      if (!rewritten_by_rfactor) {
+        throw ir::Error(fmt::format(
+            "dynamic axis: the schedule added the reduction block '{}', whose reduction the "
+            "analysis of the unscheduled kernel does not cover",
+            block.name));
+      }
+    }
+    return out;
+  }
+
+  // Whether `block` is an rfactor block of a planned block that does not reduce over the
+  // dynamic axis (it reduces over static axes only).
+  bool FromStaticReduction(const std::string& block) const {
+    for (const std::string& base : plan_.blocks) {
+      if (block.rfind(base + "_rf", 0) != 0) continue;
+      bool dynamic = false;
+      for (const DynamicIterator& it : plan_.iterators) {
+        dynamic = dynamic || (it.block == base && it.reduction);
+      }
+      if (!dynamic) return true;
+    }
+    return false;
+  }
+
+  const DynamicPlan& plan_;
+  Expr n_;
+  std::map<const ir::BufferNode*, TensorExtents> params_;
+};
+
+// Puts `if (loop_var < T)` around the body of every serial or parallel loop whose iterations
+// from T on reach only skipped iterations (see the file comment).
+class GuardLoops : public ir::StmtMutator {
+ public:
+  GuardLoops(const ApplyPlan& apply, ir::VarRanges ranges)
+      : apply_(apply), ranges_(std::move(ranges)) {}
+
+  Stmt VisitFor(const ir::ForNode* op, const Stmt& s) override {
+    Stmt visited = StmtMutator::VisitFor(op, s);
+    const auto* loop = ir::As<ir::ForNode>(visited);
+    if (loop->for_kind != ir::ForKind::kSerial && loop->for_kind != ir::ForKind::kParallel) {
+      return visited;
+    }
+    std::optional<Expr> threshold = LoopThreshold(op);
+    if (!threshold) return visited;
+    return ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind,
+                       ir::MakeIfThenElse(loop->loop_var < *threshold, loop->body),
+                       loop->annotations);
+  }
+
+ private:
+  // The largest of the thresholds of the guarded blocks under the loop; none when a planned
+  // block whose iterators the schedule kept has no guard bound to the loop (a block the schedule
+  // added without a guard is assumed to serve the guarded blocks of the same iteration).
+  std::optional<Expr> LoopThreshold(const ir::ForNode* loop) const {
+    std::optional<Expr> result;
+    bool blocked = false;
+    ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
+      const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+      if (blocked || !realize) return;
+      auto it = apply_.guards.find(realize->block->name);
+      if (it == apply_.guards.end()) {
+        blocked = apply_.kept.count(realize->block->name) > 0;
+        return;
+      }
+      std::optional<Expr> block_threshold;
+      for (const Guard& guard : it->second) {
+        std::optional<Expr> t =
+            Threshold(guard.value, loop->loop_var, apply_.Limit(guard.extent), ranges_);
+        if (t) block_threshold = block_threshold ? ir::Min(*block_threshold, *t) : *t;
+      }
+      if (!block_threshold) {
+        blocked = true;
+        return;
+      }
+      result = result ? ir::Max(*result, *block_threshold) : *block_threshold;
+    });
+    if (blocked || !result) return std::nullopt;
+    return ir::Simplify(*result);
+  }
+
+  const ApplyPlan& apply_;
+  ir::VarRanges ranges_;
+};
+
+}  // namespace
+
+ir::KernelFunction ApplyDynamicIterators(const ir::KernelFunction& scheduled,
+                                         const DynamicPlan& plan) {
+  if (plan.params.size() != scheduled.params.size()) {
+    throw ir::Error(fmt::format("kernel '{}': the plan is for {} parameters, the kernel has {}",
+                                scheduled.name, plan.params.size(), scheduled.params.size()));
+  }
+  std::map<const ir::BufferNode*, TensorExtents> params;
+  for (size_t p = 0; p < scheduled.params.size(); ++p) {
+    params[scheduled.params[p].get()] = plan.params[p];
+  }
+  ir::KernelFunction out = scheduled;
+  ir::Buffer extent = ir::MakeBuffer(kDynamicExtentParam, ir::DataType::kInt64, {1});
+  Expr n = ir::Load(extent, {Expr(0)});
+  ApplyPlan apply(plan, n, std::move(params));
+  out.body = apply.VisitStmt(scheduled.body);
+  for (const DynamicIterator& it : plan.iterators) {
+    if (it.reduction && !apply.seen.count(it.block)) {
+      throw ir::Error(fmt::format(
+          "dynamic axis: the schedule of kernel '{}' removed block '{}', which reduces over the "
+          "dynamic axis",
+          scheduled.name, it.block));
+    }
+  }
+  ir::VarRanges ranges;
+  ir::VisitStmtTree(out.body, [&](const Stmt& s) {
+    if (const auto* loop = ir::As<ir::ForNode>(s)) {
+      ranges[loop->loop_var.get()] = {0, loop->extent - 1};
+    }
+  });
+  out.body = GuardLoops(apply, ranges).VisitStmt(out.body);
+  auto position = out.params.end() - out.num_outputs;
+  out.params.insert(position, extent);
+  return out;
+}
+
+}  // namespace tandem::kernels

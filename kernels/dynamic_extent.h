@@ -1,0 +1,97 @@
+// Kernels for a dynamic axis: one kernel, compiled once at the axis's bound, that runs any size
+// n of the axis within [minimum, bound].
+//
+// A tensor of a dynamic build is allocated at the bound; along each dynamic axis only a prefix
+// of `scale * n + offset` positions is valid and the rest is junk (whatever an earlier kernel left
+// there). A kernel computes the valid part correctly when no valid result depends on junk:
+//   - a block iterator that walks a dynamic axis with the plain iterator as index (out[i] = ...,
+//     a[i, k]) is a dynamic iterator; its iterations at or past the valid length are skipped (a
+//     predicate on the block): for a reduction iterator that keeps junk out of the sum, for a
+//     spatial one it only saves the work of junk results;
+//   - any other index of a dynamic axis (a reshape's floordiv/floormod, a window's i + kh - 1, a
+//     constant) must stay inside the valid prefix for every valid iteration and every n in the
+//     range; a write must use a plain dynamic iterator; a dynamic iterator must not write a
+//     static axis. Anything else is an Error naming the block and the buffer.
+// PlanDynamicIterators does this analysis on the unscheduled kernel (its compute definition,
+// whose indices are plain) and ApplyDynamicIterators applies it to the kernel once scheduled:
+// scheduling keeps the original blocks, their names and their iterators, and binds them to
+// loops; the guards go on those blocks, and a loop whose iterations past some point reach only
+// skipped iterations of the blocks under it gets the guard `loop_var < threshold` as its whole
+// body, which code generation turns into a shorter trip count (so a kernel built for 128 rows
+// run at 16 does the work of about 16).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/stmt.h"
+#include "ir/type.h"
+
+namespace tandem::kernels {
+
+// The valid length of a tensor axis at the dynamic size n: scale * n + offset (scale 0: a static
+// axis, always whole).
+struct AxisExtent {
+  int64_t scale = 0;
+  int64_t offset = 0;
+  bool dynamic() const { return scale != 0; }
+  int64_t At(int64_t n) const { return scale * n + offset; }
+  bool operator==(const AxisExtent& other) const = default;
+};
+// One per axis of a tensor; empty for a tensor without a dynamic axis.
+using TensorExtents = std::vector<AxisExtent>;
+bool IsDynamic(const TensorExtents& extents);
+// "[1, 2*seq+1, 64]" for the shape at the bound and the symbol "seq".
+std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape,
+                            const std::string& symbol);
+
+// The dynamic size's symbol and range.
+struct DynamicRange {
+  std::string symbol = "n";
+  int64_t minimum = 1;
+  int64_t bound = 1;
+};
+
+// The name of the kernel parameter (i64[1], before the outputs) that holds n at run time.
+inline constexpr const char* kDynamicExtentParam = "dynamic_extent";
+
+// A block iterator over a dynamic axis: its iterations from extent.At(n) on are skipped.
+struct DynamicIterator {
+  std::string block;
+  size_t iterator = 0;  // index into the block's iter_vars
+  int64_t domain = 0;   // the iterator's extent at the bound (checked when applying)
+  bool reduction = false;
+  AxisExtent extent;
+};
+
+// The plan of one kernel: its dynamic iterators, and the names of all its blocks (a reduction
+// block that scheduling adds, as rfactor does, is not covered by the analysis).
+struct DynamicPlan {
+  std::vector<TensorExtents> params;  // the parameters' extents it was made for
+  std::vector<DynamicIterator> iterators;
+  std::set<std::string> blocks;
+  bool has_dynamic_reduction() const;
+};
+
+// Analyzes the unscheduled kernel `kernel` whose parameters have the extents `params` (one per
+// parameter, in order; empty for a static one) and whose intermediates named in `intermediates`
+// have those (the values of a fused group; any other intermediate takes the extents of the
+// iterators that write it). Error (naming the block, the buffer and the reason) when a valid
+// result could depend on junk for some n in `range`.
+DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
+                                 const std::vector<TensorExtents>& params,
+                                 const DynamicRange& range,
+                                 const std::map<std::string, TensorExtents>& intermediates = {});
+
+// `scheduled` (a schedule of the kernel `plan` was made from) with the plan applied: the
+// parameter kDynamicExtentParam inserted before the outputs, a predicate on every dynamic
+// iterator's block, and trip-count guards on the loops that only reach skipped iterations past
+// a point. Error when scheduling removed a block with a dynamic reduction, changed a planned
+// iterator, or added a reduction block.
+ir::KernelFunction ApplyDynamicIterators(const ir::KernelFunction& scheduled,
+                                         const DynamicPlan& plan);
+
+}  // namespace tandem::kernels

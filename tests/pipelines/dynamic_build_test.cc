@@ -1,0 +1,249 @@
+// A dynamic build of the token-input BERT example (examples/models/bert_tokens/): one build for
+// every sequence length in [1, 128] (the graph part of default_heuristic, then dynamic lowering)
+// runs at 16, 77 and 128 to the stored outputs, and at other lengths to the reference
+// interpreter on the model imported at that length; the pipeline must end with Legalize.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/dynamic_executable.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+#include "ir/graph.h"
+#include "passes/pass.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
+
+namespace tandem {
+namespace {
+
+const std::string kDirectory = std::string(TANDEM_SOURCE_DIR) + "/examples/models/bert_tokens";
+
+std::string ModelBytes() {
+  std::ifstream in(kDirectory + "/model.onnx", std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+ir::IRModule ImportAt(const std::string& bytes, int64_t length) {
+  frontend::OnnxImportOptions options;
+  options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
+  return frontend::ImportOnnxModel(bytes, "bert_tokens", options);
+}
+
+std::vector<ir::Tensor> Stored(int64_t length, const std::string& prefix) {
+  return frontend::ReadTensorProtoDirectory(kDirectory + "/test_data_seq" + std::to_string(length),
+                                            prefix);
+}
+
+std::unique_ptr<backends::DynamicExecutable> BuildBertTokens(int64_t minimum, int64_t bound) {
+  std::string bytes = ModelBytes();
+  std::string graph_part = pipelines::WithoutFinalLegalize(
+      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  backends::DynamicModuleSource source;
+  source.range = {.symbol = "seq", .minimum = minimum, .bound = bound};
+  source.make = [bytes, graph_part](int64_t n) {
+    passes::PassContext context;
+    return context.RunPipeline(*passes::ParsePipeline(graph_part), ImportAt(bytes, n));
+  };
+  return backends::BuildDynamic(source);
+}
+
+TEST(DynamicBuild, OneBertBuildRunsEveryLengthToTheStoredOutputs) {
+  std::unique_ptr<backends::DynamicExecutable> dynamic = BuildBertTokens(1, 128);
+  EXPECT_EQ(dynamic->InputSignatures(),
+            (std::vector<std::string>{"input_ids: i64[1, seq]", "attention_mask: i64[1, seq]"}));
+  EXPECT_EQ(dynamic->OutputSignatures(), (std::vector<std::string>{"f32[1, seq, 64]"}));
+  for (int64_t length : {16, 77, 128}) {
+    SCOPED_TRACE("sequence length " + std::to_string(length));
+    std::vector<ir::Tensor> inputs = Stored(length, "input");
+    ir::Tensor output = dynamic->Run(inputs).at(0);
+    ASSERT_EQ(output.shape(), (ir::Shape{1, length, 64}));
+    EXPECT_LT(ir::RelativeError(output, Stored(length, "output").at(0)), 1e-4);
+  }
+  // Other lengths, random ids and masks, against the interpreter on the model at that length;
+  // a longer run first leaves its values past the shorter one's end in the arena.
+  std::string bytes = ModelBytes();
+  for (int64_t length : {1, 2, 33, 127, 5}) {
+    SCOPED_TRACE("sequence length " + std::to_string(length));
+    ir::TensorType type{{1, length}, ir::DataType::kInt64, ""};
+    ir::Tensor ids = ir::Tensor::Random(type, 11 + static_cast<uint64_t>(length), 0, 1000);
+    ir::Tensor mask = ir::Tensor::Random(type, 3, 0, 2);
+    mask.data<int64_t>()[0] = 1;
+    ir::Tensor expected = backends::RunReference(ImportAt(bytes, length), {ids, mask}).at(0);
+    EXPECT_LT(ir::RelativeError(dynamic->Run({ids, mask}).at(0), expected), 1e-4);
+  }
+}
+
+TEST(DynamicBuild, InputsOutsideTheRangeOrDisagreeingAreErrors) {
+  std::unique_ptr<backends::DynamicExecutable> dynamic = BuildBertTokens(4, 32);
+  auto ids = [](int64_t length) {
+    return ir::Tensor(ir::TensorType{{1, length}, ir::DataType::kInt64, ""});
+  };
+  auto expect_error = [&](const std::vector<ir::Tensor>& inputs, const std::string& part) {
+    try {
+      dynamic->Run(inputs);
+      ADD_FAILURE() << "no error for " << part;
+    } catch (const ir::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_error({ids(33), ids(33)},
+               "input 'input_ids' is i64[1,33] but the model takes "
+               "i64[1, seq] with seq in [4, 32]");
+  expect_error({ids(3), ids(3)}, "seq in [4, 32]");
+  expect_error({ids(8), ids(9)},
+               "input 'attention_mask' gives seq=9 but input 'input_ids' "
+               "gives seq=8");
+  expect_error({ids(8)}, "the model takes 2 inputs but 1 were given");
+  EXPECT_EQ(dynamic->SizeOf({ids(4), ids(4)}), 4);
+}
+
+// Self-attention over n tokens of width 16 with a position table sliced to n, a residual and a
+// layer norm: reductions over the dynamic axis (the scores' softmax and the context matmul) and
+// over a static one (the norm), a constant that changes with n.
+ir::IRModule Attention(int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::TensorType x_type{{n, 16}, ir::DataType::kFloat32, ""};
+  ir::ValueId x = b.Input("x", x_type);
+  ir::Tensor table = ir::Tensor::Random(ir::TensorType{{64, 16}, ir::DataType::kFloat32, ""}, 5);
+  std::vector<float> rows(table.data<float>(), table.data<float>() + n * 16);
+  ir::ValueId positions = b.Constant(ir::Tensor::FromFloats({n, 16}, rows), "positions");
+  ir::ValueId h = b.Call("add", {x, positions});
+  auto weight = [&](uint64_t seed) {
+    return b.Constant(
+        ir::Tensor::Random(ir::TensorType{{16, 16}, ir::DataType::kFloat32, ""}, seed, -0.3, 0.3));
+  };
+  ir::ValueId q = b.Call("matmul", {h, weight(1)});
+  ir::ValueId k = b.Call("matmul", {h, weight(2)});
+  ir::ValueId v = b.Call("matmul", {h, weight(3)});
+  ir::ValueId kt = b.Call("transpose", {k}, ir::Attrs{{"axes", std::vector<int64_t>{1, 0}}});
+  ir::ValueId scores = b.Call("matmul", {q, kt});
+  ir::ValueId probabilities = b.Call("softmax", {scores}, ir::Attrs{{"axis", int64_t{-1}}});
+  ir::ValueId context = b.Call("matmul", {probabilities, v});
+  ir::ValueId residual = b.Call("add", {context, h});
+  ir::ValueId gamma =
+      b.Constant(ir::Tensor::Random(ir::TensorType{{16}, ir::DataType::kFloat32, ""}, 8, 0.5, 1.5));
+  ir::ValueId beta =
+      b.Constant(ir::Tensor::Random(ir::TensorType{{16}, ir::DataType::kFloat32, ""}, 9));
+  ir::ValueId normed = b.Call("layer_norm", {residual, gamma, beta},
+                              ir::Attrs{{"axis", int64_t{1}}, {"epsilon", 1e-5}});
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call("relu", {normed})));
+  return module;
+}
+
+std::unique_ptr<backends::DynamicExecutable> BuildGraph(
+    const std::function<ir::IRModule(int64_t)>& make, int64_t minimum, int64_t bound,
+    const std::string& pipeline) {
+  backends::DynamicModuleSource source;
+  source.range = {.symbol = "n", .minimum = minimum, .bound = bound};
+  source.make = [make, pipeline](int64_t n) {
+    if (pipeline.empty()) return make(n);
+    passes::PassContext context;
+    return context.RunPipeline(*passes::ParsePipeline(pipeline), make(n));
+  };
+  return backends::BuildDynamic(source);
+}
+
+TEST(DynamicBuild, AttentionMatchesTheInterpreterAtEverySize) {
+  std::string heuristic = pipelines::WithoutFinalLegalize(
+      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  for (const std::string& pipeline : {std::string(), heuristic}) {
+    SCOPED_TRACE("pipeline '" + pipeline + "'");
+    std::unique_ptr<backends::DynamicExecutable> dynamic = BuildGraph(Attention, 1, 64, pipeline);
+    for (int64_t n : {64, 1, 7, 16, 33, 63}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
+                                        static_cast<uint64_t>(n));
+      ir::Tensor expected = backends::RunReference(Attention(n), {x}).at(0);
+      EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
+    }
+  }
+}
+
+// Expects building `make` dynamically to fail with an Error containing `part`.
+void ExpectBuildError(const std::function<ir::IRModule(int64_t)>& make, const std::string& part) {
+  try {
+    BuildGraph(make, 1, 16, "");
+    ADD_FAILURE() << "no error; expected one containing: " << part;
+  } catch (const ir::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+ir::IRModule OneOp(int64_t n, const std::string& op, const ir::Attrs& attrs, ir::Shape shape,
+                   int copies = 1) {
+  ir::GraphBuilder b("main");
+  for (int64_t& extent : shape) extent = extent < 0 ? n : extent;
+  ir::ValueId x = b.Input("x", ir::TensorType{shape, ir::DataType::kFloat32, ""});
+  std::vector<ir::ValueId> operands(static_cast<size_t>(copies), x);
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call(op, operands, attrs)));
+  return module;
+}
+
+TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
+  // A mean over the dynamic axis divides by its length.
+  ExpectBuildError(
+      [](int64_t n) {
+        return OneOp(n, "mean", {{"axes", std::vector<int64_t>{0}}}, {-1, 4});
+      },
+      "cannot lower 'mean' over the dynamic axis 'n'");
+  // A window along the dynamic axis reads the next position at the last valid one.
+  ExpectBuildError(
+      [](int64_t n) {
+        return OneOp(n, "max_pool2d",
+                     {{"pool_size", std::vector<int64_t>{3, 1}},
+                      {"padding", std::vector<int64_t>{1, 0, 1, 0}}},
+                     {1, 2, -1, 4});
+      },
+      "reads axis 2 (valid length n)");
+  // A concatenation along the dynamic axis puts the second part past the first's bound.
+  ExpectBuildError(
+      [](int64_t n) {
+        return OneOp(n, "concat", {{"axis", int64_t{0}}}, {-1, 4}, 2);
+      },
+      "walks axes of lengths 2*n and n");
+  // A constant computed from n (not a slice of one table).
+  ExpectBuildError(
+      [](int64_t n) {
+        ir::GraphBuilder b("main");
+        ir::ValueId x = b.Input("x", ir::TensorType{{n}, ir::DataType::kFloat32, ""});
+        std::vector<float> ramp;
+        for (int64_t i = 0; i < n; ++i)
+          ramp.push_back(static_cast<float>(i) / static_cast<float>(n));
+        ir::IRModule module;
+        module.Add(
+            b.Finish(b.Call("add", {x, b.Constant(ir::Tensor::FromFloats({n}, ramp), "ramp")})));
+        return module;
+      },
+      "the constant %ramp [n] at n=15 is not the leading part of its value at n=16");
+  // A graph that differs with n.
+  ExpectBuildError(
+      [](int64_t n) {
+        return n % 2 == 0 ? OneOp(n, "relu", {}, {-1}) : OneOp(n, "add", {}, {-1}, 2);
+      },
+      "node");
+}
+
+TEST(DynamicBuild, PipelinesMustEndWithLegalize) {
+  EXPECT_EQ(pipelines::WithoutFinalLegalize("InferType, FuseOps(x=\"a,b\"), Legalize"),
+            "InferType, FuseOps(x=\"a,b\")");
+  EXPECT_EQ(pipelines::WithoutFinalLegalize("FoldConstant, Legalize(default_schedule=0)"),
+            "FoldConstant");
+  try {
+    pipelines::WithoutFinalLegalize(
+        pipelines::PipelineRegistry::Global().Get("default_tuning").text);
+    ADD_FAILURE() << "default_tuning has no final Legalize";
+  } catch (const ir::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ends with 'TuneKernels'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tandem
