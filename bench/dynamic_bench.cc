@@ -44,6 +44,7 @@ struct Options {
   std::string range;
   std::vector<std::string> data;
   std::vector<std::string> externals;
+  std::vector<std::string> bound_symbols;
   std::string pipeline = "default_heuristic";
   int threads = 2;
   int passes = 5;
@@ -65,9 +66,10 @@ std::pair<int64_t, int64_t> ParseRange(const std::string& text) {
   }
 }
 
-ir::IRModule Import(const std::string& bytes, const std::string& path, const std::string& symbol,
-                    int64_t n) {
+ir::IRModule Import(const std::string& bytes, const std::string& path,
+                    std::map<std::string, int64_t> symbols, const std::string& symbol, int64_t n) {
   frontend::OnnxImportOptions options;
+  options.symbols = std::move(symbols);
   options.symbols[symbol] = n;
   return frontend::ImportOnnxModel(bytes, path, options);
 }
@@ -112,6 +114,8 @@ int Main(int argc, char** argv) {
   app.add_option("--external", o.externals,
                  "NAME=COMMAND: an engine speaking bench/external_contender.h's protocol, {n} in "
                  "COMMAND replaced by the size (repeatable)");
+  app.add_option("--bind", o.bound_symbols,
+                 "NAME=SIZE: another symbolic dimension, bound to one size (repeatable)");
   app.add_option("--pipeline", o.pipeline, "registered pipeline ending with Legalize");
   app.add_option("--threads", o.threads, "threads for parallel loops");
   app.add_option("--passes", o.passes, "timing passes (turns)");
@@ -140,6 +144,14 @@ int Main(int argc, char** argv) {
   std::string text = registry.Get(o.pipeline).text;
   std::string graph_part = pipelines::WithoutFinalLegalize(text);
   std::string bytes = ir::ReadRegularFile(o.model, "model");
+  std::map<std::string, int64_t> bound_symbols;
+  for (const std::string& spec : o.bound_symbols) {
+    size_t equals = spec.find('=');
+    if (equals == std::string::npos) {
+      throw ir::Error(fmt::format("--bind '{}' is not NAME=SIZE", spec));
+    }
+    bound_symbols[spec.substr(0, equals)] = std::stoll(spec.substr(equals + 1));
+  }
 
   // 1. The dynamic build.
   auto start = std::chrono::steady_clock::now();
@@ -148,7 +160,7 @@ int Main(int argc, char** argv) {
   source.make = [&](int64_t n) {
     passes::PassContext context;
     return context.RunPipeline(*passes::ParsePipeline(graph_part),
-                               Import(bytes, o.model, o.symbol, n));
+                               Import(bytes, o.model, bound_symbols, o.symbol, n));
   };
   std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
   double dynamic_build = Seconds(start);
@@ -166,7 +178,7 @@ int Main(int argc, char** argv) {
     start = std::chrono::steady_clock::now();
     passes::PassContext context;
     std::unique_ptr<backends::Executable> specialized = backends::Build(context.RunPipeline(
-        *passes::ParsePipeline(text), Import(bytes, o.model, o.symbol, size.n)));
+        *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, o.symbol, size.n)));
     double static_build = Seconds(start);
     if (dynamic->SizeOf(inputs) != size.n) {
       throw ir::Error(

@@ -114,14 +114,19 @@ class GraphImporter {
           }
           extent = chosen;
         } else if (extent < 0) {
-          std::string symbol = dim.has_dim_param() && !dim.dim_param().empty()
-                                   ? fmt::format("symbolic ('{}')", dim.dim_param())
-                                   : std::string("unknown");
+          bool named = dim.has_dim_param() && !dim.dim_param().empty();
+          std::string symbol = named ? fmt::format("symbolic ('{}')", dim.dim_param())
+                                     : std::string("unknown");
+          std::string by_symbol =
+              named ? fmt::format(", or the symbol's size in OnnxImportOptions::symbols "
+                                  "(--symbol {}=...)",
+                                  dim.dim_param())
+                    : std::string();
           throw Error(
               fmt::format("graph input '{}' has a {} extent in dimension {}; Tandem needs "
                           "static shapes: pass the input's shape in "
-                          "OnnxImportOptions::input_shapes (--input-shape {}=...)",
-                          name, symbol, d, name));
+                          "OnnxImportOptions::input_shapes (--input-shape {}=...){}",
+                          name, symbol, d, name, by_symbol));
         }
         type.shape.push_back(extent);
       }

@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/kernel/bound.h"
 #include "ir/kernel/functor.h"
+#include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/simplify.h"
 
 namespace tandem::kernels {
@@ -347,7 +348,22 @@ std::optional<Expr> Threshold(const Expr& index, const Expr& loop_var, const Exp
 struct Guard {
   Expr value;
   AxisExtent extent;
+  // Whether the block must not run past it: a reduction's (junk would enter the sum), or any in
+  // a block with a data-dependent load (a gather's bounds check would fail on junk). Otherwise
+  // the guard only bounds loops (GuardLoops): a partial tile computes junk positions, which is
+  // cheaper than a predicate on every element.
+  bool required = false;
 };
+
+// Whether the block has a load at a loaded index (a gather).
+bool HasDataDependentLoad(const ir::BlockNode& block) {
+  for (const Access& a : AccessesOf(block)) {
+    for (const Expr& index : a.indices) {
+      if (ir::HasLoad(index)) return true;
+    }
+  }
+  return false;
+}
 
 // Puts the guards on the blocks of a scheduled kernel:
 //   - a planned block whose iterators the schedule kept: one guard per dynamic iterator;
@@ -377,21 +393,34 @@ class ApplyPlan : public ir::StmtMutator {
       kept.insert(block.name);
       for (const DynamicIterator& it : plan_.iterators) {
         if (it.block == block.name) {
-          block_guards.push_back({realize->iter_values[it.iterator], it.extent});
+          block_guards.push_back({realize->iter_values[it.iterator], it.extent, it.reduction});
         }
       }
     } else {
       block_guards = ParameterGuards(*realize);
+      // A planned block rfactor rewrote keeps its spatial iterators: they still bound loops.
+      for (const DynamicIterator& it : plan_.iterators) {
+        if (it.block == block.name && !it.reduction && it.iterator < block.iter_vars.size() &&
+            block.iter_vars[it.iterator].extent == it.domain &&
+            block.iter_vars[it.iterator].kind == ir::IterKind::kSpatial) {
+          block_guards.push_back({realize->iter_values[it.iterator], it.extent, false});
+        }
+      }
     }
     if (block_guards.empty()) return visited;
+    guards[block.name] = block_guards;
+    bool gathers = HasDataDependentLoad(block);
     Expr predicate = realize->predicate;
+    bool changed = false;
     for (const Guard& guard : block_guards) {
+      if (!guard.required && !gathers) continue;
+      changed = true;
       Expr condition = guard.value < Limit(guard.extent);
       int64_t always = 0;
       bool trivial = !predicate.defined() || (ir::AsConstInt(predicate, &always) && always != 0);
       predicate = trivial ? condition : predicate && condition;
     }
-    guards[block.name] = block_guards;
+    if (!changed) return visited;
     return ir::MakeBlockRealize(realize->iter_values, predicate, realize->block);
   }
 
@@ -425,12 +454,15 @@ class ApplyPlan : public ir::StmtMutator {
       if (a.write || it == params_.end() || it->second.empty()) continue;
       for (size_t axis = 0; axis < a.indices.size(); ++axis) {
         if (!it->second[axis].dynamic() || ir::HasLoad(a.indices[axis])) continue;
+        bool reduction = false;
         for (const ir::IterVar& iv : block.iter_vars) {
           if (iv.kind == ir::IterKind::kReduction && ir::UsesVar(a.indices[axis], iv.var)) {
-            guarded_reduction = true;
+            reduction = true;
           }
         }
-        out.push_back({ir::Simplify(ir::Substitute(a.indices[axis], bindings)), it->second[axis]});
+        guarded_reduction = guarded_reduction || reduction;
+        out.push_back(
+            {ir::Simplify(ir::Substitute(a.indices[axis], bindings)), it->second[axis], reduction});
       }
     }
     bool reduces = false;
@@ -487,14 +519,91 @@ class GuardLoops : public ir::StmtMutator {
     if (loop->for_kind != ir::ForKind::kSerial && loop->for_kind != ir::ForKind::kParallel) {
       return visited;
     }
-    std::optional<Expr> threshold = LoopThreshold(op);
-    if (!threshold) return visited;
+    std::optional<Expr> condition;
+    if (std::optional<Expr> threshold = LoopThreshold(op)) {
+      condition = loop->loop_var < *threshold;
+    } else {
+      condition = BodyGuard(op);
+    }
+    if (!condition) return visited;
     return ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind,
-                       ir::MakeIfThenElse(loop->loop_var < *threshold, loop->body),
-                       loop->annotations);
+                       ir::MakeIfThenElse(*condition, loop->body), loop->annotations);
   }
 
  private:
+  // When the threshold cannot be had (the dynamic iterator is not a prefix of the loop, as the
+  // rows of a loop fusing heads and rows): a condition that holds in the iterations where some
+  // guarded block under the loop runs, made of guards that no loop inside depends on, so that
+  // an iteration with only skipped work ends at once. None under the same conditions as
+  // LoopThreshold.
+  std::optional<Expr> BodyGuard(const ir::ForNode* loop) const {
+    std::set<const ir::ExprNode*> inner;
+    ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
+      if (const auto* nested = ir::As<ir::ForNode>(s)) inner.insert(nested->loop_var.get());
+    });
+    auto uses_inner = [&](const Expr& e) {
+      bool uses = false;
+      ir::VisitExprTree(e, [&](const Expr& x) {
+        uses = uses || (x->kind == ExprKind::kVar && inner.count(x.get()));
+      });
+      return uses;
+    };
+    // The guard's value with the loops inside at 0, when it grows with each of them (their
+    // terms are c * var with c > 0): its smallest value over the loop's body.
+    auto lowest = [&](const Expr& value) -> std::optional<Expr> {
+      std::vector<std::pair<int64_t, Expr>> terms;
+      int64_t constant = 0;
+      LinearTerms(value, 1, terms, constant);
+      Expr sum = Expr(constant);
+      for (const auto& [coefficient, atom] : terms) {
+        if (!uses_inner(atom)) {
+          sum = sum + Expr(coefficient) * atom;
+        } else if (atom->kind != ExprKind::kVar || coefficient <= 0) {
+          return std::nullopt;
+        }
+      }
+      return ir::Simplify(sum);
+    };
+    // Blocks that decide: the planned blocks under the loop, or, without any, every guarded one.
+    bool any_kept = false;
+    ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
+      const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+      any_kept = any_kept || (realize && apply_.kept.count(realize->block->name));
+    });
+    std::vector<Expr> conditions;
+    std::set<std::string> seen_conditions;
+    bool blocked = false;
+    ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
+      const auto* realize = ir::As<ir::BlockRealizeNode>(s);
+      if (blocked || !realize) return;
+      bool kept = apply_.kept.count(realize->block->name) > 0;
+      if (any_kept && !kept) return;
+      auto it = apply_.guards.find(realize->block->name);
+      if (it == apply_.guards.end()) {
+        blocked = kept;
+        return;
+      }
+      std::optional<Expr> block_condition;
+      for (const Guard& guard : it->second) {
+        std::optional<Expr> low = lowest(guard.value);
+        if (!low || !ir::UsesVar(*low, loop->loop_var)) continue;
+        Expr condition = *low < apply_.Limit(guard.extent);
+        block_condition = block_condition ? *block_condition && condition : condition;
+      }
+      if (!block_condition) {
+        blocked = true;
+        return;
+      }
+      if (seen_conditions.insert(ir::PrintExpr(*block_condition)).second) {
+        conditions.push_back(*block_condition);
+      }
+    });
+    if (blocked || conditions.empty()) return std::nullopt;
+    Expr any = conditions[0];
+    for (size_t k = 1; k < conditions.size(); ++k) any = any || conditions[k];
+    return any;
+  }
+
   // The largest of the thresholds of the guarded blocks under the loop; none when a planned
   // block whose iterators the schedule kept has no guard bound to the loop (a block the schedule
   // added without a guard is assumed to serve the guarded blocks of the same iteration).

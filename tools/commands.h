@@ -7,9 +7,11 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/runtime/dynamic_executable.h"
 #include "ir/graph.h"
 #include "ir/target.h"
 #include "passes/instruments.h"
@@ -27,6 +29,7 @@ struct ModelOptions {
   std::string path;
   std::vector<std::string> input_shapes;  // NAME=1,3,224,224
   std::string name;                       // --model-name ("": from the path, see ModelName)
+  std::vector<std::string> symbols;       // NAME=SIZE: symbolic dimensions bound by name
 };
 void AddModelOptions(CLI::App* command, ModelOptions& options);
 // Adds --model-name (how tuning runs and reports name the model) to a command that records runs.
@@ -64,6 +67,14 @@ passes::PassPtr PreparePipeline(const PipelineOptions& options, passes::PassCont
 ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& options);
 // The target the result of RunPipeline is built for: --target, or the trace file's target.
 ir::Target PipelineTarget(const PipelineOptions& options);
+
+// --dynamic SYMBOL=MIN:MAX: the model built once for every size of its symbolic dimension SYMBOL
+// in the range (the pipeline's graph part, then dynamic lowering;
+// backends/runtime/dynamic_executable.h); prints the build time and signatures to stderr.
+std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOptions& model,
+                                                               const PipelineOptions& pipeline,
+                                                               const std::string& dynamic);
+
 // Warns through the session when kernels got default schedules because their stored schedules
 // no longer replay (tuning::NotReplayedNote); nothing when none did.
 void WarnOfSchedulesNotReplayed(tuning::TuningSession& session);

@@ -141,8 +141,20 @@ Command AddCompileCommand(CLI::App& app) {
       ->check(CLI::IsMember({"ir", "llvm", "asm", "ptx"}))
       ->capture_default_str();
   cmd->add_option("--kernel", *kernel, "with --emit llvm/asm/ptx: only this kernel");
-  return [cmd, model, pipeline, full, emit, kernel]() {
+  auto dynamic = std::make_shared<std::string>();
+  cmd->add_option("--dynamic", *dynamic,
+                  "SYMBOL=MIN:MAX: print the module of the dynamic build for that range (kernels "
+                  "lowered, guarded and with their dynamic_extent parameter; --emit ir only)");
+  return [cmd, model, pipeline, full, emit, kernel, dynamic]() {
     if (!*cmd) return -1;
+    if (!dynamic->empty()) {
+      if (*emit != "ir") throw ir::Error("--dynamic prints --emit ir only");
+      ir::PrintOptions options;
+      options.max_constant_bytes = *full ? -1 : 64;
+      std::cout << ir::PrintModule(
+          BuildDynamicModel(*model, *pipeline, *dynamic)->executable().module(), options);
+      return 0;
+    }
     ir::IRModule out = RunPipeline(LoadModel(*model), *pipeline);
     if (*emit == "ir") {
       ir::PrintOptions options;

@@ -49,6 +49,21 @@ void ParseInputShape(const std::string& text, std::map<std::string, ir::Shape>& 
   shapes[text.substr(0, eq)] = shape;
 }
 
+// --symbol NAME=SIZE.
+void ParseSymbol(const std::string& text, std::map<std::string, int64_t>& symbols) {
+  auto eq = text.rfind('=');
+  try {
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument(text);
+    size_t used = 0;
+    int64_t size = std::stoll(text.substr(eq + 1), &used);
+    if (used != text.size() - eq - 1 || size < 0) throw std::invalid_argument(text);
+    symbols[text.substr(0, eq)] = size;
+  } catch (const std::exception&) {
+    throw ir::Error(
+        fmt::format("--symbol '{}' must look like NAME=SIZE (a non-negative size)", text));
+  }
+}
+
 }  // namespace
 
 void AddModelOptions(CLI::App* command, ModelOptions& options) {
@@ -57,6 +72,9 @@ void AddModelOptions(CLI::App* command, ModelOptions& options) {
   command->add_option("--input-shape", options.input_shapes,
                       "concrete shape for an input with symbolic dimensions, NAME=1,3,224,224 "
                       "(repeatable)");
+  command->add_option("--symbol", options.symbols,
+                      "size of an ONNX symbolic dimension, NAME=SIZE: binds it in every input "
+                      "that has it (repeatable)");
 }
 
 void AddModelNameOption(CLI::App* command, ModelOptions& options) {
@@ -78,7 +96,8 @@ std::string ModelName(const ModelOptions& options) {
 ir::IRModule LoadModel(const ModelOptions& options, const std::map<std::string, int64_t>& symbols) {
   if (fs::path(options.path).extension() == ".onnx") {
     frontend::OnnxImportOptions import_options;
-    import_options.symbols = symbols;
+    for (const std::string& s : options.symbols) ParseSymbol(s, import_options.symbols);
+    for (const auto& [name, size] : symbols) import_options.symbols[name] = size;
     for (const std::string& s : options.input_shapes)
       ParseInputShape(s, import_options.input_shapes);
     return frontend::ImportOnnxFile(options.path, import_options);

@@ -257,12 +257,12 @@ kernels::DynamicRange ParseDynamic(const std::string& text) {
   return range;
 }
 
-// `tandem run --dynamic`: one build for every size of the symbol (the pipeline's graph part,
-// then dynamic lowering), run on the inputs (their shapes give the size; random at the bound
-// without --inputs-dir), checked against the interpreter on the model at that size.
-int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const IoOptions& io,
-               int repeat, bool no_reference, const std::string& dynamic_text) {
-  kernels::DynamicRange range = ParseDynamic(dynamic_text);
+}  // namespace
+
+std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOptions& model,
+                                                               const PipelineOptions& pipeline,
+                                                               const std::string& dynamic) {
+  kernels::DynamicRange range = ParseDynamic(dynamic);
   if (fs::path(model.path).extension() != ".onnx") {
     throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
   }
@@ -276,16 +276,34 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
     graph_part.text = pipelines::WithoutFinalLegalize(
         passes::PrintPipeline(*PreparePipeline(pipeline, context, timing)));
   }
-  auto load = [&](int64_t n) { return LoadModel(model, {{range.symbol, n}}); };
-  backends::DynamicModuleSource source{range,
-                                       [&](int64_t n) { return RunPipeline(load(n), graph_part); }};
+  backends::DynamicModuleSource source{
+      range, [&](int64_t n) {
+        return RunPipeline(LoadModel(model, {{range.symbol, n}}), graph_part);
+      }};
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<backends::DynamicExecutable> executable =
       backends::BuildDynamic(source, backends::BuildOptionsFor(PipelineTarget(pipeline)));
-  fmt::print("dynamic build for {} in [{}, {}]: {:.2f} s\n  inputs: {}\n  outputs: {}\n",
-             range.symbol, range.minimum, range.bound, Seconds(start),
-             fmt::join(executable->InputSignatures(), ", "),
-             fmt::join(executable->OutputSignatures(), ", "));
+  std::cerr << fmt::format(
+      "dynamic build for {} in [{}, {}]: {:.2f} s\n  inputs: {}\n  "
+      "outputs: {}\n",
+      range.symbol, range.minimum, range.bound, Seconds(start),
+      fmt::join(executable->InputSignatures(), ", "),
+      fmt::join(executable->OutputSignatures(), ", "));
+  return executable;
+}
+
+namespace {
+
+// `tandem run --dynamic`: one build for every size of the symbol (the pipeline's graph part,
+// then dynamic lowering), run on the inputs (their shapes give the size; random at the bound
+// without --inputs), checked against the interpreter on the model at that size.
+int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const IoOptions& io,
+               int repeat, bool no_reference, const std::string& dynamic_text) {
+  std::unique_ptr<backends::DynamicExecutable> executable =
+      BuildDynamicModel(model, pipeline, dynamic_text);
+  const kernels::DynamicRange& range = executable->range();
+  auto load = [&](int64_t n) { return LoadModel(model, {{range.symbol, n}}); };
+  auto start = std::chrono::steady_clock::now();
   std::vector<ir::Tensor> inputs = Inputs(load(range.bound).Get(io.function), io);
   int64_t n = executable->SizeOf(inputs);
   std::vector<ir::Tensor> outputs = executable->Run(inputs);
@@ -296,8 +314,12 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
     times.push_back(Seconds(start));
   }
   std::sort(times.begin(), times.end());
-  fmt::print("{}={}: latency median {:.3f} ms over {} runs\noutputs:\n", range.symbol, n,
+  fmt::print("{}={}: latency median {:.3f} ms over {} runs\n", range.symbol, n,
              times[times.size() / 2] * 1e3, times.size());
+  executable->executable().set_profiling(true);
+  for (int r = 0; r < repeat; ++r) executable->Run(inputs);
+  executable->executable().set_profiling(false);
+  fmt::print("{}outputs:\n", executable->executable().ProfileTable());
   for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
   WriteOutputs(outputs, io.outputs_dir);
   bool ok = true;

@@ -693,7 +693,46 @@ CgValue KernelCodegen::EvalLoad(const Expr& e) {
     if (!index.defined())
       throw Error(fmt::format("undefined index of buffer '{}'", e->buffer->name));
   }
+  if (llvm::Value* hoisted = HoistedParameterLoad(e)) return Uniform(hoisted, e->dtype);
   return LoadElements(e->buffer, FlatOffset(e->buffer, e->operands));
+}
+
+llvm::Value* KernelCodegen::HoistedParameterLoad(const Expr& load) {
+  if (gpu_ || load_guard_ != nullptr || mask_ != nullptr) return nullptr;
+  const ir::BufferNode* buffer = load->buffer.get();
+  if (std::none_of(kernel_.params.begin(), kernel_.params.end(),
+                   [&](const ir::Buffer& p) { return p.get() == buffer; })) {
+    return nullptr;
+  }
+  // 1. A constant element inside the buffer.
+  int64_t flat = 0;
+  for (size_t axis = 0; axis < load->operands.size(); ++axis) {
+    int64_t index = 0;
+    if (axis >= buffer->shape.size() || !ir::AsConstInt(load->operands[axis], &index) ||
+        index < 0 || index >= buffer->shape[axis]) {
+      return nullptr;
+    }
+    flat = flat * buffer->shape[axis] + index;
+  }
+  // 2. Of a buffer no statement of the kernel writes.
+  if (!written_buffers_) {
+    written_buffers_.emplace();
+    ir::VisitStmtTree(kernel_.body, [&](const ir::Stmt& s) {
+      if (const auto* store = ir::As<ir::StoreNode>(s))
+        written_buffers_->insert(store->buffer.get());
+    });
+  }
+  if (written_buffers_->count(buffer)) return nullptr;
+  // 3. Read once per function, in its entry block.
+  auto key = std::make_tuple(function_, buffer, flat);
+  auto it = hoisted_loads_.find(key);
+  if (it != hoisted_loads_.end()) return it->second;
+  llvm::IRBuilder<> entry(entry_block_->getTerminator());
+  llvm::Type* type = ScalarType(load->dtype);
+  llvm::Value* address = entry.CreateGEP(type, BufferPointer(load->buffer), entry.getInt64(flat));
+  llvm::Value* value = entry.CreateLoad(type, address, buffer->name);
+  hoisted_loads_[key] = value;
+  return value;
 }
 
 bool KernelCodegen::InStackArray(const ir::Buffer& buffer, const CgValue& offset) {

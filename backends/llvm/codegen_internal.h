@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -191,6 +192,10 @@ class KernelCodegen {
   // iterators (iterator_bindings_) and the counters of replicated loops; false on overflow.
   bool AddToIndexSum(const ir::Expr& e, int64_t scale, IndexSum* sum);
   llvm::Value* BufferPointer(const ir::Buffer& buffer);
+  // A load at constant indices of a parameter the kernel never writes (the dynamic size of
+  // kernels/dynamic_extent.h, a scalar operand), read once in the current function's entry block
+  // so that no loop reloads it; null for any other load.
+  llvm::Value* HoistedParameterLoad(const ir::Expr& load);
   CgValue LoadElements(const ir::Buffer& buffer, const CgValue& offset);
   // `arm` evaluated with its loads guarded by the i1 `wanted` (see load_guard_).
   CgValue EvalGuarded(const ir::Expr& arm, llvm::Value* wanted);
@@ -285,6 +290,9 @@ class KernelCodegen {
   // select on a uniform condition, evaluated without a branch): they then read a valid element
   // instead of their own. Null when every load is wanted.
   llvm::Value* load_guard_ = nullptr;
+  std::optional<std::unordered_set<const ir::BufferNode*>> written_buffers_;  // computed once
+  std::map<std::tuple<llvm::Function*, const ir::BufferNode*, int64_t>, llvm::Value*>
+      hoisted_loads_;
   bool in_parallel_ = false;  // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
