@@ -396,8 +396,28 @@ void KernelCodegen::EmitConditional(const CgValue& condition,
     builder_.SetInsertPoint(merge);
     return;
   }
-  // Lanes disagree: run both sides under masks.
+  // Lanes may disagree: run both sides under masks. Without an else side and outside any mask,
+  // the lanes all holding (every full tile of a loop guarded at a tail, as the guards of
+  // kernels/dynamic_extent.h) first takes the unmasked code.
   llvm::Value* lanes = Materialize(condition);
+  if (!else_case && mask_ == nullptr && !gpu_) {
+    auto* full = llvm::BasicBlock::Create(context_, "all_lanes", function_);
+    PendingBlock pending_partial(context_, "some_lanes", function_);
+    PendingBlock pending_merge(context_, "lanes_end", function_);
+    builder_.CreateCondBr(builder_.CreateAndReduce(lanes), full, pending_partial.get());
+    builder_.SetInsertPoint(full);
+    then_case();
+    builder_.CreateBr(pending_merge.get());
+    pending_partial.Insert();
+    builder_.SetInsertPoint(pending_partial.get());
+    mask_ = lanes;
+    then_case();
+    mask_ = nullptr;
+    builder_.CreateBr(pending_merge.get());
+    pending_merge.Insert();
+    builder_.SetInsertPoint(pending_merge.get());
+    return;
+  }
   llvm::Value* saved = mask_;
   mask_ = MaskAnd(lanes);
   then_case();
