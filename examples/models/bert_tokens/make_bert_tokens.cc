@@ -8,6 +8,8 @@
 // A development program, like scripts/make_tiny_cnn.py: the files it writes are committed, and
 // tests/pipelines/bert_tokens_test.cc checks that this code still builds the committed model.
 //   build/tests/tandem_make_bert_tokens examples/models/bert_tokens
+// With HIDDEN HEADS FEED_FORWARD LAYERS it writes a model of that size instead (for benchmarks:
+// 768 12 3072 2 is BERT-base's width, two layers).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -22,24 +24,32 @@
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   using namespace tandem;
-  if (argc != 2) {
-    fmt::print(stderr, "usage: {} OUTPUT_DIRECTORY\n", argv[0]);
+  if (argc != 2 && argc != 6) {
+    fmt::print(stderr, "usage: {} OUTPUT_DIRECTORY [HIDDEN HEADS FEED_FORWARD LAYERS]\n", argv[0]);
     return 2;
   }
   try {
     fs::path out = argv[1];
     fs::create_directories(out);
-    onnx::ModelProto model = examples::BuildBertTokensModel();
+    // Another size (a benchmark's model, not committed): the defaults are the committed one's.
+    examples::BertTokensConfig config;
+    if (argc == 6) {
+      config.hidden = std::stoll(argv[2]);
+      config.heads = std::stoll(argv[3]);
+      config.feed_forward = std::stoll(argv[4]);
+      config.layers = std::stoll(argv[5]);
+    }
+    onnx::ModelProto model = examples::BuildBertTokensModel(config);
     std::string bytes = model.SerializeAsString();
     std::ofstream(out / "model.onnx", std::ios::binary) << bytes;
     for (int64_t length : {16, 77, 128}) {
       std::vector<ir::Tensor> inputs =
-          examples::BertTokensInputs(length, static_cast<uint64_t>(length));
+          examples::BertTokensInputs(length, static_cast<uint64_t>(length), config);
       frontend::OnnxImportOptions options;
       options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
       ir::IRModule module = frontend::ImportOnnxModel(bytes, "bert_tokens", options);
       ir::Tensor output = backends::RunReference(module, inputs).at(0);
-      ir::Tensor independent = examples::BertTokensReference(model, inputs[0], inputs[1]);
+      ir::Tensor independent = examples::BertTokensReference(model, inputs[0], inputs[1], config);
       double error = ir::RelativeError(output, independent);
       if (!(error < 1e-5)) {
         fmt::print(stderr,
