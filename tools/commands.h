@@ -70,7 +70,9 @@ ir::Target PipelineTarget(const PipelineOptions& options);
 
 // --dynamic SYMBOL=MIN:MAX: the model built once for every size of its symbolic dimension SYMBOL
 // in the range (the pipeline's graph part, then dynamic lowering;
-// backends/runtime/dynamic_executable.h); prints the build time and signatures to stderr.
+// backends/runtime/dynamic_executable.h); with --db, kernels take their best recorded schedules
+// (records of the same kernels at the range's bound, from `tandem tune` of the model bound to
+// that size); prints the build time and signatures to stderr.
 std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOptions& model,
                                                                const PipelineOptions& pipeline,
                                                                const std::string& dynamic);

@@ -23,6 +23,7 @@
 #include "pipelines/pipeline_registry.h"
 #include "tools/commands.h"
 #include "tools/option_checks.h"
+#include "tuning/search/apply_history_best.h"
 
 namespace tandem::tools {
 
@@ -266,23 +267,35 @@ std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOption
   if (fs::path(model.path).extension() != ".onnx") {
     throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
   }
-  if (!pipeline.trace.empty() || !pipeline.database.empty()) {
-    throw ir::Error("--dynamic builds with default schedules: it takes no --trace or --db");
+  if (!pipeline.trace.empty()) {
+    throw ir::Error("--dynamic takes no --trace: a trace holds the decisions for one size");
   }
+  // The graph part runs without the database; the kernels take their best recorded schedules
+  // from it (tune the model bound to the range's bound, under the same --target, to fill it).
+  passes::PassContext context;  // holds the tuning session when --db is given
+  std::shared_ptr<passes::TimingInstrument> timing;
   PipelineOptions graph_part = pipeline;
-  {
-    passes::PassContext context;
-    std::shared_ptr<passes::TimingInstrument> timing;
-    graph_part.text = pipelines::WithoutFinalLegalize(
-        passes::PrintPipeline(*PreparePipeline(pipeline, context, timing)));
-  }
+  graph_part.database.clear();
+  graph_part.text = pipelines::WithoutFinalLegalize(
+      passes::PrintPipeline(*PreparePipeline(pipeline, context, timing)));
   backends::DynamicModuleSource source{
       range, [&](int64_t n) {
         return RunPipeline(LoadModel(model, {{range.symbol, n}}), graph_part);
       }};
+  backends::BuildOptions build = backends::BuildOptionsFor(PipelineTarget(pipeline));
+  auto stats = std::make_shared<tuning::HistoryBestStats>();
+  if (context.tuning) {
+    tuning::TuningSession& session = *context.tuning;
+    build.legalize.schedule_provider = tuning::HistoryBestProvider(
+        session.shared_database(), session.target_descriptor(),
+        tuning::SearchSpaceFor(session.target(), session.target_descriptor()), stats);
+  }
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<backends::DynamicExecutable> executable =
-      backends::BuildDynamic(source, backends::BuildOptionsFor(PipelineTarget(pipeline)));
+  std::unique_ptr<backends::DynamicExecutable> executable = backends::BuildDynamic(source, build);
+  if (context.tuning) {
+    std::cerr << fmt::format("kernels from {}: {} with a recorded schedule, {} default\n",
+                             pipeline.database, stats->from_database, stats->default_schedule);
+  }
   std::cerr << fmt::format(
       "dynamic build for {} in [{}, {}]: {:.2f} s\n  inputs: {}\n  "
       "outputs: {}\n",
