@@ -13,6 +13,7 @@
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "kernels/search/search_space.h"
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
@@ -160,6 +161,50 @@ TEST(DynamicBuild, AttentionMatchesTheInterpreterAtEverySize) {
       SCOPED_TRACE("n = " + std::to_string(n));
       ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
                                         static_cast<uint64_t>(n));
+      ir::Tensor expected = backends::RunReference(Attention(n), {x}).at(0);
+      EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
+    }
+  }
+}
+
+// Tuned schedules: every kernel gets a program sampled from the CPU design space (multi-level
+// tiling, cache_write, rfactor, parallel, vectorize, unroll, compute locations), as a tuning
+// database would serve; the guards go on whatever the schedule made, at every size.
+TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
+  std::string heuristic = pipelines::WithoutFinalLegalize(
+      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  for (uint64_t seed : {1, 2, 3}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    auto random = std::make_shared<kernels::RandomState>(seed);
+    kernels::SearchSpace space = kernels::DefaultCpuSearchSpace(kernels::SearchTarget{});
+    int sampled = 0;
+    backends::BuildOptions options;
+    options.legalize.schedule_provider =
+        [&, random](const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
+      std::vector<kernels::Schedule> designs = kernels::GenerateDesignSpaces(kernel, space, seed);
+      for (int attempt = 0; attempt < 8; ++attempt) {
+        const kernels::Schedule& design = designs[static_cast<size_t>(attempt) % designs.size()];
+        if (auto program = kernels::SampleProgram(kernel, design.trace(), space, *random)) {
+          ++sampled;
+          ir::KernelFunction out = program->function();
+          out.name = kernel.name;
+          return out;
+        }
+      }
+      return std::nullopt;
+    };
+    backends::DynamicModuleSource source;
+    source.range = {.symbol = "n", .minimum = 1, .bound = 48};
+    source.make = [&](int64_t n) {
+      passes::PassContext context;
+      return context.RunPipeline(*passes::ParsePipeline(heuristic), Attention(n));
+    };
+    std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source, options);
+    EXPECT_GT(sampled, 3);
+    for (int64_t n : {48, 1, 6, 17, 40}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
+                                        static_cast<uint64_t>(n) + seed);
       ir::Tensor expected = backends::RunReference(Attention(n), {x}).at(0);
       EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
     }
