@@ -5,9 +5,9 @@
 // of `scale * n + offset` positions is valid and the rest is junk (whatever an earlier kernel left
 // there). A kernel computes the valid part correctly when no valid result depends on junk:
 //   - a block iterator that walks a dynamic axis with the plain iterator as index (out[i] = ...,
-//     a[i, k]) is a dynamic iterator; its iterations at or past the valid length are skipped (a
-//     predicate on the block): for a reduction iterator that keeps junk out of the sum, for a
-//     spatial one it only saves the work of junk results;
+//     a[i, k]) is a dynamic iterator; its iterations at or past the valid length are not needed:
+//     a reduction iterator's are skipped by a predicate on the block (junk stays out of the
+//     sum), a spatial one's only shorten the loops around it (a partial tile computes junk);
 //   - any other index of a dynamic axis (a reshape's floordiv/floormod, a window's i + kh - 1, a
 //     constant) must stay inside the valid prefix for every valid iteration and every n in the
 //     range; a write must use a plain dynamic iterator; a dynamic iterator must not write a
@@ -15,10 +15,10 @@
 // PlanDynamicIterators does this analysis on the unscheduled kernel (its compute definition,
 // whose indices are plain) and ApplyDynamicIterators applies it to the kernel once scheduled:
 // scheduling keeps the original blocks, their names and their iterators, and binds them to
-// loops; the guards go on those blocks, and a loop whose iterations past some point reach only
-// skipped iterations of the blocks under it gets the guard `loop_var < threshold` as its whole
-// body, which code generation turns into a shorter trip count (so a kernel built for 128 rows
-// run at 16 does the work of about 16).
+// loops; the predicates go on those blocks, and a loop whose iterations past some point reach
+// only unneeded iterations of the blocks under it gets the guard `loop_var < threshold` as its
+// whole body, which code generation turns into a shorter trip count (so a kernel built for 128
+// rows run at 16 does the work of about 16).
 #pragma once
 
 #include <cstdint>
