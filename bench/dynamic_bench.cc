@@ -1,8 +1,9 @@
 // tandem_dynamic_bench: one dynamic build of an ONNX model (every size of one symbolic axis
 // within a range) against a build specialized to each size, and external engines, in one run.
 //
-//   build/bench/tandem_dynamic_bench --model examples/models/bert_tokens/model.onnx \
-//       --symbol seq --range 1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128 \
+//   build/bench/tandem_dynamic_bench --model examples/models/bert_tokens/model.onnx --bind batch=1
+//   \
+//       --dynamic sequence=1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128 \
 //       --external "onnxruntime=PY bench/engine_latency.py --serve --engine onnxruntime \
 //                   --test-data test_data_seq{n} examples/models/bert_tokens"
 //
@@ -31,6 +32,7 @@
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 #include "ir/file_read.h"
+#include "kernels/dynamic_extent.h"
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
@@ -40,8 +42,7 @@ namespace {
 
 struct Options {
   std::string model;
-  std::string symbol;
-  std::string range;
+  std::string dynamic;
   std::vector<std::string> data;
   std::vector<std::string> externals;
   std::vector<std::string> bound_symbols;
@@ -55,16 +56,6 @@ struct Size {
   int64_t n = 0;
   std::string folder;
 };
-
-std::pair<int64_t, int64_t> ParseRange(const std::string& text) {
-  size_t colon = text.find(':');
-  try {
-    if (colon == std::string::npos) return {1, std::stoll(text)};
-    return {std::stoll(text.substr(0, colon)), std::stoll(text.substr(colon + 1))};
-  } catch (const std::exception&) {
-    throw ir::Error(fmt::format("--range '{}' is not MIN:MAX or MAX", text));
-  }
-}
 
 ir::IRModule Import(const std::string& bytes, const std::string& path,
                     std::map<std::string, int64_t> symbols, const std::string& symbol, int64_t n) {
@@ -104,9 +95,10 @@ int Main(int argc, char** argv) {
   Options o;
   CLI::App app{"tandem_dynamic_bench: one dynamic build against per-size builds and engines"};
   app.add_option("--model", o.model, "ONNX model")->required();
-  app.add_option("--symbol", o.symbol, "the model's symbolic dimension (dim_param) made dynamic")
+  app.add_option("--dynamic", o.dynamic,
+                 "SYMBOL=MIN:MAX: the model's symbolic dimension (dim_param) made dynamic, and "
+                 "its range")
       ->required();
-  app.add_option("--range", o.range, "MIN:MAX (or MAX, from 1) of the dynamic size")->required();
   app.add_option("--data", o.data,
                  "SIZE=FOLDER: inputs (input_*.pb) and outputs (output_*.pb) at that size "
                  "(repeatable; one table row each)")
@@ -123,7 +115,7 @@ int Main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   backends::ThreadPool::Global().SetNumThreads(o.threads);
 
-  auto [minimum, bound] = ParseRange(o.range);
+  kernels::DynamicRange range = kernels::ParseDynamicRange(o.dynamic);
   std::vector<Size> sizes;
   for (const std::string& spec : o.data) {
     size_t equals = spec.find('=');
@@ -156,19 +148,19 @@ int Main(int argc, char** argv) {
   // 1. The dynamic build.
   auto start = std::chrono::steady_clock::now();
   backends::DynamicModuleSource source;
-  source.range = {.symbol = o.symbol, .minimum = minimum, .bound = bound};
+  source.range = range;
   source.make = [&](int64_t n) {
     passes::PassContext context;
     return context.RunPipeline(*passes::ParsePipeline(graph_part),
-                               Import(bytes, o.model, bound_symbols, o.symbol, n));
+                               Import(bytes, o.model, bound_symbols, range.symbol, n));
   };
   std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
   double dynamic_build = Seconds(start);
-  std::cerr << fmt::format("dynamic build for {} in [{}, {}]: {:.1f} s\n", o.symbol, minimum, bound,
-                           dynamic_build);
+  std::cerr << fmt::format("dynamic build for {} in [{}, {}]: {:.1f} s\n", range.symbol,
+                           range.minimum, range.bound, dynamic_build);
 
   // 2. Per size: the specialized build, checks, turns.
-  std::vector<std::string> header = {o.symbol, "static ms", "dynamic ms", "dynamic/static",
+  std::vector<std::string> header = {range.symbol, "static ms", "dynamic ms", "dynamic/static",
                                      "static build s"};
   for (const auto& [name, command] : externals) header.push_back(name + " ms");
   std::vector<std::vector<std::string>> rows;
@@ -178,11 +170,11 @@ int Main(int argc, char** argv) {
     start = std::chrono::steady_clock::now();
     passes::PassContext context;
     std::unique_ptr<backends::Executable> specialized = backends::Build(context.RunPipeline(
-        *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, o.symbol, size.n)));
+        *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, range.symbol, size.n)));
     double static_build = Seconds(start);
     if (dynamic->SizeOf(inputs) != size.n) {
       throw ir::Error(
-          fmt::format("the inputs in {} are not of {}={}", size.folder, o.symbol, size.n));
+          fmt::format("the inputs in {} are not of {}={}", size.folder, range.symbol, size.n));
     }
     Check(specialized->Run(inputs), stored, fmt::format("static build at {}", size.n));
     Check(dynamic->Run(inputs), stored, fmt::format("dynamic build at {}", size.n));
@@ -210,14 +202,14 @@ int Main(int argc, char** argv) {
       row.push_back(fmt::format("{:.3f}", contenders[2 + e].best() * 1e3));
     }
     rows.push_back(std::move(row));
-    std::cerr << fmt::format("{}={} done (load {})\n", o.symbol, size.n, bench::LoadAverage());
+    std::cerr << fmt::format("{}={} done (load {})\n", range.symbol, size.n, bench::LoadAverage());
   }
 
   // 3. The table.
   std::cout << fmt::format(
       "dynamic build: {} in [{}, {}], pipeline {}, {} threads, built once "
       "in {:.1f} s; outputs checked against the stored ones\n\n",
-      o.symbol, minimum, bound, o.pipeline, o.threads, dynamic_build);
+      range.symbol, range.minimum, range.bound, o.pipeline, o.threads, dynamic_build);
   std::cout << "| " << fmt::format("{}", fmt::join(header, " | ")) << " |\n|";
   for (size_t k = 0; k < header.size(); ++k) std::cout << (k == 0 ? " --- |" : " ---: |");
   std::cout << "\n";

@@ -231,6 +231,31 @@ std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
+DynamicRange ParseDynamicRange(const std::string& text) {
+  size_t equals = text.find('=');
+  DynamicRange range;
+  try {
+    if (equals == std::string::npos || equals == 0) throw std::invalid_argument("");
+    range.symbol = text.substr(0, equals);
+    std::string sizes = text.substr(equals + 1);
+    size_t colon = sizes.find(':');
+    size_t used = 0;
+    if (colon == std::string::npos) {
+      range.bound = std::stoll(sizes, &used);
+      if (used != sizes.size()) throw std::invalid_argument("");
+    } else {
+      range.minimum = std::stoll(sizes.substr(0, colon), &used);
+      if (used != colon) throw std::invalid_argument("");
+      range.bound = std::stoll(sizes.substr(colon + 1), &used);
+      if (used != sizes.size() - colon - 1) throw std::invalid_argument("");
+    }
+  } catch (const std::exception&) {
+    throw ir::Error(
+        fmt::format("the dynamic range '{}' is not SYMBOL=MIN:MAX or SYMBOL=MAX", text));
+  }
+  return range;
+}
+
 bool DynamicPlan::has_dynamic_reduction() const {
   for (const DynamicIterator& it : iterators) {
     if (it.reduction) return true;

@@ -55,6 +55,10 @@ struct DynamicRange {
   int64_t bound = 1;
 };
 
+// "SYMBOL=MIN:MAX" (or "SYMBOL=MAX", from 1), as the --dynamic options take it; Error naming the
+// text when it is not. The range itself is checked where it is used (BuildDynamic).
+DynamicRange ParseDynamicRange(const std::string& text);
+
 // The name of the kernel parameter (i64[1], before the outputs) that holds n at run time.
 inline constexpr const char* kDynamicExtentParam = "dynamic_extent";
 

@@ -140,37 +140,46 @@ class Legalizer {
     return dynamic ? extents : std::vector<TensorExtents>{};
   }
 
-  // Checks that call `node` of `fn` may reduce over the dynamic axis: its plan, made from its
-  // own compute definition, reduces only when its op's result does not depend on the length of
-  // the reduced axis.
-  void CheckDynamicReduction(const ir::GraphFunction& fn, const ir::Node& node,
-                             ir::ValueId id) const {
+  // Checks that `op` (of node `node`) may reduce as `plan`, made from its own compute
+  // definition, does: over the dynamic axis only when its result does not depend on the length
+  // of the reduced axis.
+  void CheckLengthFree(const std::string& op, const std::string& node,
+                       const DynamicPlan& plan) const {
+    static const std::set<std::string> kLengthFree = {
+        "matmul", "batch_matmul", "dense", "packed_matmul", "softmax", "log_softmax", "sum",
+        "max",    "min",          "prod",  "argmax",        "argmin",  "cumsum"};
+    if (plan.has_dynamic_reduction() && !kLengthFree.count(op)) {
+      throw ir::Error(fmt::format("a dynamic build cannot lower '{}' over the dynamic axis '{}': "
+                                  "its result depends on the length of the axis it reduces",
+                                  op, options_.dynamic->range.symbol),
+                      ir::ErrorLocation{.op = op, .node = node});
+    }
+  }
+
+  // CheckLengthFree for member `id` of a fusion group, planned on its own compute definition.
+  void CheckMember(const ir::GraphFunction& fn, ir::ValueId id) const {
+    const ir::Node& node = fn.node(id);
     std::vector<TensorExtents> extents = KernelExtents(fn, node.inputs, id);
     if (extents.empty()) return;
     std::vector<ir::TensorType> inputs;
     for (ir::ValueId in : node.inputs) inputs.push_back(fn.type_of(in).tensor());
     ir::KernelFunction kernel =
         LowerOpCall(SafeName(node.op), node.op, node.attrs, inputs, node.type);
-    DynamicPlan plan = PlanDynamicIterators(kernel, extents, options_.dynamic->range);
-    static const std::set<std::string> kLengthFree = {
-        "matmul", "batch_matmul", "dense", "packed_matmul", "softmax", "log_softmax", "sum",
-        "max",    "min",          "prod",  "argmax",        "argmin",  "cumsum"};
-    if (plan.has_dynamic_reduction() && !kLengthFree.count(node.op)) {
-      throw ir::Error(fmt::format("a dynamic build cannot lower '{}' over the dynamic axis '{}': "
-                                  "its result depends on the length of the axis it reduces",
-                                  node.op, options_.dynamic->range.symbol),
-                      ir::ErrorLocation{.op = node.op, .node = node.name});
-    }
+    CheckLengthFree(node.op, node.name,
+                    PlanDynamicIterators(kernel, extents, options_.dynamic->range));
   }
 
   // `unscheduled`, scheduled; for parameters with dynamic `extents`, planned and with the plan
   // applied.
-  ir::KernelFunction ScheduleDynamic(
-      ir::KernelFunction unscheduled, const std::vector<TensorExtents>& extents,
-      const std::map<std::string, TensorExtents>& intermediates = {}) {
+  // `check_op` (a single call's op) is checked with CheckLengthFree on the same plan.
+  ir::KernelFunction ScheduleDynamic(ir::KernelFunction unscheduled,
+                                     const std::vector<TensorExtents>& extents,
+                                     const std::map<std::string, TensorExtents>& intermediates = {},
+                                     const ir::Node* check_op = nullptr) {
     if (extents.empty()) return Schedule(std::move(unscheduled));
     DynamicPlan plan =
         PlanDynamicIterators(unscheduled, extents, options_.dynamic->range, intermediates);
+    if (check_op) CheckLengthFree(check_op->op, check_op->name, plan);
     return ApplyDynamicIterators(Schedule(std::move(unscheduled)), plan);
   }
 
@@ -184,7 +193,7 @@ class Legalizer {
   }
 
   ir::KernelFunction LowerGroup(const ir::GraphFunction& fn, const Group& group) {
-    for (ir::ValueId m : group.members) CheckDynamicReduction(fn, fn.node(m), m);
+    for (ir::ValueId m : group.members) CheckMember(fn, m);
     ir::GraphBuilder b("group");
     std::map<ir::ValueId, ir::ValueId> local;
     for (size_t k = 0; k < group.externals.size(); ++k) {
@@ -283,10 +292,9 @@ class Legalizer {
       ir::ValueId id = static_cast<ir::ValueId>(&node - out.nodes.data());
       std::vector<TensorExtents> extents;
       try {
-        CheckDynamicReduction(fn, node, id);
         extents = KernelExtents(fn, node.inputs, id);
-        kernel =
-            ScheduleDynamic(LowerOpCall(base, node.op, node.attrs, inputs, node.type), extents);
+        kernel = ScheduleDynamic(LowerOpCall(base, node.op, node.attrs, inputs, node.type), extents,
+                                 {}, &node);
       } catch (const ir::Error& e) {
         throw e.WithNode(node.name).WithPass("Legalize");
       }

@@ -233,37 +233,12 @@ std::vector<ir::Tensor> RunOnGpu(const ir::IRModule& optimized, const std::strin
   return outputs;
 }
 
-// --dynamic SYMBOL=MIN:MAX (or SYMBOL=MAX, from 1).
-kernels::DynamicRange ParseDynamic(const std::string& text) {
-  size_t equals = text.find('=');
-  kernels::DynamicRange range;
-  try {
-    if (equals == std::string::npos || equals == 0) throw std::invalid_argument("");
-    range.symbol = text.substr(0, equals);
-    std::string sizes = text.substr(equals + 1);
-    size_t colon = sizes.find(':');
-    size_t used = 0;
-    if (colon == std::string::npos) {
-      range.bound = std::stoll(sizes, &used);
-      if (used != sizes.size()) throw std::invalid_argument("");
-    } else {
-      range.minimum = std::stoll(sizes.substr(0, colon), &used);
-      if (used != colon) throw std::invalid_argument("");
-      range.bound = std::stoll(sizes.substr(colon + 1), &used);
-      if (used != sizes.size() - colon - 1) throw std::invalid_argument("");
-    }
-  } catch (const std::exception&) {
-    throw ir::Error(fmt::format("--dynamic '{}' is not SYMBOL=MIN:MAX or SYMBOL=MAX", text));
-  }
-  return range;
-}
-
 }  // namespace
 
 std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOptions& model,
                                                                const PipelineOptions& pipeline,
                                                                const std::string& dynamic) {
-  kernels::DynamicRange range = ParseDynamic(dynamic);
+  kernels::DynamicRange range = kernels::ParseDynamicRange(dynamic);
   if (fs::path(model.path).extension() != ".onnx") {
     throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
   }
