@@ -256,6 +256,46 @@ DynamicRange ParseDynamicRange(const std::string& text) {
   return range;
 }
 
+std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const DynamicRange& range) {
+  if (text.empty()) return {range};
+  std::vector<DynamicRange> buckets;
+  int64_t minimum = range.minimum;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t bound = 0;
+    try {
+      size_t used = 0;
+      bound = std::stoll(item, &used);
+      if (used != item.size()) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      throw ir::Error(fmt::format("the buckets '{}' are not a list of sizes such as 32,128 ('{}')",
+                                  text, item));
+    }
+    if (bound > range.bound) {
+      throw ir::Error(fmt::format("the buckets '{}': bucket bound {} is past the range's bound {}",
+                                  text, bound, range.bound));
+    }
+    if (bound <= minimum) {
+      throw ir::Error(fmt::format(
+          "the buckets '{}': the bucket from {}={} needs a bound of at least {} (a bucket holds "
+          "at least two sizes), not {}",
+          text, range.symbol, minimum, minimum + 1, bound));
+    }
+    buckets.push_back({range.symbol, minimum, bound});
+    minimum = bound + 1;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (buckets.back().bound != range.bound) {
+    throw ir::Error(fmt::format("the buckets '{}' end at {} but the range of {} ends at {}", text,
+                                buckets.back().bound, range.symbol, range.bound));
+  }
+  return buckets;
+}
+
 bool DynamicPlan::has_dynamic_reduction() const {
   for (const DynamicIterator& it : iterators) {
     if (it.reduction) return true;

@@ -59,6 +59,13 @@ struct DynamicRange {
 // text when it is not. The range itself is checked where it is used (BuildDynamic).
 DynamicRange ParseDynamicRange(const std::string& text);
 
+// The buckets of a range: consecutive parts [minimum, b0], [b0 + 1, b1], ..., ending at the
+// range's bound, each built (and tuned) at its own bound and chosen at run time by size. `text`
+// lists the bucket bounds, increasing ("32,128"); the last must be the range's bound, and every
+// bucket must hold at least two sizes. Empty text: the whole range as one bucket. Error naming
+// the text and what is wrong.
+std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const DynamicRange& range);
+
 // The name of the kernel parameter (i64[1], before the outputs) that holds n at run time.
 inline constexpr const char* kDynamicExtentParam = "dynamic_extent";
 

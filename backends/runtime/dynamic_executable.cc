@@ -258,6 +258,11 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
 }
 
 int64_t DynamicExecutable::SizeOf(const std::vector<ir::Tensor>& inputs) const {
+  return SizeWithin(inputs, range_);
+}
+
+int64_t DynamicExecutable::SizeWithin(const std::vector<ir::Tensor>& inputs,
+                                      const kernels::DynamicRange& allowed) const {
   if (inputs.size() != input_types_.size()) {
     throw ir::Error(fmt::format("the model takes {} inputs but {} were given", input_types_.size(),
                                 inputs.size()));
@@ -272,7 +277,7 @@ int64_t DynamicExecutable::SizeOf(const std::vector<ir::Tensor>& inputs) const {
       return ir::Error(fmt::format(
           "input '{}' is {}{} but the model takes {}{} with {} in [{}, {}]", input_names_[k],
           ir::ToString(input.dtype()), ir::ShapeToString(input.shape()), ir::ToString(bound.dtype),
-          expected, range_.symbol, range_.minimum, range_.bound));
+          expected, range_.symbol, allowed.minimum, allowed.bound));
     };
     if (input.dtype() != bound.dtype || input.shape().size() != bound.shape.size()) {
       throw mismatch();
@@ -289,7 +294,7 @@ int64_t DynamicExecutable::SizeOf(const std::vector<ir::Tensor>& inputs) const {
       int64_t scaled = size - e->offset;
       if (scaled % e->scale != 0) throw mismatch();
       int64_t here = scaled / e->scale;
-      if (here < range_.minimum || here > range_.bound) throw mismatch();
+      if (here < allowed.minimum || here > allowed.bound) throw mismatch();
       if (n >= 0 && here != n) {
         throw ir::Error(fmt::format("input '{}' gives {}={} but input '{}' gives {}={}",
                                     input_names_[k], range_.symbol, here, from, range_.symbol, n));

@@ -42,6 +42,10 @@ class DynamicExecutable {
   std::vector<ir::Tensor> Run(const std::vector<ir::Tensor>& inputs);
   // The n the inputs' shapes give (the same Errors as Run).
   int64_t SizeOf(const std::vector<ir::Tensor>& inputs) const;
+  // The same within `allowed` instead of this build's range (for a caller choosing among the
+  // builds of several ranges of the same symbol, BucketedExecutable).
+  int64_t SizeWithin(const std::vector<ir::Tensor>& inputs,
+                     const kernels::DynamicRange& allowed) const;
 
   const kernels::DynamicRange& range() const { return range_; }
   Executable& executable() { return *executable_; }

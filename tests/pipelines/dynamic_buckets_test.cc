@@ -1,0 +1,141 @@
+// Dynamic builds by buckets (backends/runtime/bucketed_executable.h): the range of the token-input
+// BERT example's sequence axis split into buckets, each built at its own bound; a run goes to the
+// bucket holding its length and matches the stored outputs and the interpreter. Bucket lists are
+// parsed and checked (kernels::ParseDynamicBuckets), and builds whose buckets do not follow one
+// another are refused.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "backends/reference/interpreter.h"
+#include "backends/runtime/bucketed_executable.h"
+#include "frontend/onnx_importer.h"
+#include "frontend/onnx_tensor.h"
+#include "ir/error.h"
+#include "passes/pass.h"
+#include "passes/pipeline_text.h"
+#include "pipelines/pipeline_registry.h"
+
+namespace tandem {
+namespace {
+
+const std::string kDirectory = std::string(TANDEM_SOURCE_DIR) + "/examples/models/bert_tokens";
+
+ir::IRModule ImportAt(const std::string& bytes, int64_t length) {
+  frontend::OnnxImportOptions options;
+  options.symbols = {{"batch", 1}, {"sequence", length}};
+  return frontend::ImportOnnxModel(bytes, "bert_tokens", options);
+}
+
+backends::DynamicModuleSource BertTokensSource(const kernels::DynamicRange& range) {
+  std::ifstream in(kDirectory + "/model.onnx", std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  std::string graph_part = pipelines::WithoutFinalLegalize(
+      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  return {range, [model = bytes.str(), graph_part](int64_t n) {
+            passes::PassContext context;
+            return context.RunPipeline(*passes::ParsePipeline(graph_part), ImportAt(model, n));
+          }};
+}
+
+template <typename Body>
+void ExpectError(Body body, const std::string& part) {
+  try {
+    body();
+    ADD_FAILURE() << "no error; expected one containing: " << part;
+  } catch (const ir::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(DynamicBuckets, ParsedIntoConsecutiveRanges) {
+  kernels::DynamicRange range = kernels::ParseDynamicRange("seq=1:128");
+  std::vector<kernels::DynamicRange> buckets = kernels::ParseDynamicBuckets("16,64,128", range);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0].minimum, 1);
+  EXPECT_EQ(buckets[0].bound, 16);
+  EXPECT_EQ(buckets[1].minimum, 17);
+  EXPECT_EQ(buckets[1].bound, 64);
+  EXPECT_EQ(buckets[2].minimum, 65);
+  EXPECT_EQ(buckets[2].bound, 128);
+  EXPECT_EQ(buckets[2].symbol, "seq");
+  ASSERT_EQ(kernels::ParseDynamicBuckets("", range).size(), 1u);
+  EXPECT_EQ(kernels::ParseDynamicBuckets("", range)[0].bound, 128);
+
+  auto parse = [&](const std::string& text) { kernels::ParseDynamicBuckets(text, range); };
+  ExpectError([&] { parse("16,64"); }, "end at 64 but the range of seq ends at 128");
+  ExpectError([&] { parse("64,16,128"); },
+              "the bucket from seq=65 needs a bound of at least 66 (a bucket holds at least two "
+              "sizes), not 16");
+  ExpectError([&] { parse("1,128"); }, "the bucket from seq=1 needs a bound of at least 2");
+  ExpectError([&] { parse("127,128"); }, "the bucket from seq=128 needs a bound of at least 129");
+  ExpectError([&] { parse("16,,128"); }, "not a list of sizes such as 32,128 ('')");
+  ExpectError([&] { parse("16;128"); }, "('16;128')");
+  ExpectError([&] { parse("200"); }, "bucket bound 200 is past the range's bound 128");
+}
+
+TEST(DynamicBuckets, EachLengthRunsInItsBucketToTheStoredOutputs) {
+  kernels::DynamicRange range{"sequence", 1, 128};
+  backends::DynamicModuleSource source = BertTokensSource(range);
+  std::unique_ptr<backends::BucketedExecutable> bucketed =
+      backends::BuildBucketed(source, kernels::ParseDynamicBuckets("16,128", range));
+  ASSERT_EQ(bucketed->buckets().size(), 2u);
+  EXPECT_EQ(bucketed->range().minimum, 1);
+  EXPECT_EQ(bucketed->range().bound, 128);
+  EXPECT_EQ(bucketed->InputSignatures(),
+            (std::vector<std::string>{"input_ids: i64[1, sequence]",
+                                      "attention_mask: i64[1, sequence]"}));
+  // Each bucket is compiled at its own bound.
+  EXPECT_EQ(bucketed->BucketFor(16).executable().output_types().at(0).shape,
+            (ir::Shape{1, 16, 64}));
+  EXPECT_EQ(bucketed->BucketFor(17).executable().output_types().at(0).shape,
+            (ir::Shape{1, 128, 64}));
+  EXPECT_EQ(bucketed->BucketFor(1).range().bound, 16);
+  EXPECT_EQ(bucketed->BucketFor(128).range().minimum, 17);
+  for (int64_t length : {16, 77, 128}) {
+    SCOPED_TRACE("sequence length " + std::to_string(length));
+    std::string dir = kDirectory + "/test_data_seq" + std::to_string(length);
+    std::vector<ir::Tensor> inputs = frontend::ReadTensorProtoDirectory(dir, "input");
+    ir::Tensor output = bucketed->Run(inputs).at(0);
+    ASSERT_EQ(output.shape(), (ir::Shape{1, length, 64}));
+    EXPECT_LT(ir::RelativeError(output, frontend::ReadTensorProtoDirectory(dir, "output").at(0)),
+              1e-4);
+  }
+  // Lengths at both sides of the buckets' border, in an order that moves between them.
+  for (int64_t length : {17, 1, 15, 100, 2}) {
+    SCOPED_TRACE("sequence length " + std::to_string(length));
+    ir::TensorType type{{1, length}, ir::DataType::kInt64, ""};
+    ir::Tensor ids = ir::Tensor::Random(type, 40 + static_cast<uint64_t>(length), 0, 1000);
+    ir::Tensor mask = ir::Tensor::Random(type, 4, 0, 2);
+    mask.data<int64_t>()[0] = 1;
+    ir::Tensor expected = backends::RunReference(source.make(length), {ids, mask}).at(0);
+    EXPECT_LT(ir::RelativeError(bucketed->Run({ids, mask}).at(0), expected), 1e-4);
+  }
+  ir::Tensor too_long(ir::TensorType{{1, 129}, ir::DataType::kInt64, ""});
+  ExpectError(
+      [&] {
+        bucketed->Run({too_long, too_long});
+      },
+      "i64[1, sequence] with sequence in [1, 128]");
+}
+
+TEST(DynamicBuckets, BucketsMustFollowOneAnother) {
+  kernels::DynamicRange range{"sequence", 1, 40};
+  backends::DynamicModuleSource source = BertTokensSource(range);
+  std::vector<std::unique_ptr<backends::DynamicExecutable>> builds;
+  builds.push_back(backends::BuildDynamic({{"sequence", 1, 8}, source.make}));
+  builds.push_back(backends::BuildDynamic({{"sequence", 10, 16}, source.make}));
+  ExpectError([&] { backends::BucketedExecutable bucketed(std::move(builds)); },
+              "the bucket sequence in [10, 16] does not follow the bucket sequence in [1, 8]");
+  ExpectError(
+      [&] {
+        backends::BuildBucketed(source, {{"sequence", 1, 8}, {"sequence", 9, 48}});
+      },
+      "the bucket sequence in [9, 48] is not part of the range sequence in [1, 40]");
+  ExpectError([] { backends::BucketedExecutable bucketed({}); }, "at least one bucket");
+}
+
+}  // namespace
+}  // namespace tandem
