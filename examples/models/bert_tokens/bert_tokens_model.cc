@@ -4,10 +4,9 @@
 
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 
-#include "frontend/onnx_tensor.h"
+#include "examples/models/onnx_graph_writer.h"
 #include "ir/error.h"
 
 namespace tandem::examples {
@@ -18,95 +17,6 @@ using ir::Tensor;
 
 constexpr double kEpsilon = 1e-12;
 constexpr double kMaskValue = -10000.0;
-
-// Uniform values in [low, high) from the raw output of a 64-bit Mersenne Twister (the same
-// sequence with every standard library, unlike std::uniform_real_distribution).
-class Generator {
- public:
-  explicit Generator(uint64_t seed) : engine_(seed) {}
-  double Uniform(double low, double high) {
-    double unit = static_cast<double>(engine_() >> 11) * 0x1.0p-53;
-    return low + (high - low) * unit;
-  }
-
- private:
-  std::mt19937_64 engine_;
-};
-
-Tensor RandomFloats(const ir::Shape& shape, Generator& generator, double scale, double offset = 0) {
-  Tensor t(shape, DataType::kFloat32);
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    t.data<float>()[i] = static_cast<float>(offset + generator.Uniform(-scale, scale));
-  }
-  return t;
-}
-
-// Builds the graph node by node; tensor names follow the exporters' "/layer/Op_output_0" style.
-class GraphWriter {
- public:
-  explicit GraphWriter(onnx::GraphProto* graph) : graph_(graph) {}
-
-  std::string Node(const std::string& op, const std::string& name,
-                   const std::vector<std::string>& inputs,
-                   const std::vector<onnx::AttributeProto>& attrs = {}) {
-    onnx::NodeProto* node = graph_->add_node();
-    node->set_op_type(op);
-    node->set_name(name);
-    for (const std::string& input : inputs) node->add_input(input);
-    std::string output = name + "_output_0";
-    node->add_output(output);
-    for (const onnx::AttributeProto& a : attrs) *node->add_attribute() = a;
-    return output;
-  }
-  std::string Initializer(const std::string& name, const Tensor& value) {
-    frontend::TensorToProto(value, graph_->add_initializer(), name);
-    return name;
-  }
-  std::string Scalar(const std::string& name, double value, DataType dtype = DataType::kFloat32) {
-    Tensor t({}, dtype);
-    t.SetDouble(0, value);
-    return Initializer(name, t);
-  }
-  std::string Ints(const std::string& name, const std::vector<int64_t>& values) {
-    return Initializer(name, Tensor::FromInt64s({static_cast<int64_t>(values.size())}, values));
-  }
-
- private:
-  onnx::GraphProto* graph_;
-};
-
-onnx::AttributeProto IntAttr(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
-
-onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a.add_ints(v);
-  return a;
-}
-
-onnx::AttributeProto FloatAttr(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
-
-void AddInput(onnx::GraphProto* graph, const std::string& name, int elem_type,
-              const std::vector<std::string>& dims) {
-  auto* input = graph->add_input();
-  input->set_name(name);
-  auto* tensor = input->mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(elem_type);
-  for (const std::string& dim : dims) tensor->mutable_shape()->add_dim()->set_dim_param(dim);
-}
 
 // x [B,S,H] @ w + b, under the name `prefix`.
 std::string Linear(GraphWriter& g, const std::string& prefix, const std::string& x,
