@@ -88,9 +88,19 @@ std::string Block(GraphWriter& g, Generator& generator, const GptTokensConfig& c
       LayerNorm(g, p + "/ln_1", x, params.at("ln_1.weight"), params.at("ln_1.bias"));
   std::string qkv = Linear(g, p + "/attn/c_attn", normed, params.at("attn.c_attn.weight"),
                            params.at("attn.c_attn.bias"));
-  std::vector<std::string> parts =
-      g.MultiNode("Split", p + "/attn/Split", {qkv, g.Ints(n + ".attn.split", {h, h, h})}, 3,
-                  {IntAttr("axis", 2)});
+  std::vector<std::string> parts;
+  if (c.qkv_cut == QkvCut::kSplit) {
+    parts = g.MultiNode("Split", p + "/attn/Split", {qkv, g.Ints(n + ".attn.split", {h, h, h})}, 3,
+                        {IntAttr("axis", 2)});
+  } else {
+    std::string axis = g.Ints(n + ".attn.qkv_axis", {2});
+    for (int64_t i = 0; i < 3; ++i) {
+      parts.push_back(
+          g.Node("Slice", fmt::format("{}/attn/Slice_qkv_{}", p, i),
+                 {qkv, g.Ints(fmt::format("{}.attn.qkv_start_{}", n, i), {i * h}),
+                  g.Ints(fmt::format("{}.attn.qkv_end_{}", n, i), {(i + 1) * h}), axis}));
+    }
+  }
   std::string heads_shape = g.Ints(n + ".attn.heads_shape", {0, 0, c.heads, d});
   auto split_heads = [&](const std::string& name, const std::string& part,
                          const std::vector<int64_t>& perm) {

@@ -26,6 +26,12 @@
 
 namespace tandem::examples {
 
+// How the fused query/key/value projection [B, S, 3 * hidden] is cut into its three parts.
+enum class QkvCut {
+  kSplit,   // one Split with a `split` input, as torch.onnx exports GPT-2's c_attn(...).split()
+  kSlices,  // three Slice nodes along the last axis, as exports of qkv[..., a:b] indexing have
+};
+
 struct GptTokensConfig {
   int64_t vocabulary = 500;
   int64_t hidden = 64;
@@ -33,6 +39,7 @@ struct GptTokensConfig {
   int64_t inner = 256;  // the MLP's width, 4 * hidden as in GPT-2
   int64_t layers = 2;
   int64_t max_positions = 128;
+  QkvCut qkv_cut = QkvCut::kSplit;  // the committed model's; both compute the same function
 };
 
 // The model (opset 17, inputs input_ids and attention_mask [batch, sequence], output logits

@@ -8,12 +8,16 @@
 // tests/pipelines/gpt_tokens_test.cc checks that this code still builds the committed model.
 //   build/tests/tandem_make_gpt_tokens examples/models/gpt_tokens
 // With HIDDEN HEADS INNER LAYERS it writes a model of that size instead (for benchmarks: 768 12
-// 3072 2 is GPT-2 small's width, two layers).
+// 3072 2 is GPT-2 small's width, two layers). With --slices the fused query/key/value projection
+// is cut by three Slice nodes instead of one Split (QkvCut::kSlices: the same function), the form
+// dynamic builds take (tools/CMakeLists.txt writes it into the build tree for the tandem run
+// --dynamic tests).
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <string>
 
 #include "backends/reference/interpreter.h"
 #include "examples/models/gpt_tokens/gpt_tokens_model.h"
@@ -24,14 +28,20 @@
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   using namespace tandem;
+  examples::GptTokensConfig config;
+  if (argc > 1 && std::string(argv[1]) == "--slices") {
+    config.qkv_cut = examples::QkvCut::kSlices;
+    --argc;
+    ++argv;
+  }
   if (argc != 2 && argc != 6) {
-    fmt::print(stderr, "usage: {} OUTPUT_DIRECTORY [HIDDEN HEADS INNER LAYERS]\n", argv[0]);
+    fmt::print(stderr, "usage: {} [--slices] OUTPUT_DIRECTORY [HIDDEN HEADS INNER LAYERS]\n",
+               argv[0]);
     return 2;
   }
   try {
     fs::path out = argv[1];
     // Another size (a benchmark's model, not committed): the defaults are the committed one's.
-    examples::GptTokensConfig config;
     if (argc == 6) {
       config.hidden = std::stoll(argv[2]);
       config.heads = std::stoll(argv[3]);
