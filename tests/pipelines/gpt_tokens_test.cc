@@ -4,7 +4,8 @@
 // the causal mask works (a token changes the logits at its position and after, never before)
 // and so does the padding mask (a padded token changes no other position); default_heuristic
 // compiles it to the same results at each length; and one dynamic build over sequence lengths
-// 1..128 runs every length to the stored outputs and to the interpreter.
+// 1..128 runs every length to the stored outputs and to the interpreter (of the model with its
+// query/key/value cut by Slice nodes: the committed model's Split is refused, a pinned error).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,14 +97,16 @@ void ExpectCausal(const Model& run) {
 }
 
 // A padded token changes no other position's logits: those at the end of the stored length-16
-// inputs, and one in the middle (position 3), which the positions after it would see if the
-// padding mask did not hide it.
+// inputs (which the causal mask alone hides from the valid positions before them), and one in
+// the middle (position 3), which the positions after it would see if the padding mask did not
+// hide it.
 void ExpectPaddingHidden(const Model& run) {
   std::vector<ir::Tensor> inputs = Stored(16, "input");
   ir::Tensor before = run(inputs);
   ir::Tensor ids = inputs[0].Clone();
-  for (int64_t i = 12; i < 16; ++i)
+  for (int64_t i = 12; i < 16; ++i) {
     ids.data<int64_t>()[i] = (ids.data<int64_t>()[i] + 29) % kVocabulary;
+  }
   ir::Tensor after = run({ids, inputs[1]});
   for (int64_t position = 0; position < 12; ++position) {
     EXPECT_LE(PositionDifference(before, after, position), 1e-5) << "position " << position;
