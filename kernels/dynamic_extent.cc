@@ -256,6 +256,10 @@ DynamicRange ParseDynamicRange(const std::string& text) {
   return range;
 }
 
+std::string TupleElementName(const std::string& value, size_t element) {
+  return fmt::format("{}#{}", value, element);
+}
+
 std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const DynamicRange& range) {
   if (text.empty()) return {range};
   std::vector<DynamicRange> buckets;

@@ -66,6 +66,10 @@ DynamicRange ParseDynamicRange(const std::string& text);
 // the text and what is wrong.
 std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const DynamicRange& range);
 
+// The key of element `element` of a tuple value (a split's results) among the extents of a
+// graph's values: "value#element" ('#' is not part of value names).
+std::string TupleElementName(const std::string& value, size_t element);
+
 // The name of the kernel parameter (i64[1], before the outputs) that holds n at run time.
 inline constexpr const char* kDynamicExtentParam = "dynamic_extent";
 

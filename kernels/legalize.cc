@@ -130,12 +130,21 @@ class Legalizer {
       extents.push_back(ExtentsOf(fn, id));
       dynamic = dynamic || !extents.back().empty();
     }
-    extents.push_back(ExtentsOf(fn, output));
-    dynamic = dynamic || !extents.back().empty();
-    if (dynamic && !fn.type_of(output).is_tensor()) {
-      throw ir::Error(
-          "a dynamic build does not support an op with several results on a "
-          "dynamic value");
+    const ir::Type& type = fn.type_of(output);
+    if (type.is_tensor()) {
+      extents.push_back(ExtentsOf(fn, output));
+      dynamic = dynamic || !extents.back().empty();
+    } else {
+      // Several results (split): one output parameter per element.
+      for (size_t k = 0; k < type.fields().size(); ++k) {
+        TensorExtents element;
+        if (options_.dynamic) {
+          auto it = options_.dynamic->values.find(TupleElementName(fn.node(output).name, k));
+          if (it != options_.dynamic->values.end()) element = it->second;
+        }
+        extents.push_back(std::move(element));
+        dynamic = dynamic || !extents.back().empty();
+      }
     }
     return dynamic ? extents : std::vector<TensorExtents>{};
   }

@@ -134,8 +134,8 @@ void PipelineRegistry::LoadText(const std::string& text, const std::string& sour
   flush();
 }
 
-std::string WithoutFinalLegalize(const std::string& text) {
-  // 1. The last comma outside parentheses, brackets and quotes splits off the last pass.
+std::pair<std::string, std::string> SplitLastPass(const std::string& text) {
+  // The last comma outside parentheses, brackets and quotes splits off the last pass.
   int depth = 0;
   bool quoted = false;
   size_t split = std::string::npos;
@@ -147,20 +147,24 @@ std::string WithoutFinalLegalize(const std::string& text) {
     if (c == ')' || c == ']') --depth;
     if (c == ',' && depth == 0) split = i;
   }
-  // 2. It must be Legalize.
   auto trim = [](std::string s) {
     size_t first = s.find_first_not_of(" \t\n");
     size_t last = s.find_last_not_of(" \t\n");
     return first == std::string::npos ? std::string() : s.substr(first, last - first + 1);
   };
-  std::string last = trim(split == std::string::npos ? text : text.substr(split + 1));
-  if (split == std::string::npos || (last != "Legalize" && last.rfind("Legalize(", 0) != 0)) {
+  if (split == std::string::npos) return {"", trim(text)};
+  return {trim(text.substr(0, split)), trim(text.substr(split + 1))};
+}
+
+std::string WithoutFinalLegalize(const std::string& text) {
+  auto [head, last] = SplitLastPass(text);
+  if (head.empty() || (last != "Legalize" && last.rfind("Legalize(", 0) != 0)) {
     throw ir::Error(fmt::format(
         "a dynamic build needs a pipeline that ends with Legalize (the graph-level passes, then "
         "lowering with default schedules, as default_heuristic); this one ends with '{}'",
         last));
   }
-  return trim(text.substr(0, split));
+  return head;
 }
 
 }  // namespace tandem::pipelines

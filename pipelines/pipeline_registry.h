@@ -18,6 +18,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/target.h"
@@ -61,5 +62,9 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry);
 // (backends/runtime/dynamic_executable.h). Error naming the last pass otherwise (a pipeline that
 // tunes kernels or places ops on a backend takes decisions for one size).
 std::string WithoutFinalLegalize(const std::string& text);
+
+// `text` split at its last top-level comma: the passes before the last one, and the last one
+// (trimmed; the first part is "" for a single pass).
+std::pair<std::string, std::string> SplitLastPass(const std::string& text);
 
 }  // namespace tandem::pipelines

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/runtime/dynamic_executable.h"
+#include "backends/runtime/bucketed_executable.h"
 #include "ir/graph.h"
 #include "ir/target.h"
 #include "passes/instruments.h"
@@ -68,15 +68,33 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
 // The target the result of RunPipeline is built for: --target, or the trace file's target.
 ir::Target PipelineTarget(const PipelineOptions& options);
 
-// --dynamic SYMBOL=MIN:MAX: the model built once for every size of its symbolic dimension SYMBOL
-// in the range (the pipeline's graph part, then dynamic lowering;
-// backends/runtime/dynamic_executable.h); with --db, kernels take their best recorded schedules
-// (records of the same kernels at the range's bound, from `tandem tune` of the model bound to
-// that size); prints the build time and signatures to stderr.
-std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOptions& model,
-                                                               const PipelineOptions& pipeline,
-                                                               const std::string& dynamic);
-
+// --dynamic SYMBOL=MIN:MAX and --buckets B1,B2,...: the range of the model's symbolic dimension
+// SYMBOL, and the bounds of its buckets (none: the range is one bucket).
+struct DynamicOptions {
+  std::string range;
+  std::string buckets;
+};
+// Adds --dynamic and --buckets.
+void AddDynamicOptions(CLI::App* command, DynamicOptions& options);
+// A model built for a range of sizes: the build, the pipeline text whose graph part it ran, the
+// target descriptor ("" without a database or trace), and its decisions as a dynamic bucket
+// trace (tuning/search/dynamic_bucket_trace.h).
+struct DynamicModel {
+  std::unique_ptr<backends::BucketedExecutable> executable;
+  std::string pipeline;
+  std::string target;
+  ir::Trace trace;
+};
+// The model built once per bucket of the range (the pipeline's graph part, then dynamic
+// lowering; backends/runtime/bucketed_executable.h). The kernels take their schedules from the
+// trace file (--trace, from `tandem tune --dynamic`: the same buckets and schedules, no
+// database), or their best recorded ones from --db (records of the same kernels at each bucket's
+// bound, from `tandem tune --dynamic`), or the defaults. Prints the build time and signatures to
+// stderr. `records_target`, when given, is the target descriptor whose records to read (a tuning
+// run's, whose measurement settings may differ from the defaults).
+DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions& pipeline,
+                               const DynamicOptions& dynamic,
+                               const std::string& records_target = "");
 // Warns through the session when kernels got default schedules because their stored schedules
 // no longer replay (tuning::NotReplayedNote); nothing when none did.
 void WarnOfSchedulesNotReplayed(tuning::TuningSession& session);
@@ -108,6 +126,7 @@ struct TuneOptions {
   double time_budget = 0;  // seconds (0: no limit)
   bool retune = false;
   int confirm_rounds = tuning::TuningSession::Options().confirm_rounds;
+  DynamicOptions dynamic;  // --dynamic, --buckets: tune each bucket at its bound
 };
 
 // What TuneModel made: the tuned module, the run (trace, decisions, counts, latency before and

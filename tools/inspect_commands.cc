@@ -141,18 +141,24 @@ Command AddCompileCommand(CLI::App& app) {
       ->check(CLI::IsMember({"ir", "llvm", "asm", "ptx"}))
       ->capture_default_str();
   cmd->add_option("--kernel", *kernel, "with --emit llvm/asm/ptx: only this kernel");
-  auto dynamic = std::make_shared<std::string>();
-  cmd->add_option("--dynamic", *dynamic,
-                  "SYMBOL=MIN:MAX: print the module of the dynamic build for that range (kernels "
-                  "lowered, guarded and with their dynamic_extent parameter; --emit ir only)");
+  auto dynamic = std::make_shared<DynamicOptions>();
+  AddDynamicOptions(cmd, *dynamic);
   return [cmd, model, pipeline, full, emit, kernel, dynamic]() {
     if (!*cmd) return -1;
-    if (!dynamic->empty()) {
+    if (!dynamic->range.empty()) {
+      // The module of each bucket's build: kernels lowered, guarded, with their dynamic_extent
+      // parameter.
       if (*emit != "ir") throw ir::Error("--dynamic prints --emit ir only");
       ir::PrintOptions options;
       options.max_constant_bytes = *full ? -1 : 64;
-      std::cout << ir::PrintModule(
-          BuildDynamicModel(*model, *pipeline, *dynamic)->executable().module(), options);
+      DynamicModel built = BuildDynamicModel(*model, *pipeline, *dynamic);
+      for (const auto& bucket : built.executable->buckets()) {
+        if (built.executable->buckets().size() > 1) {
+          std::cout << fmt::format("// bucket {} in [{}, {}]\n", bucket->range().symbol,
+                                   bucket->range().minimum, bucket->range().bound);
+        }
+        std::cout << ir::PrintModule(bucket->executable().module(), options);
+      }
       return 0;
     }
     ir::IRModule out = RunPipeline(LoadModel(*model), *pipeline);

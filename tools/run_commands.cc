@@ -12,7 +12,6 @@
 
 #include "backends/cuda/gpu_executable.h"
 #include "backends/reference/interpreter.h"
-#include "backends/runtime/dynamic_executable.h"
 #include "backends/runtime/executable.h"
 #include "backends/runtime/thread_pool.h"
 #include "backends/target/resolved_target.h"
@@ -233,81 +232,33 @@ std::vector<ir::Tensor> RunOnGpu(const ir::IRModule& optimized, const std::strin
   return outputs;
 }
 
-}  // namespace
-
-std::unique_ptr<backends::DynamicExecutable> BuildDynamicModel(const ModelOptions& model,
-                                                               const PipelineOptions& pipeline,
-                                                               const std::string& dynamic) {
-  kernels::DynamicRange range = kernels::ParseDynamicRange(dynamic);
-  if (fs::path(model.path).extension() != ".onnx") {
-    throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
-  }
-  if (!pipeline.trace.empty()) {
-    throw ir::Error("--dynamic takes no --trace: a trace holds the decisions for one size");
-  }
-  // The graph part runs without the database; the kernels take their best recorded schedules
-  // from it (tune the model bound to the range's bound, under the same --target, to fill it).
-  passes::PassContext context;  // holds the tuning session when --db is given
-  std::shared_ptr<passes::TimingInstrument> timing;
-  PipelineOptions graph_part = pipeline;
-  graph_part.database.clear();
-  graph_part.text = pipelines::WithoutFinalLegalize(
-      passes::PrintPipeline(*PreparePipeline(pipeline, context, timing)));
-  backends::DynamicModuleSource source{
-      range, [&](int64_t n) {
-        return RunPipeline(LoadModel(model, {{range.symbol, n}}), graph_part);
-      }};
-  backends::BuildOptions build = backends::BuildOptionsFor(PipelineTarget(pipeline));
-  auto stats = std::make_shared<tuning::HistoryBestStats>();
-  if (context.tuning) {
-    tuning::TuningSession& session = *context.tuning;
-    build.legalize.schedule_provider = tuning::HistoryBestProvider(
-        session.shared_database(), session.target_descriptor(),
-        tuning::SearchSpaceFor(session.target(), session.target_descriptor()), stats);
-  }
-  auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<backends::DynamicExecutable> executable = backends::BuildDynamic(source, build);
-  if (context.tuning) {
-    std::cerr << fmt::format("kernels from {}: {} with a recorded schedule, {} default\n",
-                             pipeline.database, stats->from_database, stats->default_schedule);
-  }
-  std::cerr << fmt::format(
-      "dynamic build for {} in [{}, {}]: {:.2f} s\n  inputs: {}\n  "
-      "outputs: {}\n",
-      range.symbol, range.minimum, range.bound, Seconds(start),
-      fmt::join(executable->InputSignatures(), ", "),
-      fmt::join(executable->OutputSignatures(), ", "));
-  return executable;
-}
-
-namespace {
-
-// `tandem run --dynamic`: one build for every size of the symbol (the pipeline's graph part,
+// `tandem run --dynamic`: one build per bucket of the symbol's range (the pipeline's graph part,
 // then dynamic lowering), run on the inputs (their shapes give the size; random at the bound
 // without --inputs), checked against the interpreter on the model at that size.
 int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const IoOptions& io,
-               int repeat, bool no_reference, const std::string& dynamic_text) {
-  std::unique_ptr<backends::DynamicExecutable> executable =
-      BuildDynamicModel(model, pipeline, dynamic_text);
-  const kernels::DynamicRange& range = executable->range();
+               int repeat, bool no_reference, const DynamicOptions& dynamic) {
+  DynamicModel built = BuildDynamicModel(model, pipeline, dynamic);
+  backends::BucketedExecutable& executable = *built.executable;
+  const kernels::DynamicRange& range = executable.range();
   auto load = [&](int64_t n) { return LoadModel(model, {{range.symbol, n}}); };
-  auto start = std::chrono::steady_clock::now();
   std::vector<ir::Tensor> inputs = Inputs(load(range.bound).Get(io.function), io);
-  int64_t n = executable->SizeOf(inputs);
-  std::vector<ir::Tensor> outputs = executable->Run(inputs);
+  int64_t n = executable.SizeOf(inputs);
+  backends::DynamicExecutable& bucket = executable.BucketFor(n);
+  std::vector<ir::Tensor> outputs = executable.Run(inputs);
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {
-    start = std::chrono::steady_clock::now();
-    executable->Run(inputs);
+    auto start = std::chrono::steady_clock::now();
+    executable.Run(inputs);
     times.push_back(Seconds(start));
   }
   std::sort(times.begin(), times.end());
-  fmt::print("{}={}: latency median {:.3f} ms over {} runs\n", range.symbol, n,
-             times[times.size() / 2] * 1e3, times.size());
-  executable->executable().set_profiling(true);
-  for (int r = 0; r < repeat; ++r) executable->Run(inputs);
-  executable->executable().set_profiling(false);
-  fmt::print("{}outputs:\n", executable->executable().ProfileTable());
+  fmt::print("{}={} (bucket [{}, {}]): latency median {:.3f} ms over {} runs\n", range.symbol, n,
+             bucket.range().minimum, bucket.range().bound, times[times.size() / 2] * 1e3,
+             times.size());
+  bucket.executable().set_profiling(true);
+  for (int r = 0; r < repeat; ++r) executable.Run(inputs);
+  bucket.executable().set_profiling(false);
+  fmt::print("{}outputs:\n", bucket.executable().ProfileTable());
   for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
   WriteOutputs(outputs, io.outputs_dir);
   bool ok = true;
@@ -332,7 +283,7 @@ Command AddRunCommand(CLI::App& app) {
   auto repeat = std::make_shared<int>(20);
   auto threads = std::make_shared<int>(0);
   auto no_reference = std::make_shared<bool>(false);
-  auto dynamic = std::make_shared<std::string>();
+  auto dynamic = std::make_shared<DynamicOptions>();
   CLI::App* cmd = app.add_subcommand(
       "run", "optimize a model with a pipeline, build it, run it, check it and time it");
   AddModelOptions(cmd, *model);
@@ -345,15 +296,12 @@ Command AddRunCommand(CLI::App& app) {
       ->check(IntegerIn(0, backends::ThreadPool::kMaxThreads));
   cmd->add_flag("--no-reference", *no_reference,
                 "skip the comparison with the reference interpreter");
-  cmd->add_option("--dynamic", *dynamic,
-                  "SYMBOL=MIN:MAX: build once for every size of the model's symbolic dimension "
-                  "SYMBOL in the range (the pipeline must end with Legalize), run at the size "
-                  "the inputs have");
+  AddDynamicOptions(cmd, *dynamic);
   return [=]() {
     if (!*cmd) return -1;
     if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
     PrepareOutputsDir(io->outputs_dir);
-    if (!dynamic->empty()) {
+    if (!dynamic->range.empty()) {
       return RunDynamic(*model, *pipeline, *io, *repeat, *no_reference, *dynamic);
     }
     ir::IRModule module = LoadModel(*model);

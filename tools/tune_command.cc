@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backends/reference/interpreter.h"
 #include "backends/runtime/thread_pool.h"
 #include "bench/fma_peak.h"
 #include "ir/error.h"
@@ -219,7 +221,76 @@ TunedModel TuneModel(const ir::IRModule& model, const TuneOptions& options,
 
 namespace {
 
+// Median latency of the bucketed build at size n, on random inputs.
+double DynamicLatency(backends::BucketedExecutable& executable, const ModelOptions& model,
+                      int64_t n) {
+  ir::IRModule at_n = LoadModel(model, {{executable.range().symbol, n}});
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(at_n.Get("main"), 0);
+  std::vector<double> times;
+  for (int r = 0; r < 11; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    executable.Run(inputs);
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// `tandem tune --dynamic`: steps atop.
+//   1. Each bucket's kernels are tuned on the model bound to the bucket's bound (a tuning run
+//      of the pipeline, which must end with TuneKernels, under the whole --trials budget).
+//   2. The dynamic build by buckets takes their best schedules from the database; its latency
+//      at each bucket's ends is printed.
+//   3. --save-trace writes the buckets and their schedules (a dynamic bucket trace).
+int RunTuneDynamic(TuneOptions& options) {
+  kernels::DynamicRange range = kernels::ParseDynamicRange(options.dynamic.range);
+  std::vector<kernels::DynamicRange> buckets =
+      kernels::ParseDynamicBuckets(options.dynamic.buckets, range);
+  if (options.pipeline.database.empty()) {
+    throw ir::Error(
+        "tune --dynamic needs --db: each bucket's schedules are recorded there and the dynamic "
+        "build reads them");
+  }
+  if (!options.output.empty() || !options.pipeline.trace.empty()) {
+    throw ir::Error("tune --dynamic takes no --output or --trace (use --save-trace)");
+  }
+  bool ok = true;
+  std::string records_target;  // the tuning runs' target descriptor (measurement settings too)
+  for (const kernels::DynamicRange& bucket : buckets) {
+    std::cerr << fmt::format("bucket {} in [{}, {}]: tuning the model at {}={}\n", bucket.symbol,
+                             bucket.minimum, bucket.bound, bucket.symbol, bucket.bound);
+    TuneOptions at_bound = options;
+    at_bound.model.name =
+        fmt::format("{}@{}={}", ModelName(options.model), bucket.symbol, bucket.bound);
+    TunedModel tuned =
+        TuneModel(LoadModel(options.model, {{bucket.symbol, bucket.bound}}), at_bound);
+    PrintRun(tuned.run, *tuned.database, tuned.pipeline_label);
+    ok = ok && tuned.ok;
+    records_target = tuned.run.target;
+  }
+  DynamicModel built =
+      BuildDynamicModel(options.model, options.pipeline, options.dynamic, records_target);
+  fmt::print("dynamic build with the tuned schedules ({}):\n", options.pipeline.database);
+  for (const auto& bucket : built.executable->buckets()) {
+    for (int64_t n : {bucket->range().minimum, bucket->range().bound}) {
+      fmt::print("  {}={:<6} bucket [{}, {}]  {:.3f} ms\n", range.symbol, n,
+                 bucket->range().minimum, bucket->range().bound,
+                 DynamicLatency(*built.executable, options.model, n) * 1e3);
+    }
+  }
+  if (!options.trace_file.empty()) {
+    ir::IRModule at_bound = LoadModel(options.model, {{range.symbol, range.bound}});
+    passes::WriteTraceFile({ModelName(options.model), ir::HashToHex(ir::StructuralHash(at_bound)),
+                            built.pipeline, built.target, built.trace},
+                           options.trace_file);
+    std::cerr << fmt::format("trace: {} ({} buckets)\n", options.trace_file, built.trace.size());
+  }
+  return ok ? 0 : 1;
+}
+
 int RunTune(TuneOptions& options) {
+  if (!options.dynamic.range.empty()) return RunTuneDynamic(options);
   ir::IRModule model = LoadModel(options.model);
   TunedModel tuned = TuneModel(model, options);
   PrintRun(tuned.run, *tuned.database, tuned.pipeline_label);
@@ -290,6 +361,7 @@ Command AddTuneCommand(CLI::App& app) {
                   "write the tuned model's decisions (the whole pipeline trace, kernel schedules "
                   "included) to this trace file; `tandem run|compile --trace` rebuilds the model "
                   "from it with no database");
+  AddDynamicOptions(cmd, options->dynamic);
   return [cmd, options] {
     if (!*cmd) return -1;
     return RunTune(*options);

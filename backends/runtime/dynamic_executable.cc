@@ -74,13 +74,12 @@ class Comparison {
                            other.name, range_.symbol, sizes_[f]));
         }
       }
-      if (!node.type.is_tensor()) {
-        for (size_t f = 1; f < functions_.size(); ++f) {
-          if (!(functions_[f]->nodes[i].type == node.type)) {
-            Fail(
-                fmt::format("the tuple %{} changes with {}; tuples of dynamic values are not "
-                            "supported",
-                            node.name, range_.symbol));
+      if (node.type.is_tuple()) {
+        // A call with several results (split): each element's extents, by element name.
+        for (size_t k = 0; k < node.type.fields().size(); ++k) {
+          TensorExtents extents = ExtentsOf(i, static_cast<int>(k));
+          if (kernels::IsDynamic(extents)) {
+            values[kernels::TupleElementName(node.name, k)] = std::move(extents);
           }
         }
         continue;
@@ -104,34 +103,51 @@ class Comparison {
     throw ir::Error(fmt::format("dynamic axis '{}': {}", range_.symbol, reason));
   }
 
-  TensorExtents ExtentsOf(size_t i) const {
+  // The type of node i at size f: the node's, or its element `element` (of a tuple).
+  const ir::TensorType* TypeAt(size_t f, size_t i, int element) const {
+    const ir::Type& type = functions_[f]->nodes[i].type;
+    if (element < 0) return type.is_tensor() ? &type.tensor() : nullptr;
+    if (!type.is_tuple() || static_cast<size_t>(element) >= type.fields().size() ||
+        !type.fields()[static_cast<size_t>(element)].is_tensor()) {
+      return nullptr;
+    }
+    return &type.fields()[static_cast<size_t>(element)].tensor();
+  }
+
+  // The extents of node i (or of its tuple element `element`) from its types at the sizes.
+  TensorExtents ExtentsOf(size_t i, int element = -1) const {
     const ir::Node& node = functions_[0]->nodes[i];
-    const ir::TensorType& bound = node.type.tensor();
+    std::string name = element < 0 ? node.name : fmt::format("{} (result {})", node.name, element);
+    const ir::TensorType* bound_type = TypeAt(0, i, element);
+    if (!bound_type) Fail(fmt::format("%{} is {}: not a tensor", name, ir::ToString(node.type)));
+    const ir::TensorType& bound = *bound_type;
     TensorExtents extents(bound.shape.size());
+    std::vector<const ir::TensorType*> types = {bound_type};
     for (size_t f = 1; f < functions_.size(); ++f) {
-      const ir::Type& type = functions_[f]->nodes[i].type;
-      if (!type.is_tensor() || type.tensor().shape.size() != bound.shape.size() ||
-          type.tensor().dtype != bound.dtype) {
-        Fail(fmt::format("%{} is {} at {}={} but {} at {}={}", node.name, ir::ToString(node.type),
-                         range_.symbol, sizes_[0], ir::ToString(type), range_.symbol, sizes_[f]));
+      const ir::TensorType* type = TypeAt(f, i, element);
+      if (!type || type->shape.size() != bound.shape.size() || type->dtype != bound.dtype) {
+        Fail(fmt::format("%{} is {} at {}={} but {} at {}={}", name, ir::ToString(node.type),
+                         range_.symbol, sizes_[0], ir::ToString(functions_[f]->nodes[i].type),
+                         range_.symbol, sizes_[f]));
       }
+      types.push_back(type);
     }
     for (size_t a = 0; a < bound.shape.size(); ++a) {
       // sizes_[0] = bound, sizes_[1] = bound - 1: the slope and offset; the rest check them.
-      int64_t scale = bound.shape[a] - functions_[1]->nodes[i].type.tensor().shape[a];
+      int64_t scale = bound.shape[a] - types[1]->shape[a];
       AxisExtent extent{scale, bound.shape[a] - scale * sizes_[0]};
       for (size_t f = 2; f < functions_.size(); ++f) {
-        if (functions_[f]->nodes[i].type.tensor().shape[a] != extent.At(sizes_[f])) {
-          Fail(fmt::format("axis {} of %{} is not an affine function of {}", a, node.name,
+        if (types[f]->shape[a] != extent.At(sizes_[f])) {
+          Fail(fmt::format("axis {} of %{} is not an affine function of {}", a, name,
                            range_.symbol));
         }
       }
       if (scale < 0) {
-        Fail(fmt::format("axis {} of %{} shrinks as {} grows", a, node.name, range_.symbol));
+        Fail(fmt::format("axis {} of %{} shrinks as {} grows", a, name, range_.symbol));
       }
       if (scale > 0 && extent.At(range_.minimum) < 0) {
-        Fail(fmt::format("axis {} of %{} has a negative length at {}={}", a, node.name,
-                         range_.symbol, range_.minimum));
+        Fail(fmt::format("axis {} of %{} has a negative length at {}={}", a, name, range_.symbol,
+                         range_.minimum));
       }
       extents[a] = extent;
     }

@@ -211,6 +211,44 @@ TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
   }
 }
 
+// Self-attention whose query, key and value come from one projection cut by a split (as GPT-2's
+// fused attention projection is exported): a call with several results, each a dynamic value.
+ir::IRModule SplitAttention(int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""});
+  ir::ValueId weight = b.Constant(
+      ir::Tensor::Random(ir::TensorType{{16, 48}, ir::DataType::kFloat32, ""}, 4, -0.3, 0.3));
+  ir::ValueId projected = b.Call("matmul", {x, weight});
+  ir::ValueId parts =
+      b.Call("split", {projected},
+             ir::Attrs{{"axis", int64_t{1}}, {"sections", std::vector<int64_t>{16, 16, 16}}});
+  ir::ValueId q = b.TupleGetItem(parts, 0);
+  ir::ValueId kt = b.Call("transpose", {b.TupleGetItem(parts, 1)},
+                          ir::Attrs{{"axes", std::vector<int64_t>{1, 0}}});
+  ir::ValueId scores = b.Call("matmul", {q, kt});
+  ir::ValueId probabilities = b.Call("softmax", {scores}, ir::Attrs{{"axis", int64_t{-1}}});
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call("matmul", {probabilities, b.TupleGetItem(parts, 2)})));
+  return module;
+}
+
+TEST(DynamicBuild, SplitResultsAreDynamicValues) {
+  std::string heuristic = pipelines::WithoutFinalLegalize(
+      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  for (const std::string& pipeline : {std::string(), heuristic}) {
+    SCOPED_TRACE("pipeline '" + pipeline + "'");
+    std::unique_ptr<backends::DynamicExecutable> dynamic =
+        BuildGraph(SplitAttention, 1, 40, pipeline);
+    for (int64_t n : {40, 1, 9, 39}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
+                                        static_cast<uint64_t>(n));
+      ir::Tensor expected = backends::RunReference(SplitAttention(n), {x}).at(0);
+      EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
+    }
+  }
+}
+
 // Expects building `make` dynamically to fail with an Error containing `part`.
 void ExpectBuildError(const std::function<ir::IRModule(int64_t)>& make, const std::string& part) {
   try {
@@ -254,6 +292,19 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
         return OneOp(n, "concat", {{"axis", int64_t{0}}}, {-1, 4}, 2);
       },
       "walks axes of lengths 2*n and n");
+  // A split along the dynamic axis: the second part starts at n, past the first part's bound.
+  ExpectBuildError(
+      [](int64_t n) {
+        ir::GraphBuilder b("main");
+        ir::ValueId x = b.Input("x", ir::TensorType{{2 * n, 4}, ir::DataType::kFloat32, ""});
+        ir::ValueId parts =
+            b.Call("split", {x},
+                   ir::Attrs{{"axis", int64_t{0}}, {"sections", std::vector<int64_t>{n, n}}});
+        ir::IRModule module;
+        module.Add(b.Finish(b.TupleGetItem(parts, 1)));
+        return module;
+      },
+      "walks axes of lengths n and 2*n");
   // A constant computed from n (not a slice of one table).
   ExpectBuildError(
       [](int64_t n) {

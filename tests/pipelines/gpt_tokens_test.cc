@@ -212,29 +212,16 @@ std::unique_ptr<backends::DynamicExecutable> BuildDynamic(const std::string& byt
   return backends::BuildDynamic(source);
 }
 
-// The committed model cuts its fused query/key/value projection with one Split, as torch.onnx
-// exports GPT-2: a tuple of three values that change with the sequence length, which dynamic
-// builds do not take yet. When they do, OneDynamicBuildRunsEveryLength can build the committed
-// model itself and this test goes.
-TEST(GptTokens, DynamicBuildRefusesTheSplitTuple) {
-  try {
-    BuildDynamic(ModelBytes());
-    ADD_FAILURE() << "the dynamic build took the Split of the committed model";
-  } catch (const ir::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("dynamic axis 'sequence': the tuple "
-                                         "%transformer_h.0_attn_Split_output_0_1 changes with "
-                                         "sequence; tuples of dynamic values are not supported"),
-              std::string::npos)
-        << e.what();
-  }
-}
+// One build for every length, of the committed model (its fused query/key/value projection cut
+// by one Split, as torch.onnx exports GPT-2: a call with three results that change with the
+// sequence length) and of the same function with three Slice nodes (QkvCut::kSlices, as exports
+// of qkv[..., a:b] indexing have it): the stored inputs run to the stored outputs, other lengths
+// to the interpreter on the committed model at that length.
+class GptTokensDynamic : public ::testing::TestWithParam<examples::QkvCut> {};
 
-// The model with three Slice nodes in place of the Split (QkvCut::kSlices, the same function):
-// one build runs the stored inputs to the stored outputs (the committed model's), and other
-// lengths to the interpreter on the committed model at that length.
-TEST(GptTokens, OneDynamicBuildRunsEveryLength) {
+TEST_P(GptTokensDynamic, OneBuildRunsEveryLength) {
   examples::GptTokensConfig config;
-  config.qkv_cut = examples::QkvCut::kSlices;
+  config.qkv_cut = GetParam();
   std::unique_ptr<backends::DynamicExecutable> dynamic =
       BuildDynamic(examples::BuildGptTokensModel(config).SerializeAsString());
   std::string bytes = ModelBytes();
@@ -264,6 +251,12 @@ TEST(GptTokens, OneDynamicBuildRunsEveryLength) {
   ExpectCausal(run);
   ExpectPaddingHidden(run);
 }
+
+INSTANTIATE_TEST_SUITE_P(QkvCuts, GptTokensDynamic,
+                         ::testing::Values(examples::QkvCut::kSplit, examples::QkvCut::kSlices),
+                         [](const ::testing::TestParamInfo<examples::QkvCut>& info) {
+                           return info.param == examples::QkvCut::kSplit ? "Split" : "Slices";
+                         });
 
 }  // namespace
 }  // namespace tandem

@@ -1,0 +1,192 @@
+// BuildDynamicModel and TuneDynamicModel: `--dynamic` (and `--buckets`) of `tandem run`,
+// `tandem compile` and `tandem tune`. A model is built once per bucket of its symbolic
+// dimension's range (backends/runtime/bucketed_executable.h); the kernels take their schedules
+// from a trace file of `tandem tune --dynamic`, from the tuning database, or the defaults.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <ranges>
+
+#include "ir/error.h"
+#include "ir/structural.h"
+#include "passes/pipeline_text.h"
+#include "passes/pipeline_trace.h"
+#include "pipelines/pipeline_registry.h"
+#include "tools/commands.h"
+#include "tuning/search/apply_history_best.h"
+#include "tuning/search/dynamic_bucket_trace.h"
+
+namespace tandem::tools {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string RangeText(const kernels::DynamicRange& range) {
+  return fmt::format("{} in [{}, {}]", range.symbol, range.minimum, range.bound);
+}
+
+bool IsPass(const std::string& text, const std::string& pass) {
+  return text == pass || text.rfind(pass + "(", 0) == 0;
+}
+
+// The graph part of `pipeline_text`: the passes before its last one, which must be Legalize or,
+// when the kernels' schedules come from a database or a trace (`with_schedules`), TuneKernels
+// (tuned per bucket by `tandem tune --dynamic`).
+std::string GraphPart(const std::string& pipeline_text, bool with_schedules) {
+  auto [head, last] = pipelines::SplitLastPass(pipeline_text);
+  if (IsPass(last, "TuneKernels") && !head.empty()) {
+    if (with_schedules) return head;
+    throw ir::Error(
+        "a dynamic build does not tune inside: the pipeline ends with TuneKernels, whose "
+        "schedules `tandem tune --dynamic` records per bucket; give --db with its records or "
+        "--trace with its trace file, or use a pipeline that ends with Legalize");
+  }
+  return pipelines::WithoutFinalLegalize(pipeline_text);
+}
+
+// The buckets and schedules recorded in the trace file `path`, checked against the range (and
+// the buckets, when given) and the model.
+std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceFile& file,
+                                                            const std::string& path,
+                                                            const kernels::DynamicRange& range,
+                                                            const std::string& buckets_text,
+                                                            const ModelOptions& model) {
+  if (!tuning::IsDynamicBucketTrace(file.trace)) {
+    throw ir::Error(fmt::format(
+        "the trace file {} holds the decisions for one size (`tandem tune` without --dynamic); "
+        "a dynamic build takes the trace of `tandem tune --dynamic`",
+        path));
+  }
+  std::vector<tuning::DynamicBucketDecision> decisions = tuning::ReadDynamicBucketTrace(file.trace);
+  kernels::DynamicRange recorded{decisions.front().range.symbol, decisions.front().range.minimum,
+                                 decisions.back().range.bound};
+  std::vector<std::string> recorded_bounds;
+  for (const tuning::DynamicBucketDecision& d : decisions) {
+    recorded_bounds.push_back(std::to_string(d.range.bound));
+  }
+  if (recorded.symbol != range.symbol || recorded.minimum != range.minimum ||
+      recorded.bound != range.bound ||
+      (!buckets_text.empty() &&
+       fmt::format("{}", fmt::join(recorded_bounds, ",")) != buckets_text)) {
+    throw ir::Error(fmt::format(
+        "the trace file {} was recorded for {} with the buckets {}; --dynamic asks for {}{}", path,
+        RangeText(recorded), fmt::join(recorded_bounds, ","), RangeText(range),
+        buckets_text.empty() ? std::string() : " with the buckets " + buckets_text));
+  }
+  std::string hash =
+      ir::HashToHex(ir::StructuralHash(LoadModel(model, {{range.symbol, range.bound}})));
+  if (hash != file.model_hash) {
+    throw ir::Error(fmt::format(
+        "the trace file {} was recorded on another model ({}, hash {} at {}={}); this one has "
+        "hash {}",
+        path, file.model, file.model_hash, range.symbol, range.bound, hash));
+  }
+  return decisions;
+}
+
+}  // namespace
+
+void AddDynamicOptions(CLI::App* command, DynamicOptions& options) {
+  command->add_option("--dynamic", options.range,
+                      "SYMBOL=MIN:MAX: build once for every size of the model's symbolic "
+                      "dimension SYMBOL in the range (the pipeline must end with Legalize; with "
+                      "`tandem tune`, with TuneKernels), run at the size the inputs have");
+  command->add_option("--buckets", options.buckets,
+                      "with --dynamic: B1,B2,...,MAX splits the range into buckets [MIN, B1], "
+                      "[B1+1, B2], ..., each built (and tuned) at its own bound; a run goes to "
+                      "the bucket holding its size");
+}
+
+DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions& pipeline,
+                               const DynamicOptions& dynamic, const std::string& records_target) {
+  // 1. The range, the buckets, and where the schedules come from.
+  kernels::DynamicRange range = kernels::ParseDynamicRange(dynamic.range);
+  if (fs::path(model.path).extension() != ".onnx") {
+    throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
+  }
+  DynamicModel result;
+  std::vector<tuning::DynamicBucketDecision> decisions;
+  passes::PassContext context;  // holds the tuning session when --db is given
+  ir::Target target;
+  std::string descriptor;
+  bool from_trace = !pipeline.trace.empty();
+  if (from_trace) {
+    passes::TraceFile file = passes::ReadTraceFile(pipeline.trace);
+    decisions = BucketsFromTrace(file, pipeline.trace, range, dynamic.buckets, model);
+    result.pipeline = file.pipeline;
+    descriptor = file.target;
+    target = tuning::TargetOfDescriptor(file.target);
+    std::cerr << fmt::format("replaying the {} buckets of {} (pipeline {})\n", decisions.size(),
+                             pipeline.trace, file.pipeline);
+  } else {
+    std::shared_ptr<passes::TimingInstrument> timing;
+    result.pipeline = passes::PrintPipeline(*PreparePipeline(pipeline, context, timing));
+    target = context.target;
+    if (context.tuning) {
+      descriptor = records_target.empty() ? context.tuning->target_descriptor() : records_target;
+    }
+    for (const kernels::DynamicRange& bucket :
+         kernels::ParseDynamicBuckets(dynamic.buckets, range)) {
+      decisions.push_back({bucket, {}});
+    }
+  }
+  result.target = descriptor;
+
+  // 2. The graph part of the pipeline, run at each size the builds ask for (without the
+  //    database: only the kernels take from it).
+  PipelineOptions graph_part = pipeline;
+  graph_part.database.clear();
+  graph_part.trace.clear();
+  graph_part.text = GraphPart(result.pipeline, from_trace || context.tuning != nullptr);
+  backends::DynamicModuleSource source{
+      range, [&](int64_t n) {
+        return RunPipeline(LoadModel(model, {{range.symbol, n}}), graph_part);
+      }};
+
+  // 3. One build per bucket, each with its schedules: the trace's, or the database's best.
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<backends::DynamicExecutable>> builds;
+  for (tuning::DynamicBucketDecision& bucket : decisions) {
+    backends::BuildOptions build = backends::BuildOptionsFor(target);
+    auto stats = std::make_shared<tuning::HistoryBestStats>();
+    if (from_trace) {
+      build.legalize.schedule_provider =
+          tuning::TraceMapProvider(bucket.schedules, tuning::SearchSpaceFor(target, descriptor));
+    } else if (context.tuning) {
+      tuning::TuningSession& session = *context.tuning;
+      build.legalize.schedule_provider = tuning::HistoryBestProvider(
+          session.shared_database(), descriptor, tuning::SearchSpaceFor(target, descriptor), stats);
+    }
+    builds.push_back(backends::BuildDynamic({bucket.range, source.make}, build));
+    if (context.tuning) {
+      bucket.schedules = stats->taken;
+      std::cerr << fmt::format(
+          "bucket {}: kernels from {}: {} with a recorded schedule, {} "
+          "default\n",
+          RangeText(bucket.range), pipeline.database, stats->from_database,
+          stats->default_schedule);
+      std::string note = tuning::NotReplayedNote(*stats);
+      if (!note.empty()) std::cerr << "warning: " << note << "\n";
+    }
+  }
+  result.executable = std::make_unique<backends::BucketedExecutable>(std::move(builds));
+  result.trace = tuning::DynamicBucketTrace(decisions);
+  std::cerr << fmt::format(
+      "dynamic build for {} ({} bucket{}: bounds {}): {:.2f} s\n  inputs: {}\n  outputs: {}\n",
+      RangeText(range), decisions.size(), decisions.size() == 1 ? "" : "s",
+      fmt::join(decisions | std::views::transform([](const auto& d) { return d.range.bound; }),
+                ","),
+      SecondsSince(start), fmt::join(result.executable->InputSignatures(), ", "),
+      fmt::join(result.executable->OutputSignatures(), ", "));
+  return result;
+}
+
+}  // namespace tandem::tools

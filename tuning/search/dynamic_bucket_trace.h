@@ -1,0 +1,32 @@
+// The decisions of a dynamic build by buckets as a trace (backends/runtime/bucketed_executable.h):
+// one "DynamicBucket" instruction per bucket, in order, with the bucket's symbol, minimum and
+// bound as attributes, carrying the kernel schedules its build took as nested traces labelled by
+// workload hash (SetScheduleDecision's form). `tandem tune --dynamic --buckets` writes it in a
+// trace file; `tandem run --dynamic --trace` rebuilds the same buckets with the same schedules
+// (TraceMapProvider) and no database.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+#include "kernels/dynamic_extent.h"
+
+namespace tandem::tuning {
+
+inline constexpr const char* kDynamicBucketInstruction = "DynamicBucket";
+
+struct DynamicBucketDecision {
+  kernels::DynamicRange range;
+  std::map<std::string, ir::Trace> schedules;  // by workload hash
+};
+
+ir::Trace DynamicBucketTrace(const std::vector<DynamicBucketDecision>& buckets);
+// Whether the trace is a DynamicBucketTrace (its first instruction is a DynamicBucket).
+bool IsDynamicBucketTrace(const ir::Trace& trace);
+// The buckets of a DynamicBucketTrace; Error naming the instruction when one is not a
+// DynamicBucket with its attributes and schedules, or the buckets do not follow one another.
+std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace);
+
+}  // namespace tandem::tuning
