@@ -1,7 +1,8 @@
 // tandem_dynamic_bench: one dynamic build of an ONNX model (every size of one symbolic axis
 // within a range) against a build specialized to each size, and external engines, in one run.
 //
-//   build/bench/tandem_dynamic_bench --model examples/models/bert_tokens/model.onnx --bind batch=1
+//   build/bench/tandem_dynamic_bench --model examples/models/bert_tokens/model.onnx --symbol
+//   batch=1
 //   \
 //       --dynamic sequence=1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128 \
 //       --external "onnxruntime=PY bench/engine_latency.py --serve --engine onnxruntime \
@@ -14,7 +15,8 @@
 //      imported at that size with the whole pipeline, checks both builds' outputs against the
 //      stored ones, and times both and the external engines (their command with {n} replaced by
 //      the size) in interleaved turns (bench/interleaved_timing.h);
-//   3. prints one table: size, static and dynamic latency, their ratio, each engine's latency.
+//   3. prints one table: size, static and dynamic latency, their ratio, each engine's latency
+//      (with --buckets, also a build by those buckets, timed in the same turns).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -24,7 +26,7 @@
 #include <map>
 #include <sstream>
 
-#include "backends/runtime/dynamic_executable.h"
+#include "backends/runtime/bucketed_executable.h"
 #include "backends/runtime/thread_pool.h"
 #include "bench/external_contender.h"
 #include "bench/interleaved_timing.h"
@@ -43,6 +45,7 @@ namespace {
 struct Options {
   std::string model;
   std::string dynamic;
+  std::string buckets;
   std::vector<std::string> data;
   std::vector<std::string> externals;
   std::vector<std::string> bound_symbols;
@@ -99,6 +102,9 @@ int Main(int argc, char** argv) {
                  "SYMBOL=MIN:MAX: the model's symbolic dimension (dim_param) made dynamic, and "
                  "its range")
       ->required();
+  app.add_option("--buckets", o.buckets,
+                 "B1,...,MAX: also time a build by these buckets (backends/runtime/"
+                 "bucketed_executable.h) beside the single dynamic build");
   app.add_option("--data", o.data,
                  "SIZE=FOLDER: inputs (input_*.pb) and outputs (output_*.pb) at that size "
                  "(repeatable; one table row each)")
@@ -106,7 +112,7 @@ int Main(int argc, char** argv) {
   app.add_option("--external", o.externals,
                  "NAME=COMMAND: an engine speaking bench/external_contender.h's protocol, {n} in "
                  "COMMAND replaced by the size (repeatable)");
-  app.add_option("--bind", o.bound_symbols,
+  app.add_option("--symbol", o.bound_symbols,
                  "NAME=SIZE: another symbolic dimension, bound to one size (repeatable)");
   app.add_option("--pipeline", o.pipeline, "registered pipeline ending with Legalize");
   app.add_option("--threads", o.threads, "threads for parallel loops");
@@ -138,11 +144,7 @@ int Main(int argc, char** argv) {
   std::string bytes = ir::ReadRegularFile(o.model, "model");
   std::map<std::string, int64_t> bound_symbols;
   for (const std::string& spec : o.bound_symbols) {
-    size_t equals = spec.find('=');
-    if (equals == std::string::npos) {
-      throw ir::Error(fmt::format("--bind '{}' is not NAME=SIZE", spec));
-    }
-    bound_symbols[spec.substr(0, equals)] = std::stoll(spec.substr(equals + 1));
+    frontend::ParseSymbolBinding(spec, "--symbol", bound_symbols);
   }
 
   // 1. The dynamic build.
@@ -158,10 +160,19 @@ int Main(int argc, char** argv) {
   double dynamic_build = Seconds(start);
   std::cerr << fmt::format("dynamic build for {} in [{}, {}]: {:.1f} s\n", range.symbol,
                            range.minimum, range.bound, dynamic_build);
+  std::unique_ptr<backends::BucketedExecutable> bucketed;
+  if (!o.buckets.empty()) {
+    start = std::chrono::steady_clock::now();
+    bucketed = backends::BuildBucketed(source, kernels::ParseDynamicBuckets(o.buckets, range));
+    std::cerr << fmt::format("build by buckets {}: {:.1f} s\n", o.buckets, Seconds(start));
+  }
 
   // 2. Per size: the specialized build, checks, turns.
   std::vector<std::string> header = {range.symbol, "static ms", "dynamic ms", "dynamic/static",
                                      "static build s"};
+  if (bucketed) {
+    header.insert(header.begin() + 4, {"bucketed ms", "bucketed/static"});
+  }
   for (const auto& [name, command] : externals) header.push_back(name + " ms");
   std::vector<std::vector<std::string>> rows;
   for (const Size& size : sizes) {
@@ -178,17 +189,20 @@ int Main(int argc, char** argv) {
     }
     Check(specialized->Run(inputs), stored, fmt::format("static build at {}", size.n));
     Check(dynamic->Run(inputs), stored, fmt::format("dynamic build at {}", size.n));
+    if (bucketed) Check(bucketed->Run(inputs), stored, fmt::format("buckets at {}", size.n));
     std::vector<std::unique_ptr<bench::ExternalContender>> engines;
     for (const auto& [name, command] : externals) {
       engines.push_back(std::make_unique<bench::ExternalContender>(
           name, Replace(command, "{n}", std::to_string(size.n))));
     }
-    std::vector<bench::Contender> contenders(2 + engines.size());
+    // Contenders: static, dynamic, the engines, then the bucketed build.
+    std::vector<bench::Contender> contenders(2 + engines.size() + (bucketed ? 1 : 0));
     contenders[0].run = [&] { specialized->Run(inputs); };
     contenders[1].run = [&] { dynamic->Run(inputs); };
     for (size_t e = 0; e < engines.size(); ++e) {
       contenders[2 + e].run_block = [&, e](int n) { return engines[e]->RunBlock(n); };
     }
+    if (bucketed) contenders.back().run = [&] { bucketed->Run(inputs); };
     std::vector<bench::Contender*> turns;
     for (bench::Contender& c : contenders) turns.push_back(&c);
     bench::MeasureInTurns(turns,
@@ -198,6 +212,11 @@ int Main(int argc, char** argv) {
     std::vector<std::string> row = {
         std::to_string(size.n), fmt::format("{:.3f}", static_ms), fmt::format("{:.3f}", dynamic_ms),
         fmt::format("{:.2f}", dynamic_ms / static_ms), fmt::format("{:.1f}", static_build)};
+    if (bucketed) {
+      double bucketed_ms = contenders.back().best() * 1e3;
+      row.insert(row.begin() + 4, {fmt::format("{:.3f}", bucketed_ms),
+                                   fmt::format("{:.2f}", bucketed_ms / static_ms)});
+    }
     for (size_t e = 0; e < engines.size(); ++e) {
       row.push_back(fmt::format("{:.3f}", contenders[2 + e].best() * 1e3));
     }

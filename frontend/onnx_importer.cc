@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <new>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "frontend/onnx_convert.h"
@@ -115,13 +116,14 @@ class GraphImporter {
           extent = chosen;
         } else if (extent < 0) {
           bool named = dim.has_dim_param() && !dim.dim_param().empty();
-          std::string symbol = named ? fmt::format("symbolic ('{}')", dim.dim_param())
-                                     : std::string("unknown");
-          std::string by_symbol =
-              named ? fmt::format(", or the symbol's size in OnnxImportOptions::symbols "
-                                  "(--symbol {}=...)",
-                                  dim.dim_param())
-                    : std::string();
+          std::string symbol =
+              named ? fmt::format("symbolic ('{}')", dim.dim_param()) : std::string("unknown");
+          std::string by_symbol = named
+                                      ? fmt::format(
+                                            ", or the symbol's size in OnnxImportOptions::symbols "
+                                            "(--symbol {}=...)",
+                                            dim.dim_param())
+                                      : std::string();
           throw Error(
               fmt::format("graph input '{}' has a {} extent in dimension {}; Tandem needs "
                           "static shapes: pass the input's shape in "
@@ -378,6 +380,21 @@ std::vector<std::string> SupportedOnnxOps() {
   std::vector<std::string> keys;
   for (const auto& [key, converter] : onnx_import::Converters()) keys.push_back(key);
   return keys;
+}
+
+void ParseSymbolBinding(const std::string& text, const std::string& option,
+                        std::map<std::string, int64_t>& symbols) {
+  auto eq = text.rfind('=');
+  try {
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument(text);
+    size_t used = 0;
+    int64_t size = std::stoll(text.substr(eq + 1), &used);
+    if (used != text.size() - eq - 1 || size < 0) throw std::invalid_argument(text);
+    symbols[text.substr(0, eq)] = size;
+  } catch (const std::exception&) {
+    throw ir::Error(
+        fmt::format("{} '{}' must look like NAME=SIZE (a non-negative size)", option, text));
+  }
 }
 
 ir::IRModule ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {

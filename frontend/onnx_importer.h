@@ -42,6 +42,11 @@ struct OnnxImportOptions {
   std::map<std::string, int64_t> symbols;
 };
 
+// Adds the binding "NAME=SIZE" (a non-negative size) to `symbols`; Error naming `option` (the
+// command-line option it came from) and the text otherwise.
+void ParseSymbolBinding(const std::string& text, const std::string& option,
+                        std::map<std::string, int64_t>& symbols);
+
 // The ONNX op types the importer converts, sorted: the op type for the default domain
 // ("Conv"), "<domain>.<op type>" for another ("com.microsoft.FastGelu"). A model with a node of
 // any other type fails at import with one Error listing every such type, its node count and

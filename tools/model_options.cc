@@ -49,21 +49,6 @@ void ParseInputShape(const std::string& text, std::map<std::string, ir::Shape>& 
   shapes[text.substr(0, eq)] = shape;
 }
 
-// --symbol NAME=SIZE.
-void ParseSymbol(const std::string& text, std::map<std::string, int64_t>& symbols) {
-  auto eq = text.rfind('=');
-  try {
-    if (eq == std::string::npos || eq == 0) throw std::invalid_argument(text);
-    size_t used = 0;
-    int64_t size = std::stoll(text.substr(eq + 1), &used);
-    if (used != text.size() - eq - 1 || size < 0) throw std::invalid_argument(text);
-    symbols[text.substr(0, eq)] = size;
-  } catch (const std::exception&) {
-    throw ir::Error(
-        fmt::format("--symbol '{}' must look like NAME=SIZE (a non-negative size)", text));
-  }
-}
-
 }  // namespace
 
 void AddModelOptions(CLI::App* command, ModelOptions& options) {
@@ -96,7 +81,9 @@ std::string ModelName(const ModelOptions& options) {
 ir::IRModule LoadModel(const ModelOptions& options, const std::map<std::string, int64_t>& symbols) {
   if (fs::path(options.path).extension() == ".onnx") {
     frontend::OnnxImportOptions import_options;
-    for (const std::string& s : options.symbols) ParseSymbol(s, import_options.symbols);
+    for (const std::string& s : options.symbols) {
+      frontend::ParseSymbolBinding(s, "--symbol", import_options.symbols);
+    }
     for (const auto& [name, size] : symbols) import_options.symbols[name] = size;
     for (const std::string& s : options.input_shapes)
       ParseInputShape(s, import_options.input_shapes);

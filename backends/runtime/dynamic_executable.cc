@@ -330,8 +330,9 @@ std::vector<ir::Tensor> DynamicExecutable::Run(const std::vector<ir::Tensor>& in
       arguments.push_back(inputs[k]);
       continue;
     }
+    // Past the prefix, the staged tensor holds zeros (it starts zero-filled) or an earlier
+    // run's inputs: values a valid result never depends on, and valid indices for a gather.
     ir::Tensor& staged = staged_inputs_[k];
-    std::memset(staged.raw_data(), 0, static_cast<size_t>(staged.num_bytes()));
     CopyPrefix(static_cast<const uint8_t*>(inputs[k].raw_data()), inputs[k].shape(),
                static_cast<uint8_t*>(staged.raw_data()), staged.shape(),
                ir::SizeOf(staged.dtype()));
