@@ -32,10 +32,11 @@ std::optional<int64_t> AccessModel::Stride(const ir::Expr& index, int axis) cons
 std::optional<int64_t> AccessModel::LaneStride(const ir::Expr& index, int axis,
                                                int64_t tile) const {
   const ir::IterVar& iv = block_->iter_vars[static_cast<size_t>(axis)];
-  if (tile <= 1 || iv.extent % tile != 0) return std::nullopt;
+  if (tile <= 1) return std::nullopt;
+  // Tiles from multiples of `tile`; the last may be partial (its lanes past the extent masked).
   ir::Var outer = ir::MakeVar("outer"), inner = ir::MakeVar("inner");
   ir::VarRanges ranges = ranges_;
-  ranges[outer.get()] = {0, iv.extent / tile - 1};
+  ranges[outer.get()] = {0, (iv.extent + tile - 1) / tile - 1};
   ranges[inner.get()] = {0, tile - 2};  // inner + 1 stays in the tile
   ir::Expr at = ir::Substitute(index, ir::VarMap{{iv.var.get(), outer * ir::IntImm(tile) + inner}});
   ir::Expr next = ir::Substitute(at, ir::VarMap{{inner.get(), inner + ir::IntImm(1)}});

@@ -13,9 +13,10 @@
 //     operand already has its result type disappears;
 //   - add or subtract of an all-zero constant, multiply or divide by an all-one constant
 //     disappear when broadcasting does not change the other operand's type;
-//   - pow(x, c) with c a constant of equal elements that does not broadcast x becomes
-//     multiply(x, x) for c = 2, sqrt(x) for c = 0.5 and x for c = 1 (a pow is a libm call per
-//     element; a multiply vectorizes).
+//   - pow(x, c) with c a constant of equal elements that does not broadcast x becomes x for
+//     c = 1, sqrt(x) for c = 0.5, and a product of c factors x for c = 2, 3 or 4
+//     (multiply(x, x), multiply(multiply(x, x), x), ...): a pow is a libm call per element, a
+//     multiply vectorizes.
 // The rules are applied in sweeps until nothing changes.
 #include <cmath>
 #include <set>
@@ -219,9 +220,18 @@ ir::ValueId SimplifyPower(const Site& s) {
   const ir::Tensor* exponent = ConstantValue(s.out, s.Operand(1));
   if (exponent == nullptr || !ir::IsFloat(s.node.type.tensor().dtype)) return -1;
   if (AllElementsEqual(*exponent, 1.0)) return s.Operand(0);
-  if (AllElementsEqual(*exponent, 2.0)) {
-    return AppendCall(s.out, "multiply", {s.Operand(0), s.Operand(0)}, {}, s.node.name,
-                      s.node.annotations);
+  for (int power = 2; power <= 4; ++power) {
+    if (!AllElementsEqual(*exponent, power)) continue;
+    // x^2 = x * x; x^3 = x^2 * x; x^4 = x^2 * x^2. The last multiply keeps the node's name.
+    ir::ValueId x = s.Operand(0);
+    ir::ValueId square =
+        power == 2 ? -1
+                   : AppendCall(s.out, "multiply", {x, x}, {}, s.node.name + "_square",
+                                s.node.annotations);
+    std::vector<ir::ValueId> last = power == 2   ? std::vector<ir::ValueId>{x, x}
+                                    : power == 3 ? std::vector<ir::ValueId>{square, x}
+                                                 : std::vector<ir::ValueId>{square, square};
+    return AppendCall(s.out, "multiply", last, {}, s.node.name, s.node.annotations);
   }
   if (AllElementsEqual(*exponent, 0.5)) {
     return AppendCall(s.out, "sqrt", {s.Operand(0)}, {}, s.node.name, s.node.annotations);
@@ -248,8 +258,8 @@ void RegisterSimplifyExpr(PassRegistry& registry) {
   RegisterGraphRewritePass(
       registry, "SimplifyExpr",
       "Fold batch_norm into convolutions or multiply+add, cancel and compose transposes, "
-      "collapse reshape chains, remove identity arithmetic, turn pow by 2, 0.5 or 1 into "
-      "multiply, sqrt or nothing.",
+      "collapse reshape chains, remove identity arithmetic, turn pow by 2, 3, 4, 0.5 or 1 into "
+      "multiplies, sqrt or nothing.",
       Simplify);
 }
 

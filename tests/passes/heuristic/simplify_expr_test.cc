@@ -311,36 +311,46 @@ graph @main(%x: f32[3], %p: f32[3]) -> (f32[2,3], f32[3], f32[3], f32[3], f32[3]
 })");
 }
 
-TEST(SimplifyExpr, TurnsConstantPowersIntoMultiplySqrtOrNothing) {
+TEST(SimplifyExpr, TurnsConstantPowersIntoMultipliesSqrtOrNothing) {
   ExpectRewrite(kPipeline, R"(
-graph @main(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3]) {
+graph @main(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[2,3]) {
   %two = constant f32[] [2.0]
   %half = constant f32[1] [0.5]
   %one = constant f32[1,1] [1.0]
+  %three = constant f32[] [3.0]
+  %four = constant f32[1] [4.0]
   %a = pow(%x, %two)
   %b = pow(%x, %half)
   %c = pow(%x, %one)
-  %t = tuple(%a, %b, %c)
+  %d = pow(%x, %three)
+  %e = pow(%x, %four)
+  %t = tuple(%a, %b, %c, %d, %e)
   return %t
 })",
                 R"(
-graph @main(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3]) {
+graph @main(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[2,3]) {
   %a = multiply(%x, %x)
   %b = sqrt(%x)
-  %t = tuple(%a, %b, %x)
+  %d_square = multiply(%x, %x)
+  %d = multiply(%d_square, %x)
+  %e_square = multiply(%x, %x)
+  %e = multiply(%e_square, %e_square)
+  %t = tuple(%a, %b, %x, %d, %e)
   return %t
 })");
 }
 
 TEST(SimplifyExpr, KeepsPowersThatAreNotSimpleOrBroadcast) {
   ExpectUnchanged(kPipeline, R"(
-graph @main(%x: f32[3], %p: f32[3]) -> (f32[3], f32[2,3], f32[3]) {
-  %three = constant f32[] [3.0]
-  %a = pow(%x, %three)
+graph @main(%x: f32[3], %p: f32[3]) -> (f32[3], f32[2,3], f32[3], f32[3]) {
+  %five = constant f32[] [5.0]
+  %a = pow(%x, %five)
   %twos = constant f32[2,3] [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
   %b = pow(%x, %twos)
   %c = pow(%x, %p)
-  %t = tuple(%a, %b, %c)
+  %fraction = constant f32[] [2.5]
+  %d = pow(%x, %fraction)
+  %t = tuple(%a, %b, %c, %d)
   return %t
 })");
 }
