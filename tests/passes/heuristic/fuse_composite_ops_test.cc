@@ -187,9 +187,82 @@ graph @main(%x: f32[2,5], %w: f32[2,5]) -> (f32[2,5], f32[2,5], f32[2,5]) {
 })");
 }
 
+// GPT-2's tanh GELU: x^3 as pow (as exported) and as SimplifyExpr's two multiplies, the
+// products and sums in either order.
+constexpr const char* kWrittenOutTanhGelu = R"(
+graph @main(%x: f32[2,5]) -> (f32[2,5], f32[2,5]) {
+  %three = constant f32[] [3.0]
+  %cube = pow(%x, %three)
+  %k = constant f32[] [0.044715]
+  %scaled_cube = multiply(%cube, %k)
+  %inner = add(%x, %scaled_cube)
+  %c = constant f32[] [0.7978846]
+  %arg = multiply(%inner, %c)
+  %th = tanh(%arg)
+  %one = constant f32[] [1.0]
+  %plus = add(%th, %one)
+  %half = constant f32[] [0.5]
+  %xh = multiply(%half, %x)
+  %gelu_a = multiply(%xh, %plus)
+  %y = exp(%x)
+  %square = multiply(%y, %y)
+  %cube_b = multiply(%y, %square)
+  %scaled_b = multiply(%k, %cube_b)
+  %inner_b = add(%scaled_b, %y)
+  %arg_b = multiply(%c, %inner_b)
+  %th_b = tanh(%arg_b)
+  %plus_b = add(%one, %th_b)
+  %yp = multiply(%y, %plus_b)
+  %gelu_b = multiply(%yp, %half)
+  %t = tuple(%gelu_a, %gelu_b)
+  return %t
+})";
+
+TEST(FuseGelu, FusesTheTanhForm) {
+  ExpectRewrite("InferType, FuseGelu", kWrittenOutTanhGelu, R"(
+graph @main(%x: f32[2,5]) -> (f32[2,5], f32[2,5]) {
+  %gelu_a = gelu(%x) {approximate="tanh"}
+  %y = exp(%x)
+  %gelu_b = gelu(%y) {approximate="tanh"}
+  %t = tuple(%gelu_a, %gelu_b)
+  return %t
+})");
+}
+
+TEST(FuseGelu, LeavesTanhNearMissesAlone) {
+  // 0.04 instead of 0.044715; x^2 instead of x^3; the tanh read twice.
+  ExpectUnchanged("InferType, FuseGelu", R"(
+graph @main(%x: f32[2,5]) -> (f32[2,5], f32[2,5], f32[2,5]) {
+  %three = constant f32[] [3.0]
+  %cube = pow(%x, %three)
+  %k = constant f32[] [0.04]
+  %scaled_cube = multiply(%cube, %k)
+  %inner = add(%x, %scaled_cube)
+  %c = constant f32[] [0.7978846]
+  %arg = multiply(%inner, %c)
+  %th = tanh(%arg)
+  %one = constant f32[] [1.0]
+  %plus = add(%th, %one)
+  %half = constant f32[] [0.5]
+  %xh = multiply(%half, %x)
+  %wrong = multiply(%xh, %plus)
+  %square = multiply(%x, %x)
+  %k2 = constant f32[] [0.044715]
+  %scaled_square = multiply(%square, %k2)
+  %inner2 = add(%x, %scaled_square)
+  %arg2 = multiply(%inner2, %c)
+  %th2 = tanh(%arg2)
+  %plus2 = add(%th2, %one)
+  %xh2 = multiply(%half, %x)
+  %squared = multiply(%xh2, %plus2)
+  %twice = tuple(%wrong, %squared, %th2)
+  return %twice
+})");
+}
+
 // The rewrites keep what the functions compute, on random inputs.
 TEST(FuseCompositeOps, PreserveSemanticsOnRandomInputs) {
-  for (const char* text : {kWrittenOutLayerNorm, kWrittenOutGelu}) {
+  for (const char* text : {kWrittenOutLayerNorm, kWrittenOutGelu, kWrittenOutTanhGelu}) {
     ir::IRModule module = rewrite_testing::Run("InferType", ir::ParseModule(text, "input"));
     ir::IRModule fused = rewrite_testing::Run("InferType, FuseLayerNorm, FuseGelu", module);
     EXPECT_FALSE(ir::StructuralEqual(module, fused));
