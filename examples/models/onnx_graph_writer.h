@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -64,5 +65,46 @@ onnx::AttributeProto FloatAttr(const std::string& name, float value);
 // their dim_param names).
 void AddInput(onnx::GraphProto* graph, const std::string& name, int elem_type,
               const std::vector<std::string>& dims);
+
+// Starts a token-input example model (opset 17, ir_version 8, producer
+// "tandem examples/models/<name>", graph `name`) with the int64 inputs input_ids and
+// attention_mask [batch, sequence]; returns its graph, for the caller to fill.
+onnx::GraphProto* StartTokenModel(onnx::ModelProto& model, const std::string& name);
+
+// x @ weight + bias as exporters write a linear layer: MatMul then Add, under `prefix`.
+std::string LinearNode(GraphWriter& g, const std::string& prefix, const std::string& x,
+                       const std::string& weight, const std::string& bias);
+// LayerNormalization over the last axis with `epsilon`, under `prefix`.
+std::string LayerNormNode(GraphWriter& g, const std::string& prefix, const std::string& x,
+                          const std::string& gamma, const std::string& beta, double epsilon);
+
+// Draws a token model's embedding parameters in this order and returns their names: names[0] the
+// token embedding [vocabulary, hidden] (values within 1 of 0), names[1] the position embedding
+// [max_positions, hidden] (within 0.5), names[2] and names[3] a LayerNorm's gamma (within 0.1 of
+// 1) and beta (within 0.1 of 0) [hidden].
+std::array<std::string, 4> DrawTokenEmbeddings(GraphWriter& g, Generator& generator,
+                                               const std::array<std::string, 4>& names,
+                                               int64_t vocabulary, int64_t max_positions,
+                                               int64_t hidden);
+
+// The embedding sum exporters write for token input: Gather(tokens, input_ids) +
+// Gather(positions, Range(0, Shape(input_ids)[1], 1)). Nodes are "/<module>/Shape",
+// "/<module>/<length_gather>", "/<module>/Range", "/<module>/Add" and the gathers
+// "/<module>/<token_module>/Gather" and "/<module>/<position_module>/Gather"; the constants
+// "<module>.axis1", "<module>.zero" and "<module>.step".
+struct TokenEmbeddingNodes {
+  std::string sum;     // [B, S, hidden]
+  std::string length;  // the sequence length, an int64 scalar
+};
+TokenEmbeddingNodes EmbedTokenNodes(GraphWriter& g, const std::string& module,
+                                    const std::string& tokens, const std::string& token_module,
+                                    const std::string& positions,
+                                    const std::string& position_module,
+                                    const std::string& length_gather);
+
+// Inputs for one batch of `sequence` tokens of a token example: input_ids drawn from
+// [0, vocabulary) and an attention mask with the last quarter of the positions padding (0).
+// Deterministic in `seed`.
+std::vector<ir::Tensor> TokenInputs(int64_t sequence, uint64_t seed, int64_t vocabulary);
 
 }  // namespace tandem::examples

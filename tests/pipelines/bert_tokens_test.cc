@@ -7,9 +7,6 @@
 // holding the gather (compiled executable).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "examples/models/bert_tokens/bert_tokens_model.h"
@@ -18,44 +15,13 @@
 #include "ir/error.h"
 #include "passes/pass.h"
 #include "pipelines/pipeline_registry.h"
+#include "tests/pipelines/token_models.h"
 
 namespace tandem {
 namespace {
 
-const std::string kDirectory = std::string(TANDEM_SOURCE_DIR) + "/examples/models/bert_tokens";
+const testing::TokenExample kBert{"bert_tokens"};
 const char kWordGather[] = "embeddings_word_embeddings_Gather_output_0";
-
-std::string ModelBytes() {
-  std::ifstream in(kDirectory + "/model.onnx", std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-ir::IRModule ImportAt(int64_t length) {
-  frontend::OnnxImportOptions options;
-  options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
-  return frontend::ImportOnnxModel(ModelBytes(), "bert_tokens", options);
-}
-
-std::vector<ir::Tensor> Stored(int64_t length, const std::string& prefix) {
-  return frontend::ReadTensorProtoDirectory(kDirectory + "/test_data_seq" + std::to_string(length),
-                                            prefix);
-}
-
-std::unique_ptr<backends::Executable> Compile(const ir::IRModule& module) {
-  passes::PassContext context;
-  return backends::Build(context.RunPipeline(
-      *pipelines::PipelineRegistry::Global().Create("default_heuristic"), module));
-}
-
-int CountOp(const ir::IRModule& module, const std::string& op) {
-  int count = 0;
-  for (const ir::Node& node : module.Get("main").nodes) {
-    count += node.kind == ir::NodeKind::kCall && node.op == op ? 1 : 0;
-  }
-  return count;
-}
 
 // Expects `body` to throw an ir::Error naming the bad index, its range and `where` (the gather's
 // node for the interpreter; for the executable, the kernel the gather was fused into).
@@ -73,33 +39,32 @@ void ExpectBadIndexError(Body body, const std::string& where) {
 }
 
 TEST(BertTokens, CommittedModelIsTheGeneratedOne) {
-  EXPECT_TRUE(examples::BuildBertTokensModel().SerializeAsString() == ModelBytes())
-      << "examples/models/bert_tokens/model.onnx differs from what BuildBertTokensModel builds; "
-         "regenerate it with build/tests/tandem_make_bert_tokens examples/models/bert_tokens";
-  EXPECT_LT(ModelBytes().size(), 1u << 20);
+  kBert.ExpectCommittedModelIs(examples::BuildBertTokensModel().SerializeAsString(),
+                               "BuildBertTokensModel");
 }
 
 TEST(BertTokens, StoredOutputsMatchTheIndependentComputationAndTheInterpreter) {
   onnx::ModelProto model = examples::BuildBertTokensModel();
   for (int64_t length : {16, 77, 128}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    std::vector<ir::Tensor> inputs = Stored(length, "input");
+    std::vector<ir::Tensor> inputs = kBert.Stored(length, "input");
     ASSERT_EQ(inputs.size(), 2u);
     ASSERT_EQ(inputs[0].dtype(), ir::DataType::kInt64);
     ASSERT_EQ(inputs[0].shape(), (ir::Shape{1, length}));
-    ir::Tensor stored = Stored(length, "output").at(0);
+    ir::Tensor stored = kBert.Stored(length, "output").at(0);
     ir::Tensor independent = examples::BertTokensReference(model, inputs[0], inputs[1]);
     EXPECT_LT(ir::RelativeError(stored, independent), 1e-5);
-    ir::IRModule module = ImportAt(length);
-    EXPECT_EQ(CountOp(module, "gather"), 1);  // the word embedding; positions fold at import
+    ir::IRModule module = kBert.ImportAt(length);
+    // The word embedding; positions fold at import.
+    EXPECT_EQ(testing::CountCalls(module, "gather"), 1);
     EXPECT_LT(ir::RelativeError(backends::RunReference(module, inputs).at(0), stored), 1e-6);
   }
 }
 
 TEST(BertTokens, PaddedPositionsDoNotChangeTheOthers) {
   // Tokens behind the mask must not affect the unmasked outputs: the mask works at run time.
-  ir::IRModule module = ImportAt(16);
-  std::vector<ir::Tensor> inputs = Stored(16, "input");
+  ir::IRModule module = kBert.ImportAt(16);
+  std::vector<ir::Tensor> inputs = kBert.Stored(16, "input");
   ir::Tensor changed_ids = inputs[0].Clone();
   changed_ids.data<int64_t>()[15] = (changed_ids.data<int64_t>()[15] + 17) % 1000;  // padding
   ir::Tensor before = backends::RunReference(module, inputs).at(0);
@@ -116,12 +81,12 @@ TEST(BertTokens, PaddedPositionsDoNotChangeTheOthers) {
 TEST(BertTokens, DefaultHeuristicMatchesTheInterpreterAtEachLength) {
   for (int64_t length : {16, 77, 128}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    ir::IRModule module = ImportAt(length);
-    std::unique_ptr<backends::Executable> executable = Compile(module);
-    std::vector<ir::Tensor> inputs = Stored(length, "input");
+    ir::IRModule module = kBert.ImportAt(length);
+    std::unique_ptr<backends::Executable> executable = testing::CompileDefaultHeuristic(module);
+    std::vector<ir::Tensor> inputs = kBert.Stored(length, "input");
     ir::Tensor compiled = executable->Run(inputs).at(0);
     EXPECT_LT(ir::RelativeError(compiled, backends::RunReference(module, inputs).at(0)), 1e-4);
-    EXPECT_LT(ir::RelativeError(compiled, Stored(length, "output").at(0)), 1e-4);
+    EXPECT_LT(ir::RelativeError(compiled, kBert.Stored(length, "output").at(0)), 1e-4);
     // Random ids, negative ones included (they count from the end of the vocabulary).
     ir::Tensor ids = ir::Tensor::Random(inputs[0].type(), 7, -1000, 1000);
     EXPECT_LT(ir::RelativeError(executable->Run({ids, inputs[1]}).at(0),
@@ -132,11 +97,11 @@ TEST(BertTokens, DefaultHeuristicMatchesTheInterpreterAtEachLength) {
 
 TEST(BertTokens, InputIdOutsideTheVocabularyNamesTheNodeAndTheIndex) {
   std::vector<ir::Tensor> inputs =
-      frontend::ReadTensorProtoDirectory(kDirectory + "/bad_input_id", "input");
+      frontend::ReadTensorProtoDirectory(kBert.Directory() + "/bad_input_id", "input");
   ASSERT_EQ(inputs[0].data<int64_t>()[1], 1000);
-  ir::IRModule module = ImportAt(4);
+  ir::IRModule module = kBert.ImportAt(4);
   ExpectBadIndexError([&] { backends::RunReference(module, inputs); }, kWordGather);
-  std::unique_ptr<backends::Executable> executable = Compile(module);
+  std::unique_ptr<backends::Executable> executable = testing::CompileDefaultHeuristic(module);
   ExpectBadIndexError([&] { executable->Run(inputs); }, "gather");
   // The executable stays usable after the error.
   std::vector<ir::Tensor> good = {ir::Tensor::FromInt64s({1, 4}, {5, 999, -1000, 3}), inputs[1]};

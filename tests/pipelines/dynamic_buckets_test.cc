@@ -5,9 +5,6 @@
 // another are refused.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/bucketed_executable.h"
 #include "frontend/onnx_importer.h"
@@ -17,28 +14,16 @@
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
 #include "tests/common/expect_error.h"
+#include "tests/pipelines/token_models.h"
 
 namespace tandem {
 namespace {
 
-const std::string kDirectory = std::string(TANDEM_SOURCE_DIR) + "/examples/models/bert_tokens";
+const testing::TokenExample kBert{"bert_tokens"};
 
-ir::IRModule ImportAt(const std::string& bytes, int64_t length) {
-  frontend::OnnxImportOptions options;
-  options.symbols = {{"batch", 1}, {"sequence", length}};
-  return frontend::ImportOnnxModel(bytes, "bert_tokens", options);
-}
-
+// The BERT example's source for builds over `range`: its symbols bound at import.
 backends::DynamicModuleSource BertTokensSource(const kernels::DynamicRange& range) {
-  std::ifstream in(kDirectory + "/model.onnx", std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  std::string graph_part = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  return {range, [model = bytes.str(), graph_part](int64_t n) {
-            passes::PassContext context;
-            return context.RunPipeline(*passes::ParsePipeline(graph_part), ImportAt(model, n));
-          }};
+  return kBert.DynamicSource(kBert.ModelBytes(), range, testing::TokenBinding::kSymbols);
 }
 
 TEST(DynamicBuckets, ParsedIntoConsecutiveRanges) {
@@ -91,24 +76,16 @@ TEST(DynamicBuckets, EachLengthRunsInItsBucketToTheStoredOutputs) {
             (ir::Shape{1, 128, 64}));
   EXPECT_EQ(bucketed->BucketFor(1).range().bound, 16);
   EXPECT_EQ(bucketed->BucketFor(128).range().minimum, 17);
-  for (int64_t length : {16, 77, 128}) {
-    SCOPED_TRACE("sequence length " + std::to_string(length));
-    std::string dir = kDirectory + "/test_data_seq" + std::to_string(length);
-    std::vector<ir::Tensor> inputs = frontend::ReadTensorProtoDirectory(dir, "input");
-    ir::Tensor output = bucketed->Run(inputs).at(0);
-    ASSERT_EQ(output.shape(), (ir::Shape{1, length, 64}));
-    EXPECT_LT(ir::RelativeError(output, frontend::ReadTensorProtoDirectory(dir, "output").at(0)),
-              1e-4);
-  }
+  ASSERT_NO_FATAL_FAILURE(kBert.ExpectStoredOutputs(
+      [&](const std::vector<ir::Tensor>& inputs) { return bucketed->Run(inputs).at(0); }, 64,
+      1e-4));
   // Lengths at both sides of the buckets' border, in an order that moves between them.
   for (int64_t length : {17, 1, 15, 100, 2}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    ir::TensorType type{{1, length}, ir::DataType::kInt64, ""};
-    ir::Tensor ids = ir::Tensor::Random(type, 40 + static_cast<uint64_t>(length), 0, 1000);
-    ir::Tensor mask = ir::Tensor::Random(type, 4, 0, 2);
-    mask.data<int64_t>()[0] = 1;
-    ir::Tensor expected = backends::RunReference(source.make(length), {ids, mask}).at(0);
-    EXPECT_LT(ir::RelativeError(bucketed->Run({ids, mask}).at(0), expected), 1e-4);
+    std::vector<ir::Tensor> inputs =
+        testing::RandomTokenInputs(length, 40 + static_cast<uint64_t>(length), 4, 1000);
+    ir::Tensor expected = backends::RunReference(source.make(length), inputs).at(0);
+    EXPECT_LT(ir::RelativeError(bucketed->Run(inputs).at(0), expected), 1e-4);
   }
   ir::Tensor too_long(ir::TensorType{{1, 129}, ir::DataType::kInt64, ""});
   testing::ExpectErrorContaining(
@@ -122,8 +99,10 @@ TEST(DynamicBuckets, BucketsMustFollowOneAnother) {
   kernels::DynamicRange range{"sequence", 1, 40};
   backends::DynamicModuleSource source = BertTokensSource(range);
   std::vector<std::unique_ptr<backends::DynamicExecutable>> builds;
-  builds.push_back(backends::BuildDynamic({{"sequence", 1, 8}, source.make}));
-  builds.push_back(backends::BuildDynamic({{"sequence", 10, 16}, source.make}));
+  for (const kernels::DynamicRange& bucket :
+       {kernels::DynamicRange{"sequence", 1, 8}, kernels::DynamicRange{"sequence", 10, 16}}) {
+    builds.push_back(backends::BuildDynamic({bucket, source.make}));
+  }
   testing::ExpectErrorContaining(
       [&] { backends::BucketedExecutable bucketed(std::move(builds)); },
       "the bucket sequence in [10, 16] does not follow the bucket sequence in [1, 8]");

@@ -4,9 +4,6 @@
 // interpreter on the model imported at that length; the pipeline must end with Legalize.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/dynamic_executable.h"
 #include "frontend/onnx_importer.h"
@@ -17,41 +14,16 @@
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
+#include "tests/pipelines/token_models.h"
 
 namespace tandem {
 namespace {
 
-const std::string kDirectory = std::string(TANDEM_SOURCE_DIR) + "/examples/models/bert_tokens";
-
-std::string ModelBytes() {
-  std::ifstream in(kDirectory + "/model.onnx", std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-ir::IRModule ImportAt(const std::string& bytes, int64_t length) {
-  frontend::OnnxImportOptions options;
-  options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
-  return frontend::ImportOnnxModel(bytes, "bert_tokens", options);
-}
-
-std::vector<ir::Tensor> Stored(int64_t length, const std::string& prefix) {
-  return frontend::ReadTensorProtoDirectory(kDirectory + "/test_data_seq" + std::to_string(length),
-                                            prefix);
-}
+const testing::TokenExample kBert{"bert_tokens"};
 
 std::unique_ptr<backends::DynamicExecutable> BuildBertTokens(int64_t minimum, int64_t bound) {
-  std::string bytes = ModelBytes();
-  std::string graph_part = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  backends::DynamicModuleSource source;
-  source.range = {.symbol = "seq", .minimum = minimum, .bound = bound};
-  source.make = [bytes, graph_part](int64_t n) {
-    passes::PassContext context;
-    return context.RunPipeline(*passes::ParsePipeline(graph_part), ImportAt(bytes, n));
-  };
-  return backends::BuildDynamic(source);
+  return backends::BuildDynamic(kBert.DynamicSource(
+      kBert.ModelBytes(), {.symbol = "seq", .minimum = minimum, .bound = bound}));
 }
 
 TEST(DynamicBuild, OneBertBuildRunsEveryLengthToTheStoredOutputs) {
@@ -59,24 +31,17 @@ TEST(DynamicBuild, OneBertBuildRunsEveryLengthToTheStoredOutputs) {
   EXPECT_EQ(dynamic->InputSignatures(),
             (std::vector<std::string>{"input_ids: i64[1, seq]", "attention_mask: i64[1, seq]"}));
   EXPECT_EQ(dynamic->OutputSignatures(), (std::vector<std::string>{"f32[1, seq, 64]"}));
-  for (int64_t length : {16, 77, 128}) {
-    SCOPED_TRACE("sequence length " + std::to_string(length));
-    std::vector<ir::Tensor> inputs = Stored(length, "input");
-    ir::Tensor output = dynamic->Run(inputs).at(0);
-    ASSERT_EQ(output.shape(), (ir::Shape{1, length, 64}));
-    EXPECT_LT(ir::RelativeError(output, Stored(length, "output").at(0)), 1e-4);
-  }
+  ASSERT_NO_FATAL_FAILURE(kBert.ExpectStoredOutputs(
+      [&](const std::vector<ir::Tensor>& inputs) { return dynamic->Run(inputs).at(0); }, 64, 1e-4));
   // Other lengths, random ids and masks, against the interpreter on the model at that length;
   // a longer run first leaves its values past the shorter one's end in the arena.
-  std::string bytes = ModelBytes();
+  std::string bytes = kBert.ModelBytes();
   for (int64_t length : {1, 2, 33, 127, 5}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    ir::TensorType type{{1, length}, ir::DataType::kInt64, ""};
-    ir::Tensor ids = ir::Tensor::Random(type, 11 + static_cast<uint64_t>(length), 0, 1000);
-    ir::Tensor mask = ir::Tensor::Random(type, 3, 0, 2);
-    mask.data<int64_t>()[0] = 1;
-    ir::Tensor expected = backends::RunReference(ImportAt(bytes, length), {ids, mask}).at(0);
-    EXPECT_LT(ir::RelativeError(dynamic->Run({ids, mask}).at(0), expected), 1e-4);
+    std::vector<ir::Tensor> inputs =
+        testing::RandomTokenInputs(length, 11 + static_cast<uint64_t>(length), 3, 1000);
+    ir::Tensor expected = backends::RunReference(kBert.ImportAt(bytes, length), inputs).at(0);
+    EXPECT_LT(ir::RelativeError(dynamic->Run(inputs).at(0), expected), 1e-4);
   }
 }
 

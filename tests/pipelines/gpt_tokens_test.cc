@@ -9,9 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/dynamic_executable.h"
@@ -23,46 +21,15 @@
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
+#include "tests/pipelines/token_models.h"
 
 namespace tandem {
 namespace {
 
-const std::string kDirectory = std::string(TANDEM_SOURCE_DIR) + "/examples/models/gpt_tokens";
+const testing::TokenExample kGpt{"gpt_tokens"};
 constexpr int64_t kVocabulary = 500;
 
 using Model = std::function<ir::Tensor(const std::vector<ir::Tensor>&)>;
-
-std::string ModelBytes() {
-  std::ifstream in(kDirectory + "/model.onnx", std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-ir::IRModule ImportAt(const std::string& bytes, int64_t length) {
-  frontend::OnnxImportOptions options;
-  options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
-  return frontend::ImportOnnxModel(bytes, "gpt_tokens", options);
-}
-
-std::vector<ir::Tensor> Stored(int64_t length, const std::string& prefix) {
-  return frontend::ReadTensorProtoDirectory(kDirectory + "/test_data_seq" + std::to_string(length),
-                                            prefix);
-}
-
-std::unique_ptr<backends::Executable> Compile(const ir::IRModule& module) {
-  passes::PassContext context;
-  return backends::Build(context.RunPipeline(
-      *pipelines::PipelineRegistry::Global().Create("default_heuristic"), module));
-}
-
-int CountOp(const ir::IRModule& module, const std::string& op) {
-  int count = 0;
-  for (const ir::Node& node : module.Get("main").nodes) {
-    count += node.kind == ir::NodeKind::kCall && node.op == op ? 1 : 0;
-  }
-  return count;
-}
 
 // The largest absolute difference of the logits at `position` ([1, S, vocabulary]).
 double PositionDifference(const ir::Tensor& a, const ir::Tensor& b, int64_t position) {
@@ -79,7 +46,7 @@ double PositionDifference(const ir::Tensor& a, const ir::Tensor& b, int64_t posi
 // the logits before t as they were and changes those at t and after (the padded positions too:
 // their queries see every valid key, t's among them).
 void ExpectCausal(const Model& run) {
-  std::vector<ir::Tensor> inputs = Stored(16, "input");
+  std::vector<ir::Tensor> inputs = kGpt.Stored(16, "input");
   ir::Tensor before = run(inputs);
   for (int64_t t : {0, 5, 11}) {
     SCOPED_TRACE("token " + std::to_string(t) + " changed");
@@ -101,7 +68,7 @@ void ExpectCausal(const Model& run) {
 // the middle (position 3), which the positions after it would see if the padding mask did not
 // hide it.
 void ExpectPaddingHidden(const Model& run) {
-  std::vector<ir::Tensor> inputs = Stored(16, "input");
+  std::vector<ir::Tensor> inputs = kGpt.Stored(16, "input");
   ir::Tensor before = run(inputs);
   ir::Tensor ids = inputs[0].Clone();
   for (int64_t i = 12; i < 16; ++i) {
@@ -129,42 +96,40 @@ void ExpectPaddingHidden(const Model& run) {
 }
 
 TEST(GptTokens, CommittedModelIsTheGeneratedOne) {
-  EXPECT_TRUE(examples::BuildGptTokensModel().SerializeAsString() == ModelBytes())
-      << "examples/models/gpt_tokens/model.onnx differs from what BuildGptTokensModel builds; "
-         "regenerate it with build/tests/tandem_make_gpt_tokens examples/models/gpt_tokens";
-  EXPECT_LT(ModelBytes().size(), 1u << 20);
+  kGpt.ExpectCommittedModelIs(examples::BuildGptTokensModel().SerializeAsString(),
+                              "BuildGptTokensModel");
 }
 
 TEST(GptTokens, StoredOutputsMatchTheIndependentComputationAndTheInterpreter) {
   onnx::ModelProto model = examples::BuildGptTokensModel();
-  std::string bytes = ModelBytes();
+  std::string bytes = kGpt.ModelBytes();
   for (int64_t length : {16, 77, 128}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    std::vector<ir::Tensor> inputs = Stored(length, "input");
+    std::vector<ir::Tensor> inputs = kGpt.Stored(length, "input");
     ASSERT_EQ(inputs.size(), 2u);
     ASSERT_EQ(inputs[0].dtype(), ir::DataType::kInt64);
     ASSERT_EQ(inputs[0].shape(), (ir::Shape{1, length}));
-    ir::Tensor stored = Stored(length, "output").at(0);
+    ir::Tensor stored = kGpt.Stored(length, "output").at(0);
     ASSERT_EQ(stored.shape(), (ir::Shape{1, length, kVocabulary}));
     ir::Tensor independent = examples::GptTokensReference(model, inputs[0], inputs[1]);
     EXPECT_LT(ir::RelativeError(stored, independent), 1e-5);
-    ir::IRModule module = ImportAt(bytes, length);
+    ir::IRModule module = kGpt.ImportAt(bytes, length);
     // The token embedding; positions and the causal window fold at import.
-    EXPECT_EQ(CountOp(module, "gather"), 1);
-    EXPECT_EQ(CountOp(module, "where"), 2);
+    EXPECT_EQ(testing::CountCalls(module, "gather"), 1);
+    EXPECT_EQ(testing::CountCalls(module, "where"), 2);
     EXPECT_LT(ir::RelativeError(backends::RunReference(module, inputs).at(0), stored), 1e-6);
   }
 }
 
 TEST(GptTokens, TheInterpreterIsCausalAndHidesPadding) {
-  ir::IRModule module = ImportAt(ModelBytes(), 16);
+  ir::IRModule module = kGpt.ImportAt(kGpt.ModelBytes(), 16);
   Model run = [&](const std::vector<ir::Tensor>& inputs) {
     return backends::RunReference(module, inputs).at(0);
   };
   ExpectCausal(run);
   ExpectPaddingHidden(run);
   // The independent computation agrees on a mask with a hole.
-  std::vector<ir::Tensor> inputs = Stored(16, "input");
+  std::vector<ir::Tensor> inputs = kGpt.Stored(16, "input");
   inputs[1].data<int64_t>()[3] = 0;
   EXPECT_LT(
       ir::RelativeError(run(inputs), examples::GptTokensReference(examples::BuildGptTokensModel(),
@@ -173,15 +138,15 @@ TEST(GptTokens, TheInterpreterIsCausalAndHidesPadding) {
 }
 
 TEST(GptTokens, DefaultHeuristicMatchesTheInterpreterAtEachLength) {
-  std::string bytes = ModelBytes();
+  std::string bytes = kGpt.ModelBytes();
   for (int64_t length : {16, 77, 128}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    ir::IRModule module = ImportAt(bytes, length);
-    std::unique_ptr<backends::Executable> executable = Compile(module);
-    std::vector<ir::Tensor> inputs = Stored(length, "input");
+    ir::IRModule module = kGpt.ImportAt(bytes, length);
+    std::unique_ptr<backends::Executable> executable = testing::CompileDefaultHeuristic(module);
+    std::vector<ir::Tensor> inputs = kGpt.Stored(length, "input");
     ir::Tensor compiled = executable->Run(inputs).at(0);
     EXPECT_LT(ir::RelativeError(compiled, backends::RunReference(module, inputs).at(0)), 1e-4);
-    EXPECT_LT(ir::RelativeError(compiled, Stored(length, "output").at(0)), 1e-4);
+    EXPECT_LT(ir::RelativeError(compiled, kGpt.Stored(length, "output").at(0)), 1e-4);
     // Random ids, negative ones included (they count from the end of the vocabulary).
     ir::Tensor ids = ir::Tensor::Random(inputs[0].type(), 7, -kVocabulary, kVocabulary);
     EXPECT_LT(ir::RelativeError(executable->Run({ids, inputs[1]}).at(0),
@@ -201,15 +166,8 @@ TEST(GptTokens, DefaultHeuristicMatchesTheInterpreterAtEachLength) {
 // tests/pipelines/dynamic_build_test.cc builds the BERT example: the module at each length is the
 // import bound to it with default_heuristic's graph passes applied.
 std::unique_ptr<backends::DynamicExecutable> BuildDynamic(const std::string& bytes) {
-  std::string graph_part = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  backends::DynamicModuleSource source;
-  source.range = {.symbol = "sequence", .minimum = 1, .bound = 128};
-  source.make = [bytes, graph_part](int64_t n) {
-    passes::PassContext context;
-    return context.RunPipeline(*passes::ParsePipeline(graph_part), ImportAt(bytes, n));
-  };
-  return backends::BuildDynamic(source);
+  return backends::BuildDynamic(
+      kGpt.DynamicSource(bytes, {.symbol = "sequence", .minimum = 1, .bound = 128}));
 }
 
 // One build for every length, of the committed model (its fused query/key/value projection cut
@@ -224,30 +182,22 @@ TEST_P(GptTokensDynamic, OneBuildRunsEveryLength) {
   config.qkv_cut = GetParam();
   std::unique_ptr<backends::DynamicExecutable> dynamic =
       BuildDynamic(examples::BuildGptTokensModel(config).SerializeAsString());
-  std::string bytes = ModelBytes();
+  std::string bytes = kGpt.ModelBytes();
   EXPECT_EQ(dynamic->InputSignatures(),
             (std::vector<std::string>{"input_ids: i64[1, sequence]",
                                       "attention_mask: i64[1, sequence]"}));
   EXPECT_EQ(dynamic->OutputSignatures(), (std::vector<std::string>{"f32[1, sequence, 500]"}));
-  for (int64_t length : {16, 77, 128}) {
-    SCOPED_TRACE("sequence length " + std::to_string(length));
-    std::vector<ir::Tensor> inputs = Stored(length, "input");
-    ir::Tensor output = dynamic->Run(inputs).at(0);
-    ASSERT_EQ(output.shape(), (ir::Shape{1, length, kVocabulary}));
-    EXPECT_LT(ir::RelativeError(output, Stored(length, "output").at(0)), 1e-4);
-  }
+  Model run = [&](const std::vector<ir::Tensor>& inputs) { return dynamic->Run(inputs).at(0); };
+  ASSERT_NO_FATAL_FAILURE(kGpt.ExpectStoredOutputs(run, kVocabulary, 1e-4));
   // Other lengths, random ids and masks (the first token valid), against the interpreter on the
   // model at that length; a longer run first leaves its values past the shorter one's end.
   for (int64_t length : {1, 2, 33, 127}) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
-    ir::TensorType type{{1, length}, ir::DataType::kInt64, ""};
-    ir::Tensor ids = ir::Tensor::Random(type, 11 + static_cast<uint64_t>(length), 0, kVocabulary);
-    ir::Tensor mask = ir::Tensor::Random(type, 3, 0, 2);
-    mask.data<int64_t>()[0] = 1;
-    ir::Tensor expected = backends::RunReference(ImportAt(bytes, length), {ids, mask}).at(0);
-    EXPECT_LT(ir::RelativeError(dynamic->Run({ids, mask}).at(0), expected), 1e-4);
+    std::vector<ir::Tensor> inputs =
+        testing::RandomTokenInputs(length, 11 + static_cast<uint64_t>(length), 3, kVocabulary);
+    ir::Tensor expected = backends::RunReference(kGpt.ImportAt(bytes, length), inputs).at(0);
+    EXPECT_LT(ir::RelativeError(dynamic->Run(inputs).at(0), expected), 1e-4);
   }
-  Model run = [&](const std::vector<ir::Tensor>& inputs) { return dynamic->Run(inputs).at(0); };
   ExpectCausal(run);
   ExpectPaddingHidden(run);
 }

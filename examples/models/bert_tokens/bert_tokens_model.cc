@@ -18,19 +18,6 @@ using ir::Tensor;
 constexpr double kEpsilon = 1e-12;
 constexpr double kMaskValue = -10000.0;
 
-// x [B,S,H] @ w + b, under the name `prefix`.
-std::string Linear(GraphWriter& g, const std::string& prefix, const std::string& x,
-                   const std::string& weight, const std::string& bias) {
-  std::string product = g.Node("MatMul", prefix + "/MatMul", {x, weight});
-  return g.Node("Add", prefix + "/Add", {product, bias});
-}
-
-std::string LayerNorm(GraphWriter& g, const std::string& prefix, const std::string& x,
-                      const std::string& gamma, const std::string& beta) {
-  return g.Node("LayerNormalization", prefix + "/LayerNormalization", {x, gamma, beta},
-                {IntAttr("axis", -1), FloatAttr("epsilon", static_cast<float>(kEpsilon))});
-}
-
 // One encoder layer: self-attention with the additive mask, then the feed-forward block.
 std::string EncoderLayer(GraphWriter& g, Generator& generator, const BertTokensConfig& c,
                          int64_t layer, const std::string& x, const std::string& mask) {
@@ -60,8 +47,8 @@ std::string EncoderLayer(GraphWriter& g, Generator& generator, const BertTokensC
   std::string heads_shape = g.Ints(p + ".heads_shape", {0, 0, c.heads, d});
   std::string merged_shape = g.Ints(p + ".merged_shape", {0, 0, h});
   auto project = [&](const std::string& name, const std::vector<int64_t>& perm) {
-    std::string y = Linear(g, p + "/attention/" + name, x, weight(name + ".weight", {h, h}),
-                           bias(name + ".bias", h));
+    std::string y = LinearNode(g, p + "/attention/" + name, x, weight(name + ".weight", {h, h}),
+                               bias(name + ".bias", h));
     std::string split = g.Node("Reshape", p + "/attention/" + name + "/Reshape", {y, heads_shape});
     return g.Node("Transpose", p + "/attention/" + name + "/Transpose", {split},
                   {IntsAttr("perm", perm)});
@@ -78,13 +65,13 @@ std::string EncoderLayer(GraphWriter& g, Generator& generator, const BertTokensC
   std::string back = g.Node("Transpose", p + "/attention/context/Transpose", {context},
                             {IntsAttr("perm", {0, 2, 1, 3})});
   std::string merged = g.Node("Reshape", p + "/attention/context/Reshape", {back, merged_shape});
-  std::string out = Linear(g, p + "/attention/output", merged, weight("output.weight", {h, h}),
-                           bias("output.bias", h));
+  std::string out = LinearNode(g, p + "/attention/output", merged, weight("output.weight", {h, h}),
+                               bias("output.bias", h));
   std::string residual = g.Node("Add", p + "/attention/residual/Add", {out, x});
-  std::string x1 = LayerNorm(g, p + "/attention/output", residual, bias("ln1.gamma", h, 1.0),
-                             bias("ln1.beta", h));
-  std::string hidden = Linear(g, p + "/intermediate", x1, weight("intermediate.weight", {h, f}),
-                              bias("intermediate.bias", f));
+  std::string x1 = LayerNormNode(g, p + "/attention/output", residual, bias("ln1.gamma", h, 1.0),
+                                 bias("ln1.beta", h), kEpsilon);
+  std::string hidden = LinearNode(g, p + "/intermediate", x1, weight("intermediate.weight", {h, f}),
+                                  bias("intermediate.bias", f));
   // GELU as exporters write it: x * 0.5 * (1 + erf(x / sqrt(2))).
   std::string root2 = g.Scalar(p + ".sqrt2", std::sqrt(2.0));
   std::string one = g.Scalar(p + ".one", 1.0), half = g.Scalar(p + ".half", 0.5);
@@ -94,46 +81,29 @@ std::string EncoderLayer(GraphWriter& g, Generator& generator, const BertTokensC
   std::string gelu =
       g.Node("Mul", p + "/gelu/Mul_1", {g.Node("Mul", p + "/gelu/Mul", {hidden, half}), gate});
   std::string down =
-      Linear(g, p + "/output", gelu, weight("output2.weight", {f, h}), bias("output2.bias", h));
+      LinearNode(g, p + "/output", gelu, weight("output2.weight", {f, h}), bias("output2.bias", h));
   std::string residual2 = g.Node("Add", p + "/output/residual/Add", {down, x1});
-  return LayerNorm(g, p + "/output", residual2, bias("ln2.gamma", h, 1.0), bias("ln2.beta", h));
+  return LayerNormNode(g, p + "/output", residual2, bias("ln2.gamma", h, 1.0), bias("ln2.beta", h),
+                       kEpsilon);
 }
 
 }  // namespace
 
 onnx::ModelProto BuildBertTokensModel(const BertTokensConfig& c) {
   onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.set_producer_name("tandem examples/models/bert_tokens");
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
-  onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("bert_tokens");
-  AddInput(graph, "input_ids", onnx::TensorProto::INT64, {"batch", "sequence"});
-  AddInput(graph, "attention_mask", onnx::TensorProto::INT64, {"batch", "sequence"});
-  GraphWriter g(graph);
+  GraphWriter g(StartTokenModel(model, "bert_tokens"));
   Generator generator(20261129);
 
   // 1. Embeddings: word (run-time ids) + position (Range over the sequence length).
-  std::string words = g.Initializer("embeddings.word_embeddings.weight",
-                                    RandomFloats({c.vocabulary, c.hidden}, generator, 1.0));
-  std::string positions = g.Initializer("embeddings.position_embeddings.weight",
-                                        RandomFloats({c.max_positions, c.hidden}, generator, 0.5));
-  std::string gamma =
-      g.Initializer("embeddings.ln.gamma", RandomFloats({c.hidden}, generator, 0.1, 1.0));
-  std::string beta = g.Initializer("embeddings.ln.beta", RandomFloats({c.hidden}, generator, 0.1));
-  std::string word = g.Node("Gather", "/embeddings/word_embeddings/Gather", {words, "input_ids"});
-  std::string shape = g.Node("Shape", "/embeddings/Shape", {"input_ids"});
-  std::string length = g.Node("Gather", "/embeddings/Gather_length",
-                              {shape, g.Scalar("embeddings.axis1", 1, DataType::kInt64)});
-  std::string range = g.Node("Range", "/embeddings/Range",
-                             {g.Scalar("embeddings.zero", 0, DataType::kInt64), length,
-                              g.Scalar("embeddings.step", 1, DataType::kInt64)});
-  std::string position =
-      g.Node("Gather", "/embeddings/position_embeddings/Gather", {positions, range});
-  std::string sum = g.Node("Add", "/embeddings/Add", {word, position});
-  std::string x = LayerNorm(g, "/embeddings", sum, gamma, beta);
+  auto [words, positions, gamma, beta] = DrawTokenEmbeddings(
+      g, generator,
+      {"embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+       "embeddings.ln.gamma", "embeddings.ln.beta"},
+      c.vocabulary, c.max_positions, c.hidden);
+  std::string sum = EmbedTokenNodes(g, "embeddings", words, "word_embeddings", positions,
+                                    "position_embeddings", "Gather_length")
+                        .sum;
+  std::string x = LayerNormNode(g, "/embeddings", sum, gamma, beta, kEpsilon);
 
   // 2. Additive masks [B,1,1,S]: (1 - mask) * -10000 and Where(mask == 0, -10000, 0).
   std::string mask =
@@ -152,25 +122,17 @@ onnx::ModelProto BuildBertTokensModel(const BertTokensConfig& c) {
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     x = EncoderLayer(g, generator, c, layer, x, layer % 2 == 0 ? additive : selected);
   }
-  onnx::NodeProto* last = graph->add_node();
+  onnx::NodeProto* last = model.mutable_graph()->add_node();
   last->set_op_type("Identity");
   last->set_name("/output/Identity");
   last->add_input(x);
   last->add_output("last_hidden_state");
-  graph->add_output()->set_name("last_hidden_state");
+  model.mutable_graph()->add_output()->set_name("last_hidden_state");
   return model;
 }
 
 std::vector<Tensor> BertTokensInputs(int64_t sequence, uint64_t seed, const BertTokensConfig& c) {
-  Generator generator(seed);
-  Tensor ids({1, sequence}, DataType::kInt64);
-  Tensor mask({1, sequence}, DataType::kInt64);
-  int64_t valid = sequence - sequence / 4;
-  for (int64_t i = 0; i < sequence; ++i) {
-    ids.data<int64_t>()[i] = static_cast<int64_t>(generator.Uniform(0, 1) * c.vocabulary);
-    mask.data<int64_t>()[i] = i < valid ? 1 : 0;
-  }
-  return {ids, mask};
+  return TokenInputs(sequence, seed, c.vocabulary);
 }
 
 }  // namespace tandem::examples

@@ -4,69 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
 
 #include "examples/models/bert_tokens/bert_tokens_model.h"
-#include "frontend/onnx_tensor.h"
+#include "examples/models/reference_math.h"
 #include "ir/error.h"
 
 namespace tandem::examples {
 namespace {
 
-using Matrix = std::vector<double>;  // row-major
-
 constexpr double kEpsilon = 1e-12;
 constexpr double kMaskValue = -10000.0;
-
-class Weights {
- public:
-  explicit Weights(const onnx::ModelProto& model) {
-    for (const onnx::TensorProto& t : model.graph().initializer()) {
-      values_[t.name()] = frontend::TensorFromProto(t).ToDoubles();
-    }
-  }
-  const Matrix& operator()(const std::string& name) const {
-    auto it = values_.find(name);
-    if (it == values_.end()) throw ir::Error("the model has no initializer " + name);
-    return it->second;
-  }
-
- private:
-  std::map<std::string, Matrix> values_;
-};
-
-// x [rows, in] @ w [in, out] + b [out].
-Matrix Linear(const Matrix& x, int64_t rows, int64_t in, const Matrix& w, const Matrix& b,
-              int64_t out) {
-  Matrix y(static_cast<size_t>(rows * out));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t o = 0; o < out; ++o) {
-      double sum = b[static_cast<size_t>(o)];
-      for (int64_t i = 0; i < in; ++i) {
-        sum += x[static_cast<size_t>(r * in + i)] * w[static_cast<size_t>(i * out + o)];
-      }
-      y[static_cast<size_t>(r * out + o)] = sum;
-    }
-  }
-  return y;
-}
-
-void LayerNorm(Matrix& x, int64_t rows, int64_t n, const Matrix& gamma, const Matrix& beta) {
-  for (int64_t r = 0; r < rows; ++r) {
-    double* row = &x[static_cast<size_t>(r * n)];
-    double mean = 0, variance = 0;
-    for (int64_t i = 0; i < n; ++i) mean += row[i];
-    mean /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) variance += (row[i] - mean) * (row[i] - mean);
-    variance /= static_cast<double>(n);
-    double inverse = 1.0 / std::sqrt(variance + kEpsilon);
-    for (int64_t i = 0; i < n; ++i) {
-      row[i] =
-          (row[i] - mean) * inverse * gamma[static_cast<size_t>(i)] + beta[static_cast<size_t>(i)];
-    }
-  }
-}
 
 // One encoder layer on x [s, h] with the additive mask `mask` [s] (per key position).
 Matrix Layer(const Weights& w, const BertTokensConfig& c, int64_t layer, const Matrix& x, int64_t s,
@@ -105,13 +53,13 @@ Matrix Layer(const Weights& w, const BertTokensConfig& c, int64_t layer, const M
     }
   }
   Matrix x1 = Linear(context, s, h, p("output.weight"), p("output.bias"), h);
-  for (size_t i = 0; i < x1.size(); ++i) x1[i] += x[i];
-  LayerNorm(x1, s, h, p("ln1.gamma"), p("ln1.beta"));
+  AddTo(x1, x);
+  LayerNorm(x1, s, h, p("ln1.gamma"), p("ln1.beta"), kEpsilon);
   Matrix hidden = Linear(x1, s, h, p("intermediate.weight"), p("intermediate.bias"), f);
   for (double& value : hidden) value = value * 0.5 * (1.0 + std::erf(value / std::sqrt(2.0)));
   Matrix x2 = Linear(hidden, s, f, p("output2.weight"), p("output2.bias"), h);
-  for (size_t i = 0; i < x2.size(); ++i) x2[i] += x1[i];
-  LayerNorm(x2, s, h, p("ln2.gamma"), p("ln2.beta"));
+  AddTo(x2, x1);
+  LayerNorm(x2, s, h, p("ln2.gamma"), p("ln2.beta"), kEpsilon);
   return x2;
 }
 
@@ -124,25 +72,11 @@ ir::Tensor BertTokensReference(const onnx::ModelProto& model, const ir::Tensor& 
   ir::Tensor out({batch, s, h}, ir::DataType::kFloat32);
   for (int64_t b = 0; b < batch; ++b) {
     // 1. Embeddings and their layer norm.
-    Matrix x(static_cast<size_t>(s * h));
-    for (int64_t i = 0; i < s; ++i) {
-      int64_t id = input_ids.data<int64_t>()[b * s + i];
-      if (id < 0 || id >= c.vocabulary) {
-        throw ir::Error(fmt::format("input id {} is outside the vocabulary", id));
-      }
-      for (int64_t e = 0; e < h; ++e) {
-        x[static_cast<size_t>(i * h + e)] =
-            w("embeddings.word_embeddings.weight")[static_cast<size_t>(id * h + e)] +
-            w("embeddings.position_embeddings.weight")[static_cast<size_t>(i * h + e)];
-      }
-    }
-    LayerNorm(x, s, h, w("embeddings.ln.gamma"), w("embeddings.ln.beta"));
+    Matrix x = Embed(input_ids, b, c.vocabulary, w("embeddings.word_embeddings.weight"),
+                     w("embeddings.position_embeddings.weight"), h);
+    LayerNorm(x, s, h, w("embeddings.ln.gamma"), w("embeddings.ln.beta"), kEpsilon);
     // 2. The additive mask (both forms in the model give the same values).
-    Matrix mask(static_cast<size_t>(s));
-    for (int64_t j = 0; j < s; ++j) {
-      mask[static_cast<size_t>(j)] =
-          attention_mask.data<int64_t>()[b * s + j] == 0 ? kMaskValue : 0;
-    }
+    Matrix mask = AdditiveMask(attention_mask, b, kMaskValue);
     // 3. The layers.
     for (int64_t layer = 0; layer < c.layers; ++layer) x = Layer(w, c, layer, x, s, mask);
     for (int64_t i = 0; i < s * h; ++i) {

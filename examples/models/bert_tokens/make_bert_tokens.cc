@@ -13,11 +13,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
+#include <tuple>
 
-#include "backends/reference/interpreter.h"
 #include "examples/models/bert_tokens/bert_tokens_model.h"
-#include "frontend/onnx_importer.h"
+#include "examples/models/token_test_data.h"
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 
@@ -30,41 +29,16 @@ int main(int argc, char** argv) {
   }
   try {
     fs::path out = argv[1];
-    fs::create_directories(out);
     // Another size (a benchmark's model, not committed): the defaults are the committed one's.
     examples::BertTokensConfig config;
     if (argc == 6) {
-      config.hidden = std::stoll(argv[2]);
-      config.heads = std::stoll(argv[3]);
-      config.feed_forward = std::stoll(argv[4]);
-      config.layers = std::stoll(argv[5]);
+      std::tie(config.hidden, config.heads, config.feed_forward, config.layers) =
+          examples::SizeArguments(argv + 2);
     }
-    onnx::ModelProto model = examples::BuildBertTokensModel(config);
-    std::string bytes = model.SerializeAsString();
-    std::ofstream(out / "model.onnx", std::ios::binary) << bytes;
-    for (int64_t length : {16, 77, 128}) {
-      std::vector<ir::Tensor> inputs =
-          examples::BertTokensInputs(length, static_cast<uint64_t>(length), config);
-      frontend::OnnxImportOptions options;
-      options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
-      ir::IRModule module = frontend::ImportOnnxModel(bytes, "bert_tokens", options);
-      ir::Tensor output = backends::RunReference(module, inputs).at(0);
-      ir::Tensor independent = examples::BertTokensReference(model, inputs[0], inputs[1], config);
-      double error = ir::RelativeError(output, independent);
-      if (!(error < 1e-5)) {
-        fmt::print(stderr,
-                   "length {}: the reference interpreter differs from the independent "
-                   "computation (relative error {})\n",
-                   length, error);
-        return 1;
-      }
-      fs::path dir = out / fmt::format("test_data_seq{}", length);
-      fs::create_directories(dir);
-      frontend::WriteTensorProtoFile(inputs[0], (dir / "input_0.pb").string(), "input_ids");
-      frontend::WriteTensorProtoFile(inputs[1], (dir / "input_1.pb").string(), "attention_mask");
-      frontend::WriteTensorProtoFile(output, (dir / "output_0.pb").string(), "last_hidden_state");
-      fmt::print("length {}: relative error against the independent computation {:.3g}\n", length,
-                 error);
+    if (!examples::WriteTokenTestData("bert_tokens", "last_hidden_state", config,
+                                      examples::BuildBertTokensModel, examples::BertTokensInputs,
+                                      examples::BertTokensReference, {16, 77, 128}, out)) {
+      return 1;
     }
     // An input id one past the vocabulary: running the model must fail naming it.
     fs::path bad = out / "bad_input_id";

@@ -21,19 +21,6 @@ constexpr double kEpsilon = 1e-5;
 // multiplies (1 - attention_mask) by.
 constexpr double kMaskValue = std::numeric_limits<float>::lowest();
 
-// x [B,S,in] @ w + b, under the name `prefix` (GPT-2's Conv1D: the weight is [in, out]).
-std::string Linear(GraphWriter& g, const std::string& prefix, const std::string& x,
-                   const std::string& weight, const std::string& bias) {
-  std::string product = g.Node("MatMul", prefix + "/MatMul", {x, weight});
-  return g.Node("Add", prefix + "/Add", {product, bias});
-}
-
-std::string LayerNorm(GraphWriter& g, const std::string& prefix, const std::string& x,
-                      const std::string& gamma, const std::string& beta) {
-  return g.Node("LayerNormalization", prefix + "/LayerNormalization", {x, gamma, beta},
-                {IntAttr("axis", -1), FloatAttr("epsilon", static_cast<float>(kEpsilon))});
-}
-
 // GPT-2's "gelu_new" as exporters write it: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 *
 // x^3))).
 std::string GeluNew(GraphWriter& g, const std::string& p, const std::string& x) {
@@ -85,9 +72,9 @@ std::string Block(GraphWriter& g, Generator& generator, const GptTokensConfig& c
 
   // 1. Attention: ln_1, the fused projection split into query, key and value, heads.
   std::string normed =
-      LayerNorm(g, p + "/ln_1", x, params.at("ln_1.weight"), params.at("ln_1.bias"));
-  std::string qkv = Linear(g, p + "/attn/c_attn", normed, params.at("attn.c_attn.weight"),
-                           params.at("attn.c_attn.bias"));
+      LayerNormNode(g, p + "/ln_1", x, params.at("ln_1.weight"), params.at("ln_1.bias"), kEpsilon);
+  std::string qkv = LinearNode(g, p + "/attn/c_attn", normed, params.at("attn.c_attn.weight"),
+                               params.at("attn.c_attn.bias"));
   std::vector<std::string> parts;
   if (c.qkv_cut == QkvCut::kSplit) {
     parts = g.MultiNode("Split", p + "/attn/Split", {qkv, g.Ints(n + ".attn.split", {h, h, h})}, 3,
@@ -132,18 +119,18 @@ std::string Block(GraphWriter& g, Generator& generator, const GptTokensConfig& c
       g.Node("Transpose", p + "/attn/Transpose", {context}, {IntsAttr("perm", {0, 2, 1, 3})});
   std::string merged =
       g.Node("Reshape", p + "/attn/Reshape", {back, g.Ints(n + ".attn.merged_shape", {0, 0, h})});
-  std::string out = Linear(g, p + "/attn/c_proj", merged, params.at("attn.c_proj.weight"),
-                           params.at("attn.c_proj.bias"));
+  std::string out = LinearNode(g, p + "/attn/c_proj", merged, params.at("attn.c_proj.weight"),
+                               params.at("attn.c_proj.bias"));
   std::string x1 = g.Node("Add", p + "/Add", {out, x});
 
   // 4. The MLP: ln_2, c_fc, gelu_new, c_proj, residual.
   std::string normed2 =
-      LayerNorm(g, p + "/ln_2", x1, params.at("ln_2.weight"), params.at("ln_2.bias"));
-  std::string up =
-      Linear(g, p + "/mlp/c_fc", normed2, params.at("mlp.c_fc.weight"), params.at("mlp.c_fc.bias"));
+      LayerNormNode(g, p + "/ln_2", x1, params.at("ln_2.weight"), params.at("ln_2.bias"), kEpsilon);
+  std::string up = LinearNode(g, p + "/mlp/c_fc", normed2, params.at("mlp.c_fc.weight"),
+                              params.at("mlp.c_fc.bias"));
   std::string gelu = GeluNew(g, p + "/mlp/act", up);
-  std::string down = Linear(g, p + "/mlp/c_proj", gelu, params.at("mlp.c_proj.weight"),
-                            params.at("mlp.c_proj.bias"));
+  std::string down = LinearNode(g, p + "/mlp/c_proj", gelu, params.at("mlp.c_proj.weight"),
+                                params.at("mlp.c_proj.bias"));
   return g.Node("Add", p + "/Add_1", {x1, down});
 }
 
@@ -151,36 +138,16 @@ std::string Block(GraphWriter& g, Generator& generator, const GptTokensConfig& c
 
 onnx::ModelProto BuildGptTokensModel(const GptTokensConfig& c) {
   onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.set_producer_name("tandem examples/models/gpt_tokens");
-  auto* opset = model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(17);
-  onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("gpt_tokens");
-  AddInput(graph, "input_ids", onnx::TensorProto::INT64, {"batch", "sequence"});
-  AddInput(graph, "attention_mask", onnx::TensorProto::INT64, {"batch", "sequence"});
-  GraphWriter g(graph);
+  GraphWriter g(StartTokenModel(model, "gpt_tokens"));
   Generator generator(20261130);
 
   // 1. Embeddings: token (run-time ids) + position (Range over the sequence length).
-  std::string wte = g.Initializer("transformer.wte.weight",
-                                  RandomFloats({c.vocabulary, c.hidden}, generator, 1.0));
-  std::string wpe = g.Initializer("transformer.wpe.weight",
-                                  RandomFloats({c.max_positions, c.hidden}, generator, 0.5));
-  std::string gamma =
-      g.Initializer("transformer.ln_f.weight", RandomFloats({c.hidden}, generator, 0.1, 1.0));
-  std::string beta =
-      g.Initializer("transformer.ln_f.bias", RandomFloats({c.hidden}, generator, 0.1));
-  std::string token = g.Node("Gather", "/transformer/wte/Gather", {wte, "input_ids"});
-  std::string shape = g.Node("Shape", "/transformer/Shape", {"input_ids"});
-  std::string length = g.Node("Gather", "/transformer/Gather",
-                              {shape, g.Scalar("transformer.axis1", 1, DataType::kInt64)});
-  std::string range = g.Node("Range", "/transformer/Range",
-                             {g.Scalar("transformer.zero", 0, DataType::kInt64), length,
-                              g.Scalar("transformer.step", 1, DataType::kInt64)});
-  std::string position = g.Node("Gather", "/transformer/wpe/Gather", {wpe, range});
-  std::string x = g.Node("Add", "/transformer/Add", {token, position});
+  auto [wte, wpe, gamma, beta] =
+      DrawTokenEmbeddings(g, generator,
+                          {"transformer.wte.weight", "transformer.wpe.weight",
+                           "transformer.ln_f.weight", "transformer.ln_f.bias"},
+                          c.vocabulary, c.max_positions, c.hidden);
+  auto [x, length] = EmbedTokenNodes(g, "transformer", wte, "wte", wpe, "wpe", "Gather");
   // The sequence length as a one-element tensor: the causal buffer's slice end.
   std::string ends = g.Node("Unsqueeze", "/transformer/Unsqueeze",
                             {length, g.Ints("transformer.unsqueeze_axes", {0})});
@@ -199,16 +166,16 @@ onnx::ModelProto BuildGptTokensModel(const GptTokensConfig& c) {
   for (int64_t layer = 0; layer < c.layers; ++layer) {
     x = Block(g, generator, c, layer, x, ends, padding);
   }
-  std::string final_norm = LayerNorm(g, "/transformer/ln_f", x, gamma, beta);
+  std::string final_norm = LayerNormNode(g, "/transformer/ln_f", x, gamma, beta, kEpsilon);
   std::string head = g.Node("Transpose", "/lm_head/Transpose", {wte}, {IntsAttr("perm", {1, 0})});
-  onnx::NodeProto* logits = graph->add_node();
+  onnx::NodeProto* logits = model.mutable_graph()->add_node();
   logits->set_op_type("MatMul");
   logits->set_name("/lm_head/MatMul");
   logits->add_input(final_norm);
   logits->add_input(head);
   logits->add_output("logits");
   // Typed as exporters type it (onnx.checker's full check requires an output's type).
-  auto* output = graph->add_output();
+  auto* output = model.mutable_graph()->add_output();
   output->set_name("logits");
   auto* type = output->mutable_type()->mutable_tensor_type();
   type->set_elem_type(onnx::TensorProto::FLOAT);
@@ -219,15 +186,7 @@ onnx::ModelProto BuildGptTokensModel(const GptTokensConfig& c) {
 }
 
 std::vector<Tensor> GptTokensInputs(int64_t sequence, uint64_t seed, const GptTokensConfig& c) {
-  Generator generator(seed);
-  Tensor ids({1, sequence}, DataType::kInt64);
-  Tensor mask({1, sequence}, DataType::kInt64);
-  int64_t valid = sequence - sequence / 4;
-  for (int64_t i = 0; i < sequence; ++i) {
-    ids.data<int64_t>()[i] = static_cast<int64_t>(generator.Uniform(0, 1) * c.vocabulary);
-    mask.data<int64_t>()[i] = i < valid ? 1 : 0;
-  }
-  return {ids, mask};
+  return TokenInputs(sequence, seed, c.vocabulary);
 }
 
 }  // namespace tandem::examples

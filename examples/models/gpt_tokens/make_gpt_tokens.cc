@@ -15,14 +15,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <string>
+#include <tuple>
 
-#include "backends/reference/interpreter.h"
 #include "examples/models/gpt_tokens/gpt_tokens_model.h"
-#include "frontend/onnx_importer.h"
-#include "frontend/onnx_tensor.h"
+#include "examples/models/token_test_data.h"
 #include "ir/error.h"
 
 int main(int argc, char** argv) {
@@ -43,43 +40,13 @@ int main(int argc, char** argv) {
     fs::path out = argv[1];
     // Another size (a benchmark's model, not committed): the defaults are the committed one's.
     if (argc == 6) {
-      config.hidden = std::stoll(argv[2]);
-      config.heads = std::stoll(argv[3]);
-      config.inner = std::stoll(argv[4]);
-      config.layers = std::stoll(argv[5]);
+      std::tie(config.hidden, config.heads, config.inner, config.layers) =
+          examples::SizeArguments(argv + 2);
     }
-    onnx::ModelProto model = examples::BuildGptTokensModel(config);
-    std::string bytes = model.SerializeAsString();
-    // Everything is checked before anything is written.
-    std::map<int64_t, std::vector<ir::Tensor>> tensors;  // per length: the inputs, the output
-    for (int64_t length : {16, 77, 128}) {
-      std::vector<ir::Tensor> inputs =
-          examples::GptTokensInputs(length, static_cast<uint64_t>(length), config);
-      frontend::OnnxImportOptions options;
-      options.input_shapes = {{"input_ids", {1, length}}, {"attention_mask", {1, length}}};
-      ir::IRModule module = frontend::ImportOnnxModel(bytes, "gpt_tokens", options);
-      ir::Tensor output = backends::RunReference(module, inputs).at(0);
-      ir::Tensor independent = examples::GptTokensReference(model, inputs[0], inputs[1], config);
-      double error = ir::RelativeError(output, independent);
-      if (!(error < 1e-5)) {
-        fmt::print(stderr,
-                   "length {}: the reference interpreter differs from the independent "
-                   "computation (relative error {})\n",
-                   length, error);
-        return 1;
-      }
-      fmt::print("length {}: relative error against the independent computation {:.3g}\n", length,
-                 error);
-      tensors[length] = {inputs[0], inputs[1], output};
-    }
-    fs::create_directories(out);
-    std::ofstream(out / "model.onnx", std::ios::binary) << bytes;
-    for (const auto& [length, t] : tensors) {
-      fs::path dir = out / fmt::format("test_data_seq{}", length);
-      fs::create_directories(dir);
-      frontend::WriteTensorProtoFile(t[0], (dir / "input_0.pb").string(), "input_ids");
-      frontend::WriteTensorProtoFile(t[1], (dir / "input_1.pb").string(), "attention_mask");
-      frontend::WriteTensorProtoFile(t[2], (dir / "output_0.pb").string(), "logits");
+    if (!examples::WriteTokenTestData("gpt_tokens", "logits", config, examples::BuildGptTokensModel,
+                                      examples::GptTokensInputs, examples::GptTokensReference,
+                                      {16, 77, 128}, out)) {
+      return 1;
     }
   } catch (const ir::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
