@@ -231,29 +231,39 @@ std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
+namespace {
+
+// The whole of `text` as a decimal integer; nullopt when it is not one.
+std::optional<int64_t> WholeInteger(const std::string& text) {
+  try {
+    size_t used = 0;
+    int64_t value = std::stoll(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+    // Not a number, or out of range: nullopt below.
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 DynamicRange ParseDynamicRange(const std::string& text) {
   size_t equals = text.find('=');
-  DynamicRange range;
-  try {
-    if (equals == std::string::npos || equals == 0) throw std::invalid_argument("");
-    range.symbol = text.substr(0, equals);
-    std::string sizes = text.substr(equals + 1);
-    size_t colon = sizes.find(':');
-    size_t used = 0;
-    if (colon == std::string::npos) {
-      range.bound = std::stoll(sizes, &used);
-      if (used != sizes.size()) throw std::invalid_argument("");
-    } else {
-      range.minimum = std::stoll(sizes.substr(0, colon), &used);
-      if (used != colon) throw std::invalid_argument("");
-      range.bound = std::stoll(sizes.substr(colon + 1), &used);
-      if (used != sizes.size() - colon - 1) throw std::invalid_argument("");
-    }
-  } catch (const std::exception&) {
+  std::string sizes = equals == std::string::npos ? std::string() : text.substr(equals + 1);
+  size_t colon = sizes.find(':');
+  std::optional<int64_t> minimum =
+      colon == std::string::npos ? std::optional<int64_t>(1) : WholeInteger(sizes.substr(0, colon));
+  std::optional<int64_t> bound =
+      WholeInteger(colon == std::string::npos ? sizes : sizes.substr(colon + 1));
+  if (equals == std::string::npos || equals == 0 || !minimum || !bound) {
     throw ir::Error(
         fmt::format("the dynamic range '{}' is not SYMBOL=MIN:MAX or SYMBOL=MAX", text));
   }
-  return range;
+  return {text.substr(0, equals), *minimum, *bound};
+}
+
+std::string ToString(const DynamicRange& range) {
+  return fmt::format("{} in [{}, {}]", range.symbol, range.minimum, range.bound);
 }
 
 std::string TupleElementName(const std::string& value, size_t element) {
@@ -269,15 +279,12 @@ std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const Dyn
     size_t comma = text.find(',', start);
     std::string item =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int64_t bound = 0;
-    try {
-      size_t used = 0;
-      bound = std::stoll(item, &used);
-      if (used != item.size()) throw std::invalid_argument("");
-    } catch (const std::exception&) {
+    std::optional<int64_t> parsed = WholeInteger(item);
+    if (!parsed) {
       throw ir::Error(fmt::format("the buckets '{}' are not a list of sizes such as 32,128 ('{}')",
                                   text, item));
     }
+    int64_t bound = *parsed;
     if (bound > range.bound) {
       throw ir::Error(fmt::format("the buckets '{}': bucket bound {} is past the range's bound {}",
                                   text, bound, range.bound));

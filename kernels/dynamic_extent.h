@@ -58,6 +58,8 @@ struct DynamicRange {
 // "SYMBOL=MIN:MAX" (or "SYMBOL=MAX", from 1), as the --dynamic options take it; Error naming the
 // text when it is not. The range itself is checked where it is used (BuildDynamic).
 DynamicRange ParseDynamicRange(const std::string& text);
+// "seq in [1, 128]".
+std::string ToString(const DynamicRange& range);
 
 // The buckets of a range: consecutive parts [minimum, b0], [b0 + 1, b1], ..., ending at the
 // range's bound, each built (and tuned) at its own bound and chosen at run time by size. `text`

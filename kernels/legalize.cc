@@ -112,11 +112,14 @@ class Legalizer {
     return groups;
   }
 
-  // The extents of value `id` of `fn` in a dynamic build (empty: static).
-  TensorExtents ExtentsOf(const ir::GraphFunction& fn, ir::ValueId id) const {
+  // The extents of the value named `name` in a dynamic build (empty: static).
+  TensorExtents ExtentsOf(const std::string& name) const {
     if (!options_.dynamic) return {};
-    auto it = options_.dynamic->values.find(fn.node(id).name);
+    auto it = options_.dynamic->values.find(name);
     return it == options_.dynamic->values.end() ? TensorExtents{} : it->second;
+  }
+  TensorExtents ExtentsOf(const ir::GraphFunction& fn, ir::ValueId id) const {
+    return ExtentsOf(fn.node(id).name);
   }
 
   // The extents of a kernel's parameters for a call reading `inputs` and defining `output`;
@@ -137,12 +140,7 @@ class Legalizer {
     } else {
       // Several results (split): one output parameter per element.
       for (size_t k = 0; k < type.fields().size(); ++k) {
-        TensorExtents element;
-        if (options_.dynamic) {
-          auto it = options_.dynamic->values.find(TupleElementName(fn.node(output).name, k));
-          if (it != options_.dynamic->values.end()) element = it->second;
-        }
-        extents.push_back(std::move(element));
+        extents.push_back(ExtentsOf(TupleElementName(fn.node(output).name, k)));
         dynamic = dynamic || !extents.back().empty();
       }
     }

@@ -1,5 +1,6 @@
-// BuildDynamicModel and TuneDynamicModel: `--dynamic` (and `--buckets`) of `tandem run`,
-// `tandem compile` and `tandem tune`. A model is built once per bucket of its symbolic
+// BuildDynamicModel and AddDynamicOptions: `--dynamic` and `--buckets` of `tandem run`,
+// `tandem compile` and `tandem tune` (whose tuning per bucket is RunTuneDynamic in
+// tune_command.cc). A model is built once per bucket of its symbolic
 // dimension's range (backends/runtime/bucketed_executable.h); the kernels take their schedules
 // from a trace file of `tandem tune --dynamic`, from the tuning database, or the defaults.
 #include <fmt/format.h>
@@ -22,15 +23,12 @@
 namespace tandem::tools {
 
 namespace fs = std::filesystem;
+using kernels::ToString;
 
 namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string RangeText(const kernels::DynamicRange& range) {
-  return fmt::format("{} in [{}, {}]", range.symbol, range.minimum, range.bound);
 }
 
 bool IsPass(const std::string& text, const std::string& pass) {
@@ -78,7 +76,7 @@ std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceF
        fmt::format("{}", fmt::join(recorded_bounds, ",")) != buckets_text)) {
     throw ir::Error(fmt::format(
         "the trace file {} was recorded for {} with the buckets {}; --dynamic asks for {}{}", path,
-        RangeText(recorded), fmt::join(recorded_bounds, ","), RangeText(range),
+        ToString(recorded), fmt::join(recorded_bounds, ","), ToString(range),
         buckets_text.empty() ? std::string() : " with the buckets " + buckets_text));
   }
   std::string hash =
@@ -151,37 +149,39 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
         return RunPipeline(LoadModel(model, {{range.symbol, n}}), graph_part);
       }};
 
-  // 3. One build per bucket, each with its schedules: the trace's, or the database's best.
+  // 3. One build per bucket, each with its schedules: the trace's, or the database's best
+  //    (what each bucket took is kept for the trace).
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::unique_ptr<backends::DynamicExecutable>> builds;
-  for (tuning::DynamicBucketDecision& bucket : decisions) {
+  std::vector<kernels::DynamicRange> ranges;
+  for (const tuning::DynamicBucketDecision& bucket : decisions) ranges.push_back(bucket.range);
+  std::vector<std::shared_ptr<tuning::HistoryBestStats>> stats;
+  result.executable = backends::BuildBucketed(source, ranges, [&](const kernels::DynamicRange&) {
+    tuning::DynamicBucketDecision& bucket = decisions[stats.size()];
+    stats.push_back(std::make_shared<tuning::HistoryBestStats>());
     backends::BuildOptions build = backends::BuildOptionsFor(target);
-    auto stats = std::make_shared<tuning::HistoryBestStats>();
     if (from_trace) {
       build.legalize.schedule_provider =
           tuning::TraceMapProvider(bucket.schedules, tuning::SearchSpaceFor(target, descriptor));
     } else if (context.tuning) {
-      tuning::TuningSession& session = *context.tuning;
-      build.legalize.schedule_provider = tuning::HistoryBestProvider(
-          session.shared_database(), descriptor, tuning::SearchSpaceFor(target, descriptor), stats);
+      build.legalize.schedule_provider =
+          tuning::HistoryBestProvider(context.tuning->shared_database(), descriptor,
+                                      tuning::SearchSpaceFor(target, descriptor), stats.back());
     }
-    builds.push_back(backends::BuildDynamic({bucket.range, source.make}, build));
-    if (context.tuning) {
-      bucket.schedules = stats->taken;
-      std::cerr << fmt::format(
-          "bucket {}: kernels from {}: {} with a recorded schedule, {} "
-          "default\n",
-          RangeText(bucket.range), pipeline.database, stats->from_database,
-          stats->default_schedule);
-      std::string note = tuning::NotReplayedNote(*stats);
-      if (!note.empty()) std::cerr << "warning: " << note << "\n";
-    }
+    return build;
+  });
+  for (size_t b = 0; b < decisions.size() && context.tuning; ++b) {
+    decisions[b].schedules = stats[b]->taken;
+    std::cerr << fmt::format(
+        "bucket {}: kernels from {}: {} with a recorded schedule, {} default\n",
+        ToString(decisions[b].range), pipeline.database, stats[b]->from_database,
+        stats[b]->default_schedule);
+    std::string note = tuning::NotReplayedNote(*stats[b]);
+    if (!note.empty()) std::cerr << "warning: " << note << "\n";
   }
-  result.executable = std::make_unique<backends::BucketedExecutable>(std::move(builds));
   result.trace = tuning::DynamicBucketTrace(decisions);
   std::cerr << fmt::format(
       "dynamic build for {} ({} bucket{}: bounds {}): {:.2f} s\n  inputs: {}\n  outputs: {}\n",
-      RangeText(range), decisions.size(), decisions.size() == 1 ? "" : "s",
+      ToString(range), decisions.size(), decisions.size() == 1 ? "" : "s",
       fmt::join(decisions | std::views::transform([](const auto& d) { return d.range.bound; }),
                 ","),
       SecondsSince(start), fmt::join(result.executable->InputSignatures(), ", "),

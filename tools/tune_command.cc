@@ -258,8 +258,8 @@ int RunTuneDynamic(TuneOptions& options) {
   bool ok = true;
   std::string records_target;  // the tuning runs' target descriptor (measurement settings too)
   for (const kernels::DynamicRange& bucket : buckets) {
-    std::cerr << fmt::format("bucket {} in [{}, {}]: tuning the model at {}={}\n", bucket.symbol,
-                             bucket.minimum, bucket.bound, bucket.symbol, bucket.bound);
+    std::cerr << fmt::format("bucket {}: tuning the model at {}={}\n", kernels::ToString(bucket),
+                             bucket.symbol, bucket.bound);
     TuneOptions at_bound = options;
     at_bound.model.name =
         fmt::format("{}@{}={}", ModelName(options.model), bucket.symbol, bucket.bound);

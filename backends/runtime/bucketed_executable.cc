@@ -7,13 +7,7 @@
 
 namespace tandem::backends {
 
-namespace {
-
-std::string RangeText(const kernels::DynamicRange& range) {
-  return fmt::format("{} in [{}, {}]", range.symbol, range.minimum, range.bound);
-}
-
-}  // namespace
+using kernels::ToString;
 
 BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecutable>> buckets)
     : buckets_(std::move(buckets)) {
@@ -25,7 +19,7 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
     if (bucket.range().symbol != first.range().symbol ||
         bucket.range().minimum != previous.bound + 1) {
       throw ir::Error(fmt::format("the bucket {} does not follow the bucket {}",
-                                  RangeText(bucket.range()), RangeText(previous)));
+                                  ToString(bucket.range()), ToString(previous)));
     }
     auto differ = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) {
       return a != b ? fmt::format("{}", fmt::join(a, ", ")) + " against " +
@@ -37,7 +31,7 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
     if (!inputs.empty() || !outputs.empty()) {
       throw ir::Error(fmt::format(
           "the bucket {} gives the model another signature than the bucket {}: {}",
-          RangeText(bucket.range()), RangeText(first.range()), inputs.empty() ? outputs : inputs));
+          ToString(bucket.range()), ToString(first.range()), inputs.empty() ? outputs : inputs));
     }
   }
   range_ = {first.range().symbol, first.range().minimum, buckets_.back()->range().bound};
@@ -52,25 +46,31 @@ DynamicExecutable& BucketedExecutable::BucketFor(int64_t n) {
   for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
     if (n <= bucket->range().bound) return *bucket;
   }
-  throw ir::Error(
-      fmt::format("{}={} is outside the range {}", range_.symbol, n, RangeText(range_)));
+  throw ir::Error(fmt::format("{}={} is outside the range {}", range_.symbol, n, ToString(range_)));
 }
 
 std::vector<ir::Tensor> BucketedExecutable::Run(const std::vector<ir::Tensor>& inputs) {
-  return BucketFor(SizeOf(inputs)).Run(inputs);
+  int64_t n = SizeOf(inputs);
+  return BucketFor(n).RunAt(inputs, n);
 }
 
 std::unique_ptr<BucketedExecutable> BuildBucketed(const DynamicModuleSource& source,
                                                   const std::vector<kernels::DynamicRange>& buckets,
                                                   const BuildOptions& options) {
+  return BuildBucketed(source, buckets, [&](const kernels::DynamicRange&) { return options; });
+}
+
+std::unique_ptr<BucketedExecutable> BuildBucketed(
+    const DynamicModuleSource& source, const std::vector<kernels::DynamicRange>& buckets,
+    const std::function<BuildOptions(const kernels::DynamicRange& bucket)>& options_for) {
   std::vector<std::unique_ptr<DynamicExecutable>> builds;
   for (const kernels::DynamicRange& bucket : buckets) {
     if (bucket.symbol != source.range.symbol || bucket.minimum < source.range.minimum ||
         bucket.bound > source.range.bound) {
-      throw ir::Error(fmt::format("the bucket {} is not part of the range {}", RangeText(bucket),
-                                  RangeText(source.range)));
+      throw ir::Error(fmt::format("the bucket {} is not part of the range {}", ToString(bucket),
+                                  ToString(source.range)));
     }
-    builds.push_back(BuildDynamic({bucket, source.make}, options));
+    builds.push_back(BuildDynamic({bucket, source.make}, options_for(bucket)));
   }
   return std::make_unique<BucketedExecutable>(std::move(builds));
 }

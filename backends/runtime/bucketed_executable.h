@@ -9,6 +9,7 @@
 // and outputs with the same extents (scale * n + offset) along the dynamic axis.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,5 +49,10 @@ class BucketedExecutable {
 std::unique_ptr<BucketedExecutable> BuildBucketed(const DynamicModuleSource& source,
                                                   const std::vector<kernels::DynamicRange>& buckets,
                                                   const BuildOptions& options = {});
+// The same with each bucket's build options from `options_for` (called once per bucket, in
+// order): a schedule provider of its own, say.
+std::unique_ptr<BucketedExecutable> BuildBucketed(
+    const DynamicModuleSource& source, const std::vector<kernels::DynamicRange>& buckets,
+    const std::function<BuildOptions(const kernels::DynamicRange& bucket)>& options_for);
 
 }  // namespace tandem::backends

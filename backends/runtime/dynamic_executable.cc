@@ -323,7 +323,10 @@ int64_t DynamicExecutable::SizeWithin(const std::vector<ir::Tensor>& inputs,
 }
 
 std::vector<ir::Tensor> DynamicExecutable::Run(const std::vector<ir::Tensor>& inputs) {
-  int64_t n = SizeOf(inputs);
+  return RunAt(inputs, SizeOf(inputs));
+}
+
+std::vector<ir::Tensor> DynamicExecutable::RunAt(const std::vector<ir::Tensor>& inputs, int64_t n) {
   std::vector<ir::Tensor> arguments;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!staged_inputs_[k].defined() || !kernels::IsDynamic(input_extents_[k])) {

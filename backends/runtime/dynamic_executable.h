@@ -54,6 +54,10 @@ class DynamicExecutable {
   std::vector<std::string> OutputSignatures() const;
 
  private:
+  friend class BucketedExecutable;  // runs a bucket at the size it checked itself
+  // Run at n, which the inputs' shapes give (SizeOf or SizeWithin checked them).
+  std::vector<ir::Tensor> RunAt(const std::vector<ir::Tensor>& inputs, int64_t n);
+
   friend std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& source,
                                                          const BuildOptions& options);
 

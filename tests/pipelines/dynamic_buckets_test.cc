@@ -3,6 +3,7 @@
 // bucket holding its length and matches the stored outputs and the interpreter. Bucket lists are
 // parsed and checked (kernels::ParseDynamicBuckets), and builds whose buckets do not follow one
 // another are refused.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backends/reference/interpreter.h"
@@ -40,6 +41,14 @@ TEST(DynamicBuckets, ParsedIntoConsecutiveRanges) {
   ASSERT_EQ(kernels::ParseDynamicBuckets("", range).size(), 1u);
   EXPECT_EQ(kernels::ParseDynamicBuckets("", range)[0].bound, 128);
 
+  kernels::DynamicRange from_one = kernels::ParseDynamicRange("seq=64");
+  EXPECT_EQ(kernels::ToString(from_one), "seq in [1, 64]");
+  for (const char* bad :
+       {"seq=1:x", "=5", "seq", "seq=4:", "seq=:9", "seq=1:99999999999999999999"}) {
+    testing::ExpectErrorContaining(
+        [&] { kernels::ParseDynamicRange(bad); },
+        fmt::format("the dynamic range '{}' is not SYMBOL=MIN:MAX", bad));
+  }
   auto parse = [&](const std::string& text) { kernels::ParseDynamicBuckets(text, range); };
   testing::ExpectErrorContaining([&] { parse("16,64"); },
                                  "end at 64 but the range of seq ends at 128");

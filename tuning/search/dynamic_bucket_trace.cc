@@ -52,10 +52,8 @@ std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace
     }
     if (!buckets.empty() && (bucket.range.symbol != buckets.back().range.symbol ||
                              bucket.range.minimum != buckets.back().range.bound + 1)) {
-      throw fail(fmt::format("the bucket {} in [{}, {}] does not follow {} in [{}, {}]",
-                             bucket.range.symbol, bucket.range.minimum, bucket.range.bound,
-                             buckets.back().range.symbol, buckets.back().range.minimum,
-                             buckets.back().range.bound));
+      throw fail(fmt::format("the bucket {} does not follow {}", kernels::ToString(bucket.range),
+                             kernels::ToString(buckets.back().range)));
     }
     buckets.push_back(std::move(bucket));
   }
