@@ -141,9 +141,11 @@ std::vector<std::string> SelectedWorkloads(const std::string& list) {
   std::string name;
   while (std::getline(stream, name, ',')) {
     if (name.empty()) continue;
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      throw ir::Error(fmt::format("unknown workload '{}' in --workloads (known: {})", name,
-                                  fmt::join(known, ", ")));
+    if (!IsWorkloadName(name)) {
+      throw ir::Error(
+          fmt::format("unknown workload '{}' in --workloads (known: {}; and any size of MM-MxKxN, "
+                      "DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS)",
+                      name, fmt::join(known, ", ")));
     }
     names.push_back(name);
   }

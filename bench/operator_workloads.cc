@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "ir/error.h"
 
@@ -271,36 +273,44 @@ Workload ChannelsLastDepthwiseWorkload(const std::string& name, int64_t channels
   return workload;
 }
 
-// A 1x1 convolution channels-last: x[1, size, size, in] by constant weights [1, 1, in, out]
-// (HWIO), as the expand and project convolutions of an inverted-bottleneck block; Tandem packs
-// the weights at compile time, oneDNN reorders them at setup.
-Workload ChannelsLastPointwiseWorkload(const std::string& name, int64_t in_channels,
-                                       int64_t out_channels, int64_t size, OnednnContext& context,
-                                       uint64_t seed) {
+// A dense convolution channels-last: x[1, size, size, in] by constant weights [k, k, in, out]
+// (HWIO), stride `stride`, padding k / 2, as a network converted to NHWC runs it (k = 1: the
+// expand and project convolutions of an inverted-bottleneck block, a bottleneck's 1x1). Tandem
+// packs the weights at compile time, oneDNN reorders them at setup; both read and write the
+// same NHWC memory.
+Workload ChannelsLastConvolutionWorkload(const std::string& name, int64_t in_channels,
+                                         int64_t out_channels, int64_t size, int64_t kernel,
+                                         int64_t stride, OnednnContext& context, uint64_t seed) {
   Workload workload;
   workload.name = name;
+  int64_t padding = kernel / 2;
   ir::GraphBuilder builder("main");
   ir::ValueId x = RandomInput(builder, workload, "x", {1, size, size, in_channels}, seed);
   ir::Tensor weights =
-      ir::Tensor::Random(F32({1, 1, in_channels, out_channels}), seed + 1000, -0.5, 0.5);
+      ir::Tensor::Random(F32({kernel, kernel, in_channels, out_channels}), seed + 1000, -0.5, 0.5);
   ir::ValueId w = builder.Constant(weights, "w");
-  ir::Attrs attrs{{"strides", std::vector<int64_t>{1, 1}},  {"padding", std::vector<int64_t>(4, 0)},
-                  {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t{1}},
-                  {"data_layout", std::string("NHWC")},     {"kernel_layout", std::string("HWIO")}};
+  ir::Attrs attrs{{"strides", std::vector<int64_t>{stride, stride}},
+                  {"padding", std::vector<int64_t>(4, padding)},
+                  {"dilation", std::vector<int64_t>{1, 1}},
+                  {"groups", int64_t{1}},
+                  {"data_layout", std::string("NHWC")},
+                  {"kernel_layout", std::string("HWIO")}};
   Finish(builder, workload, builder.Call("conv2d", {x, w}, attrs));
-  workload.shapes = fmt::format("1x1 conv2d NHWC x[1,{0},{0},{1}] w constant [1,1,{1},{2}]", size,
-                                in_channels, out_channels);
-  workload.flops = 2.0 * static_cast<double>(size * size) * static_cast<double>(in_channels) *
-                   static_cast<double>(out_channels);
+  const ir::Shape& out = workload.onednn_output.shape();  // [1, OH, OW, out]
+  workload.shapes =
+      fmt::format("conv2d NHWC x[1,{0},{0},{1}] w constant [{2},{2},{1},{3}] s{4} p{5} -> {6}",
+                  size, in_channels, kernel, out_channels, stride, padding, ir::ShapeToString(out));
+  workload.flops = 2.0 * static_cast<double>(ir::NumElements(out)) *
+                   static_cast<double>(kernel * kernel * in_channels);
   workload.keep_alive = {weights};
   memory user_src =
       WrapTensor(workload.inputs[0], {1, in_channels, size, size}, Tag::acdb, context);
   memory user_dst =
-      WrapTensor(workload.onednn_output, {1, out_channels, size, size}, Tag::acdb, context);
-  memory user_weight =
-      WrapTensor(workload.keep_alive[0], {out_channels, in_channels, 1, 1}, Tag::cdba, context);
-  workload.onednn_programs.push_back(NhwcConvolutionProgram(
-      user_src, user_weight, user_dst, {out_channels, in_channels, 1, 1}, 1, 0, context));
+      WrapTensor(workload.onednn_output, {1, out_channels, out[1], out[2]}, Tag::acdb, context);
+  memory::dims weight_dims = {out_channels, in_channels, kernel, kernel};
+  memory user_weight = WrapTensor(workload.keep_alive[0], weight_dims, Tag::cdba, context);
+  workload.onednn_programs.push_back(NhwcConvolutionProgram(user_src, user_weight, user_dst,
+                                                            weight_dims, stride, padding, context));
   return workload;
 }
 
@@ -516,14 +526,64 @@ std::pair<std::string, Factory> ChannelsLastDepthwise(int64_t channels, int64_t 
           }};
 }
 
-// The 1x1 convolution channels-last (see ChannelsLastPointwiseWorkload).
+// The 1x1 convolution channels-last (see ChannelsLastConvolutionWorkload).
 std::pair<std::string, Factory> ChannelsLastPointwise(int64_t in_channels, int64_t out_channels,
                                                       int64_t size) {
   std::string name = fmt::format("PWL-{}x{}x{}", in_channels, out_channels, size);
   return {name, [=](OnednnContext& context, uint64_t seed) {
-            return ChannelsLastPointwiseWorkload(name, in_channels, out_channels, size, context,
-                                                 seed);
+            return ChannelsLastConvolutionWorkload(name, in_channels, out_channels, size, 1, 1,
+                                                   context, seed);
           }};
+}
+
+// A dense k x k convolution channels-last (see ChannelsLastConvolutionWorkload).
+std::pair<std::string, Factory> ChannelsLastConvolution(int64_t in_channels, int64_t out_channels,
+                                                        int64_t size, int64_t kernel,
+                                                        int64_t stride) {
+  std::string name =
+      fmt::format("CVL-{}x{}x{}-k{}s{}", in_channels, out_channels, size, kernel, stride);
+  return {name, [=](OnednnContext& context, uint64_t seed) {
+            return ChannelsLastConvolutionWorkload(name, in_channels, out_channels, size, kernel,
+                                                   stride, context, seed);
+          }};
+}
+
+// The shape families whose names carry their sizes: a workload of any size is named by them
+// (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS), not only the listed ones. nullopt when
+// `name` is not of one of these forms (or a size is 0 or absurdly large).
+std::optional<std::pair<std::string, Factory>> ParseSizedWorkload(const std::string& name) {
+  // The numbers of `name` when it is `prefix` then numbers joined by `separators` in order.
+  auto numbers = [&](const std::string& prefix,
+                     std::vector<std::string> separators) -> std::optional<std::vector<int64_t>> {
+    if (name.rfind(prefix, 0) != 0) return std::nullopt;
+    separators.push_back("");
+    std::vector<int64_t> values;
+    size_t at = prefix.size();
+    for (const std::string& separator : separators) {
+      size_t end = at;
+      while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+      if (end == at || end - at > 6) return std::nullopt;
+      values.push_back(std::stoll(name.substr(at, end - at)));
+      if (values.back() == 0) return std::nullopt;
+      if (name.compare(end, separator.size(), separator) != 0) return std::nullopt;
+      at = end + separator.size();
+    }
+    if (at != name.size()) return std::nullopt;
+    return values;
+  };
+  if (auto v = numbers("MM-", {"x", "x"})) {
+    return std::pair{name, Dense(name, (*v)[0], (*v)[1], (*v)[2])};
+  }
+  if (auto v = numbers("PWL-", {"x", "x"})) {
+    return ChannelsLastPointwise((*v)[0], (*v)[1], (*v)[2]);
+  }
+  if (auto v = numbers("DWL-", {"x", "-k", "s"})) {
+    return ChannelsLastDepthwise((*v)[0], (*v)[1], (*v)[2], (*v)[3]);
+  }
+  if (auto v = numbers("CVL-", {"x", "x", "-k", "s"})) {
+    return ChannelsLastConvolution((*v)[0], (*v)[1], (*v)[2], (*v)[3], (*v)[4]);
+  }
+  return std::nullopt;
 }
 
 const std::vector<std::pair<std::string, Factory>>& Factories() {
@@ -611,6 +671,12 @@ const std::vector<std::pair<std::string, Factory>>& Factories() {
       ChannelsLastPointwise(144, 24, 56),
       ChannelsLastPointwise(672, 112, 14),
       ChannelsLastPointwise(1152, 192, 7),
+      // The convolutions of a bottleneck network's last stage (7x7 maps), where a register tile
+      // has the fewest spatial positions to work with.
+      ChannelsLastPointwise(2048, 512, 7),
+      ChannelsLastPointwise(512, 2048, 7),
+      ChannelsLastConvolution(512, 512, 7, 3, 1),
+      ChannelsLastConvolution(256, 256, 14, 3, 1),
   };
   return factories;
 }
@@ -623,13 +689,24 @@ std::vector<std::string> WorkloadNames() {
   return names;
 }
 
+bool IsWorkloadName(const std::string& name) {
+  for (const auto& [known, factory] : Factories()) {
+    if (known == name) return true;
+  }
+  return ParseSizedWorkload(name).has_value();
+}
+
 Workload MakeWorkload(const std::string& name, OnednnContext& context, uint64_t seed) {
   for (const auto& [known, factory] : Factories()) {
     if (known == name) return factory(context, seed);
   }
+  if (auto sized = ParseSizedWorkload(name)) return sized->second(context, seed);
   std::string names;
   for (const std::string& known : WorkloadNames()) names += (names.empty() ? "" : ", ") + known;
-  throw ir::Error(fmt::format("unknown workload '{}' (known: {})", name, names));
+  throw ir::Error(fmt::format(
+      "unknown workload '{}' (known: {}; and any size of MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, "
+      "CVL-IxOxS-kKsS)",
+      name, names));
 }
 
 }  // namespace tandem::bench

@@ -83,7 +83,11 @@ struct Workload {
 // Every workload name, in table order.
 std::vector<std::string> WorkloadNames();
 
-// Builds workload `name` (one of WorkloadNames(); Error otherwise) with inputs drawn from `seed`.
+// Whether `name` names a workload: one of WorkloadNames(), or any size of the families whose
+// names carry their sizes (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS).
+bool IsWorkloadName(const std::string& name);
+
+// Builds workload `name` (IsWorkloadName; Error otherwise) with inputs drawn from `seed`.
 Workload MakeWorkload(const std::string& name, OnednnContext& context, uint64_t seed = 1);
 
 }  // namespace tandem::bench
