@@ -114,7 +114,7 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
        "worse than `sequential` up to the noise: BestOf runs the sequential chain first under "
        "half of the trial budget, then the joint search under the rest (kernels the first "
        "tuned are reused), and keeps the faster of the two results, both confirmed in the same "
-       "measurement rounds (the joint one unless the sequential one gains the minimum gain). "
+       "measurement rounds (the sequential one unless the joint one gains the minimum gain). "
        "The joint search: every layout is screened with each convolution algorithm that "
        "applies in it (direct, Winograd F(2x2,3x3) or F(4x4,3x3)) and its all-own and "
        "all-backend placements; in the best layout every 3x3 convolution is measured alone "
@@ -123,7 +123,7 @@ void RegisterBuiltinPipelines(PipelineRegistry& registry) {
        "program), the whole-module placements are screened again and the best gets its "
        "kernels tuned with the rest of its budget; every decision is taken on end-to-end "
        "measurements and the best measured candidate wins.",
-       std::string(kGraphPrefix) + ", BestOf(share=0.5, alternative=" +
+       std::string(kGraphPrefix) + ", BestOf(share=0.5, prefer=\"alternative\", alternative=" +
            ir::ToString(ir::AttrValue(std::string(kSequentialChain))) +
            ", eval=[TuneLayout(keep=1, eval=[FoldConstant, InferType, "
            "TuneConvAlgorithm(keep=1, per_conv=1, eval=[FoldConstant, InferType, "

@@ -16,13 +16,17 @@
 //      with skip_tuned=1 among the eval passes takes them instead of searching them again;
 //   4. measures what is not measured yet, and records both first measurements ("measured");
 //   5. decides between the two in the same interleaved confirmation rounds
-//      (TuningPass::SelectConfirmed; recorded as "confirmed"): the eval passes' result is listed
-//      first, so the alternative's wins only when it is faster by more than the session's
-//      minimum gain (or when the eval passes' result failed).
+//      (TuningPass::SelectConfirmed; recorded as "confirmed"): the preferred chain's result
+//      (`prefer`, the eval passes' by default) is kept unless the other's is faster by more
+//      than the session's minimum gain (or the preferred one failed). The `joint` pipeline
+//      prefers its alternative, the sequential chain: the nested search's module replaces it
+//      only when it is clearly faster, so that a placement that won its search by noise does not
+//      make `joint` slower than `sequential`.
 // The winning candidate's trace is this instruction followed by the winning chain's own
 // instructions, so replay re-applies the chosen chain's decisions and measures nothing (this
 // pass's own decision replays to the module unchanged). Two chains that make the same module
-// are one finalist: nothing is confirmed and the eval passes' result is kept.
+// are one finalist: nothing is confirmed and the eval passes' result is kept (it is the same
+// module).
 //
 // Budget: with a trial budget of N, the alternative gets floor(share * (N - reserve)) and the eval
 // passes what is left of N; together they never exceed N. Without a trial budget, each chain runs
@@ -50,6 +54,7 @@ constexpr const char* kAlternative = "alternative";
 struct BestOfOptions {
   std::string alternative;
   double share = 0.5;
+  std::string prefer = kEval;
 };
 
 // The alternative chain of `options`, parsed against `registry`; Error when it is missing or
@@ -57,6 +62,10 @@ struct BestOfOptions {
 PassPtr ParseAlternative(const BestOfOptions& options, const PassRegistry& registry) {
   if (options.share < 0 || options.share > 1) {
     throw ir::Error(fmt::format("BestOf: share={} must be between 0 and 1", options.share));
+  }
+  if (options.prefer != kEval && options.prefer != kAlternative) {
+    throw ir::Error(fmt::format("BestOf: prefer=\"{}\" must be \"{}\" or \"{}\"", options.prefer,
+                                kEval, kAlternative));
   }
   if (options.alternative.find_first_not_of(' ') == std::string::npos) {
     throw ir::Error(
@@ -127,8 +136,10 @@ class BestOf : public TuningPass {
       c.trace.mutable_instructions()[index].attrs.Set("measured",
                                                       fmt::format("{}", fmt::join(measured, ",")));
     }
-    // 5. Confirmed together; the eval passes' result is preferred within the minimum gain.
-    int64_t best = SelectConfirmed(candidates, index, context);
+    // 5. Confirmed together; the preferred chain's result is kept within the minimum gain.
+    std::vector<size_t> preference =
+        options_.prefer == kEval ? std::vector<size_t>{0, 1} : std::vector<size_t>{1, 0};
+    int64_t best = SelectConfirmed(candidates, index, context, /*screening=*/false, preference);
     if (best < 0) return candidate;
     return candidates[static_cast<size_t>(best)];
   }
@@ -173,13 +184,16 @@ void RegisterBestOf(PassRegistry& registry) {
       .name = "BestOf",
       .summary = "Run the eval passes and an alternative chain of passes on the same module and "
                  "keep the faster result, the two confirmed in the same measurement rounds (the "
-                 "eval passes' result unless the alternative's gains the minimum gain).",
+                 "preferred chain's result unless the other's gains the minimum gain).",
       .required = {},
       .arguments = {{"alternative", &Options::alternative,
                      "pipeline text of the alternative chain (quoted; its strings escaped)"},
                     {"share", &Options::share,
                      "fraction of the trial budget left that the alternative chain may spend "
-                     "(it runs first; the eval passes get the rest)"}}});
+                     "(it runs first; the eval passes get the rest)"},
+                    {"prefer", &Options::prefer,
+                     "\"eval\" or \"alternative\": the chain whose result is kept unless the "
+                     "other's is faster by the minimum gain"}}});
   // The alternative is parsed against the registry the pass is created from (tests register
   // their own passes), when the pass is created: a missing or malformed alternative, or a share
   // out of range, fails when the pipeline is made.

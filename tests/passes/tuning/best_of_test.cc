@@ -147,6 +147,31 @@ TEST_F(BestOfPass, TheEvalPassesResultStaysWithinTheMinimumGain) {
   EXPECT_EQ(Decision(), "eval");
 }
 
+TEST_F(BestOfPass, PreferAlternativeKeepsTheChainWithinTheMinimumGain) {
+  // The nested search's pick (0,1) reads 0.88 ms against the chain's (1,2) 0.9 ms: 2% faster.
+  auto latency = [](const ir::IRModule& module) {
+    if (Tag(module, "a") == 0 && Tag(module, "b") == 1) return 0.88e-3;
+    if (Tag(module, "a") == 1 && Tag(module, "b") == 2) return 0.9e-3;
+    return SeparatedLatency(module);
+  };
+  // By default the eval passes' result is preferred (and here it is the faster one too).
+  EXPECT_EQ(Tag(Run(BestOf(kChain, kNested), latency), "a"), 0);
+  EXPECT_EQ(Decision(), "eval");
+  // Preferring the alternative, the nested search's 2% do not pay for the change.
+  ir::IRModule out = Run(BestOf(kChain, kNested, R"(prefer="alternative", )"), latency);
+  EXPECT_EQ(Tag(out, "a"), 1);
+  EXPECT_EQ(Tag(out, "b"), 2);
+  EXPECT_EQ(Decision(), "alternative");
+  EXPECT_EQ(BestOfInstruction().attrs.GetString("confirmed"), "eval:880.0us,alternative:900.0us");
+
+  // A nested search clearly faster than the chain still wins.
+  auto nested_faster = [](const ir::IRModule& module) {
+    return Tag(module, "a") == 0 && Tag(module, "b") == 1 ? 0.5e-3 : SeparatedLatency(module);
+  };
+  EXPECT_EQ(Tag(Run(BestOf(kChain, kNested, R"(prefer="alternative", )"), nested_faster), "a"), 0);
+  EXPECT_EQ(Decision(), "eval");
+}
+
 TEST_F(BestOfPass, TwoChainsThatMakeTheSameModuleAreOneFinalist) {
   // MockRunner's optimum is choice 1 of every knob: both chains tag a=1.
   auto mock = [](const ir::IRModule& module) {
@@ -201,6 +226,9 @@ TEST_F(BestOfPass, PipelineTextRoundTripsAndBadArgumentsFailWhenTheTextIsParsed)
   EXPECT_NE(error(R"(BestOf(alternative="NoSuchPass", eval=[InferType]))").find("NoSuchPass"),
             std::string::npos);
   EXPECT_NE(error(R"(BestOf(share=1.5, alternative="InferType"))").find("between 0 and 1"),
+            std::string::npos);
+  EXPECT_NE(error(R"(BestOf(prefer="chain", alternative="InferType"))")
+                .find(R"(prefer="chain" must be "eval" or "alternative")"),
             std::string::npos);
   // The tree shows the alternative's structure under its name.
   EXPECT_EQ(passes::PrintPipelineTree(*passes::ParsePipeline(text, registry_)),
