@@ -156,9 +156,13 @@ std::pair<std::string, std::string> SplitLastPass(const std::string& text) {
   return {trim(text.substr(0, split)), trim(text.substr(split + 1))};
 }
 
+bool IsPass(const std::string& pass_text, const std::string& name) {
+  return pass_text == name || pass_text.rfind(name + "(", 0) == 0;
+}
+
 std::string WithoutFinalLegalize(const std::string& text) {
   auto [head, last] = SplitLastPass(text);
-  if (head.empty() || (last != "Legalize" && last.rfind("Legalize(", 0) != 0)) {
+  if (head.empty() || !IsPass(last, "Legalize")) {
     throw ir::Error(fmt::format(
         "a dynamic build needs a pipeline that ends with Legalize (the graph-level passes, then "
         "lowering with default schedules, as default_heuristic); this one ends with '{}'",

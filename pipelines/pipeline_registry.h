@@ -67,4 +67,8 @@ std::string WithoutFinalLegalize(const std::string& text);
 // (trimmed; the first part is "" for a single pass).
 std::pair<std::string, std::string> SplitLastPass(const std::string& text);
 
+// Whether `pass_text` (one pass of pipeline text, trimmed) is the pass `name`, with or without
+// arguments: "Legalize" and "Legalize(default_schedule=0)" are Legalize, "LegalizeX" is not.
+bool IsPass(const std::string& pass_text, const std::string& name);
+
 }  // namespace tandem::pipelines

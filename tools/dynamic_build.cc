@@ -31,16 +31,12 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool IsPass(const std::string& text, const std::string& pass) {
-  return text == pass || text.rfind(pass + "(", 0) == 0;
-}
-
 // The graph part of `pipeline_text`: the passes before its last one, which must be Legalize or,
 // when the kernels' schedules come from a database or a trace (`with_schedules`), TuneKernels
 // (tuned per bucket by `tandem tune --dynamic`).
 std::string GraphPart(const std::string& pipeline_text, bool with_schedules) {
   auto [head, last] = pipelines::SplitLastPass(pipeline_text);
-  if (IsPass(last, "TuneKernels") && !head.empty()) {
+  if (pipelines::IsPass(last, "TuneKernels") && !head.empty()) {
     if (with_schedules) return head;
     throw ir::Error(
         "a dynamic build does not tune inside: the pipeline ends with TuneKernels, whose "

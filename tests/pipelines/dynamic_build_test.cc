@@ -297,6 +297,9 @@ TEST(DynamicBuild, PipelinesMustEndWithLegalize) {
             "InferType, FuseOps(x=\"a,b\")");
   EXPECT_EQ(pipelines::WithoutFinalLegalize("FoldConstant, Legalize(default_schedule=0)"),
             "FoldConstant");
+  EXPECT_THROW(pipelines::WithoutFinalLegalize("FoldConstant, LegalizeAll"), ir::Error);
+  EXPECT_TRUE(pipelines::IsPass("TuneKernels(trials=8)", "TuneKernels"));
+  EXPECT_FALSE(pipelines::IsPass("TuneKernelsFast", "TuneKernels"));
   try {
     pipelines::WithoutFinalLegalize(
         pipelines::PipelineRegistry::Global().Get("default_tuning").text);
