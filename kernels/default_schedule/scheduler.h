@@ -91,6 +91,7 @@ class DefaultScheduler {
   void ScheduleSpatialInner(const std::string& name);
   void ScheduleSpatial(const std::string& name);
   void ScheduleSpatialFused(const std::string& name);
+  bool ScheduleSpatialRows(const std::string& name);
   bool ScheduleTranspose(const std::string& name);
   bool ScheduleBlockedTranspose(const std::string& name);
 

@@ -112,11 +112,15 @@ void DefaultScheduler::ScheduleSpatial(const std::string& name) {
 }
 
 // A spatial block with a short innermost loop. When every load moves with the store along
-// the innermost iterator (elementwise, broadcast), all loops fused, split by the vector width
-// and vectorized. A load that moves with another stride (a transpose such as an NCHW -> NHWC
-// layout_transform) would make each vector a gather with per-lane index arithmetic, many
-// times slower than scalar code: then the outer loops are fused and parallel and the short
-// innermost loop is unrolled.
+// the innermost iterator (elementwise, broadcast, padding), the innermost loops are fused until
+// they are long enough (a row of an NHWC tensor with 3 channels: w and c), split by the vector
+// width and vectorized, the loops outside them fused and parallel: the code generator sees that
+// the parts of a fused index add up to it again (floordiv(f, C) * C + floormod(f, C)), so a
+// vector moves along contiguous memory. Without a split of the vector width into the inner
+// fused extent, all loops are fused, split and vectorized. A load that moves with another
+// stride (a transpose such as an NCHW -> NHWC layout_transform) would make each vector a gather
+// with per-lane index arithmetic, many times slower than scalar code: then the outer loops are
+// fused and parallel and the short innermost loop is unrolled.
 void DefaultScheduler::ScheduleSpatialFused(const std::string& name) {
   const ir::Block block = BlockOf(s_, name);
   AccessModel model(block);
@@ -130,6 +134,7 @@ void DefaultScheduler::ScheduleSpatialFused(const std::string& name) {
     }
     if (transposes && ScheduleTranspose(name)) return;
   }
+  if (ScheduleSpatialRows(name)) return;
   TrySteps(s_, [&] {
     BlockRV b = s_.GetBlock(name);
     std::vector<LoopRV> loops = s_.GetLoops(b);
@@ -144,6 +149,47 @@ void DefaultScheduler::ScheduleSpatialFused(const std::string& name) {
       s_.Vectorize(parts[1]);
     }
     if (extent >= options_.parallel_min_work && threads_ > 1) s_.Parallel(outer);
+  });
+}
+
+// ScheduleSpatialFused's rows: the innermost loops fused until they hold 4 vectors, split by a
+// vector width of at least 4 dividing them and vectorized; the loops outside fused and parallel.
+// False (nothing changed) when the rows are the whole nest, or no such width divides them, or a
+// wider one divides the whole nest.
+bool DefaultScheduler::ScheduleSpatialRows(const std::string& name) {
+  const ir::Block block = BlockOf(s_, name);
+  size_t rank = block->iter_vars.size();
+  if (rank < 2) return false;
+  for (const ir::IterVar& iv : block->iter_vars) {
+    if (iv.kind != ir::IterKind::kSpatial || iv.extent < 1) return false;
+  }
+  size_t first = rank - 1;
+  int64_t row = block->iter_vars[first].extent;
+  while (first > 0 && row < 4 * options_.vector_lanes) {
+    --first;
+    row *= block->iter_vars[first].extent;
+  }
+  int64_t outer_extent = 1;
+  for (size_t k = 0; k < first; ++k) outer_extent *= block->iter_vars[k].extent;
+  int64_t lanes = LargestDivisor(row, options_.vector_lanes);
+  // Rows that would take narrower vectors than the whole fused nest (an NCHW 7x7 map: 7 lanes
+  // against 8) are not worth their shorter index arithmetic.
+  int64_t all_lanes = LargestDivisor(row * outer_extent, options_.vector_lanes);
+  if (first == 0 || outer_extent == 1 || lanes < 4 || lanes < all_lanes) return false;
+  return TrySteps(s_, [&] {
+    BlockRV b = s_.GetBlock(name);
+    std::vector<LoopRV> loops = s_.GetLoops(b);
+    if (loops.size() != rank) throw ScheduleError("unexpected loop nest");
+    std::vector<LoopRV> outer(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(first));
+    std::vector<LoopRV> inner(loops.begin() + static_cast<std::ptrdiff_t>(first), loops.end());
+    LoopRV fused_row = inner.size() > 1 ? s_.Fuse(inner) : inner[0];
+    std::vector<LoopRV> parts = s_.Split(fused_row, {-1, lanes});
+    s_.Vectorize(parts[1]);
+    LoopRV fused = outer.size() > 1 ? s_.Fuse(outer) : outer[0];
+    if (SpatialExtent(block) >= options_.parallel_min_work && threads_ > 1 &&
+        s_.LoopExtent(fused) >= threads_) {
+      s_.Parallel(fused);
+    }
   });
 }
 

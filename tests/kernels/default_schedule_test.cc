@@ -94,7 +94,9 @@ TEST(DefaultSchedule, PacksTheRightOperandWhenItsPanelOverflowsItsCacheSets) {
         }
       }
     });
-    if (packed) EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    if (packed) {
+      EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    }
     return packed;
   };
   EXPECT_TRUE(packs(512, 512));    // rows 2 KiB apart: 32 sets hold 256 lines, the panel needs 512
@@ -206,6 +208,41 @@ TEST(DefaultSchedule, LongInnermostTransposeIsTiledAlongBothAxes) {
   EXPECT_LT(CompareKernels(kernel, s.function()), 1e-6);
 }
 
+// The loops of `s`'s kernel, outermost first, as (kind, extent).
+std::vector<std::pair<ir::ForKind, int64_t>> LoopNest(const Schedule& s) {
+  std::vector<std::pair<ir::ForKind, int64_t>> loops;
+  ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+    if (const auto* loop = ir::As<ir::ForNode>(st))
+      loops.emplace_back(loop->for_kind, loop->extent);
+  });
+  return loops;
+}
+
+// An elementwise block over a channels-last tensor with 3 channels (a network's input, or its
+// padded copy) is cut into rows: w and c fused and vectorized by a width dividing the row (6 of
+// 66), the rows parallel; the whole nest, which no wider vector divides either, fused would put
+// a division by the row length into every vector.
+// Where a row would take narrower vectors than the whole nest (an NCHW 7x7 map: 7 against 8),
+// the nest stays fused.
+TEST(DefaultSchedule, ShortInnermostAxesAreVectorizedByRows) {
+  DefaultScheduleOptions options{.vector_lanes = 8, .parallel_min_work = 64, .num_threads = 2};
+  ir::KernelFunction rows = LowerOp("relu", {F32({1, 41, 22, 3})});
+  Schedule s = ApplyDefaultSchedule(rows, options);
+  EXPECT_EQ(
+      LoopNest(s),
+      (std::vector<std::pair<ir::ForKind, int64_t>>{
+          {ir::ForKind::kParallel, 41}, {ir::ForKind::kSerial, 11}, {ir::ForKind::kVectorized, 6}}))
+      << s.trace().ToText();
+  EXPECT_LT(CompareKernels(rows, s.function()), 1e-6);
+
+  ir::KernelFunction maps = LowerOp("relu", {F32({1, 16, 7, 7})});
+  Schedule fused = ApplyDefaultSchedule(maps, options);
+  EXPECT_EQ(LoopNest(fused), (std::vector<std::pair<ir::ForKind, int64_t>>{
+                                 {ir::ForKind::kParallel, 98}, {ir::ForKind::kVectorized, 8}}))
+      << fused.trace().ToText();
+  EXPECT_LT(CompareKernels(maps, fused.function()), 1e-6);
+}
+
 // The unrolled loops of `s` (name -> extent) inside the loops of its reduction block "conv2d".
 std::map<std::string, int64_t> UnrolledTileLoops(const Schedule& s) {
   std::map<std::string, int64_t> tiles;
@@ -247,11 +284,10 @@ TEST(DefaultSchedule, ConvolutionRowsTileAlongHeightAndWidthWhenOneAxisCannot) {
 // weight vector loaded for 7 outputs): its rows are tiled by 4 padded to 8, 4 rows of two
 // vectors (8 accumulators). The padded rows compute but never store; the result is unchanged.
 TEST(DefaultSchedule, ConvolutionRowsOfASmallMapArePaddedToAWiderTile) {
-  ir::KernelFunction kernel = LowerOp(
-      "conv2d", {F32({1, 7, 7, 8}), F32({3, 3, 8, 16})},
-      ir::Attrs{{"data_layout", std::string("NHWC")},
-                {"kernel_layout", std::string("HWIO")},
-                {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::KernelFunction kernel = LowerOp("conv2d", {F32({1, 7, 7, 8}), F32({3, 3, 8, 16})},
+                                      ir::Attrs{{"data_layout", std::string("NHWC")},
+                                                {"kernel_layout", std::string("HWIO")},
+                                                {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
   Schedule s = ApplyDefaultSchedule(
       kernel, DefaultScheduleOptions{.vector_lanes = 8, .vector_registers = 16, .num_threads = 2});
   EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
