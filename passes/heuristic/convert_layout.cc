@@ -14,7 +14,8 @@
 // attribute) of a converted value stay in NHWC too, so a network's pools and its head need no
 // transform of a large activation; so do Winograd convolutions (TuneConvAlgorithm's chains):
 // their input and output transforms read and write NHWC, the batched GEMM between them has no
-// layout.
+// layout; and so does a concatenation of activations one of which is in NHWC (an inception or
+// fire module joining its branches along the channels), along the same axis in NHWC.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -181,6 +182,18 @@ class LayoutConverter {
     return result;
   }
 
+  // Whether every operand of the concat `n` is a 4-d activation and one of them is in the
+  // converted layout already (a concat of original NCHW values stays where it is).
+  bool ConcatOfActivations(const ir::Node& n) const {
+    bool converted = false;
+    for (ir::ValueId in : n.inputs) {
+      if (!IsActivation(in)) return false;
+      converted = converted || !layout_of_[static_cast<size_t>(in)].empty();
+    }
+    int64_t axis = n.attrs.GetInt("axis");
+    return converted && axis >= -4 && axis < 4;
+  }
+
   bool ConvertibleConv(const ir::Node& n) const {
     if (n.op != "conv2d") return false;
     if (n.attrs.GetString("data_layout") != "NCHW" || n.attrs.GetString("kernel_layout") != "OIHW")
@@ -232,6 +245,17 @@ class LayoutConverter {
         } else {
           Define(id, Emit(std::move(n)), layout_);
         }
+        return;
+      }
+      if (layout_ == "NHWC" && node.op == "concat" && IsActivation(id) &&
+          ConcatOfActivations(node)) {
+        // NCHW axis -> its position in NHWC.
+        static constexpr int64_t kNhwcPosition[4] = {0, 3, 1, 2};
+        int64_t axis = node.attrs.GetInt("axis");
+        ir::Node n = node;
+        for (ir::ValueId& in : n.inputs) in = InLayout(in, layout_);
+        n.attrs.Set("axis", kNhwcPosition[axis < 0 ? axis + 4 : axis]);
+        Define(id, Emit(std::move(n)), layout_);
         return;
       }
       if (kUnary.count(node.op) && converted_input) {

@@ -12,10 +12,12 @@
 // backend placement like PackMatmulWeights. nb defaults to two vector registers of the target
 // (32 f32 on AVX-512, 16 on AVX2), so that a register tile two vectors wide reads one panel row
 // per step, as for PackMatmulWeights; one 64-byte cache line of elements where that width does
-// not divide the output channels.
+// not divide the output channels, one vector register where that does not either.
 // Grouped and depthwise convolutions are left alone (their weight rows are short). Values are
 // unchanged (the same products in the same order).
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "ir/layout.h"
 #include "passes/graph_utils.h"
@@ -44,9 +46,12 @@ int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, const PanelS
   int64_t out_channels = weight->shape()[kernel_layout.find('O')];
   int64_t block = PanelWidth(weight->dtype(), spec);
   // The default panel (two vector registers) falls back to one cache line of elements when it
-  // does not divide the output channels (240 channels: panels of 16 on AVX-512).
+  // does not divide the output channels (240 channels: panels of 16 on AVX-512), then to one
+  // vector register (1000 channels: panels of 8 on AVX2).
   if (spec.block == 0 && out_channels % block != 0) {
+    int64_t vector = std::max<int64_t>(2, block / 2);
     block = PanelWidth(weight->dtype(), PanelSpec{.block = 0, .default_bytes = 64});
+    if (out_channels % block != 0) block = vector;
   }
   return out_channels % block == 0 && out_channels > block ? block : 0;
 }
@@ -75,7 +80,8 @@ void RegisterPackConvWeights(PassRegistry& registry) {
   RegisterPanelPackingPass(
       registry, "PackConvWeights",
       "Give a channels-last conv2d with a constant weight the kernel layout OHWI{nb}o (panels of "
-      "nb output channels, taps then input channels) at compile time, so that a register tile streams contiguous weights "
+      "nb output channels, taps then input channels) at compile time, so that a register tile "
+      "streams contiguous weights "
       "(after backend placement, like PackMatmulWeights).",
       /*default_vectors=*/2, PackConvWeights);
 }

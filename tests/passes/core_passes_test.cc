@@ -201,6 +201,37 @@ graph @main(%x: f32[1,4,6,6]) -> f32[1,4] {
             1e-6);
 }
 
+// A fire module: two branches of converted convolutions concatenated along the channels stay
+// in NHWC (the concat along NHWC's channel axis), so the next convolution reads them with no
+// transform; a concat along the height works the same way.
+TEST(ConvertLayout, KeepsAConcatOfConvertedBranchesInNhwc) {
+  ir::IRModule module = ir::ParseModule(R"(
+graph @main(%x: f32[1,4,6,6]) -> f32[1,4,6,6] {
+  %w = constant f32[4,4,1,1] [1.0, 0.5, 0.0, 0.0, 0.0, 1.0, 0.0, 0.25, 0.0, 0.0, 1.0, 0.0, -0.5, 0.0, 0.0, -1.0]
+  %w8 = constant f32[4,8,1,1] base64"AAAgvwAAgD4AAIC+AAAgPwAAAD4AAMC+AAAAPwAAAAAAAAC/AADAPgAAAL4AACC/AACAPgAAgL4AACA/AAAAPgAAwL4AAAA/AAAAAAAAAL8AAMA+AAAAvgAAIL8AAIA+AACAvgAAID8AAAA+AADAvgAAAD8AAAAAAAAAvwAAwD4="
+  %a = conv2d(%x, %w) : f32[1,4,6,6]
+  %r = relu(%a) : f32[1,4,6,6]
+  %b = conv2d(%r, %w) : f32[1,4,6,6]
+  %c = concat(%r, %b) {axis=1} : f32[1,8,6,6]
+  %d = conv2d(%c, %w8) : f32[1,4,6,6]
+  %h = concat(%d, %a) {axis=-2} : f32[1,4,12,6]
+  %m = max_pool2d(%h) {pool_size=[2,1], strides=[2,1]} : f32[1,4,6,6]
+  return %m
+})");
+  ir::IRModule out = RunText("InferType, ConvertLayout(layout=\"NHWC\"), FoldConstant", module);
+  // The data in and the result out (the weights fold).
+  EXPECT_EQ(CountOps(out, "layout_transform"), 2);
+  std::vector<int64_t> axes;
+  for (const ir::Node& n : out.Get("main").nodes) {
+    if (n.op == "concat") axes.push_back(n.attrs.GetInt("axis"));
+  }
+  EXPECT_EQ(axes, (std::vector<int64_t>{3, 1}));
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 3);
+  EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", out), inputs)[0],
+                              backends::RunReference(module, inputs)[0]),
+            1e-6);
+}
+
 // A squeeze-excite block: the pooled activation's 1x1 convolutions run in NHWC too, and their
 // per-channel result scales the activation with no transform (it already is a channel bias in
 // NHWC); in NCHW8c the pooled value's channels are blocked the same way.
