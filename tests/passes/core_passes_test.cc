@@ -153,6 +153,14 @@ graph @main(%a: f32[4,8], %b: f32[8,8]) -> f32[2,4,4] {
   EXPECT_EQ(matmul["m"], matmul["p"]);
 }
 
+// `converted` (a rewrite of `module`) computes what `module` computes on random inputs.
+void ExpectSameResult(const ir::IRModule& module, const ir::IRModule& converted) {
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 3);
+  EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", converted), inputs)[0],
+                              backends::RunReference(module, inputs)[0]),
+            1e-6);
+}
+
 TEST(ConvertLayout, BlocksAConvChainOnce) {
   ir::IRModule out = RunText("InferType, ConvertLayout(layout=\"NCHW4c\")", ir::ParseModule(R"(
 graph @main(%x: f32[1,8,6,6]) -> f32[1,8,6,6] {
@@ -195,10 +203,7 @@ graph @main(%x: f32[1,4,6,6]) -> f32[1,4] {
       EXPECT_EQ(n.attrs.GetString("layout"), "NHWC");
     }
   }
-  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 3);
-  EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", out), inputs)[0],
-                              backends::RunReference(module, inputs)[0]),
-            1e-6);
+  ExpectSameResult(module, out);
 }
 
 // A fire module: two branches of converted convolutions concatenated along the channels stay
@@ -226,10 +231,7 @@ graph @main(%x: f32[1,4,6,6]) -> f32[1,4,6,6] {
     if (n.op == "concat") axes.push_back(n.attrs.GetInt("axis"));
   }
   EXPECT_EQ(axes, (std::vector<int64_t>{3, 1}));
-  std::vector<ir::Tensor> inputs = backends::RandomInputs(module.Get("main"), 3);
-  EXPECT_LT(ir::RelativeError(backends::RunReference(RunText("InferType", out), inputs)[0],
-                              backends::RunReference(module, inputs)[0]),
-            1e-6);
+  ExpectSameResult(module, out);
 }
 
 // A squeeze-excite block: the pooled activation's 1x1 convolutions run in NHWC too, and their
