@@ -317,6 +317,23 @@ std::optional<CgValue> KernelCodegen::IndexArithmetic(ExprKind kind, const CgVal
     llvm::Value* remainder = builder_.CreateSub(a.value, builder_.CreateMul(quotient, b.value));
     return make(remainder, a.stride, g);
   }
+  if (kind == ExprKind::kLT || kind == ExprKind::kGE || kind == ExprKind::kLE ||
+      kind == ExprKind::kGT) {
+    // x = base + lane (stride 1) against a constant c, with base a multiple of the width:
+    // lanes cover [base, base + width) and never cross a multiple of the width. x < c and
+    // x >= c change between c - 1 and c, x <= c and x > c between c and c + 1: when that point
+    // is a multiple of the width too, every lane compares as lane 0 does (a concat's part
+    // selected per vector).
+    const llvm::ConstantInt* limit = b.uniform() ? ConstantIntOf(b.value) : nullptr;
+    if (!limit || a.form != Form::kAffine || a.stride != 1 || ma <= 0 || width_ <= 1 ||
+        ma % width_ != 0) {
+      return std::nullopt;
+    }
+    int64_t change =
+        limit->getSExtValue() + (kind == ExprKind::kLE || kind == ExprKind::kGT ? 1 : 0);
+    if (change % width_ != 0) return std::nullopt;
+    return Uniform(BinaryOp(kind, dtype, a.value, b.value), DataType::kBool);
+  }
   return std::nullopt;
 }
 

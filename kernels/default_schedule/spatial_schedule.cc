@@ -1,8 +1,10 @@
 // Rules 5 and 6 of the default schedules: case splits and the other spatial blocks.
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include "ir/error.h"
+#include "ir/kernel/functor.h"
 #include "kernels/case_split.h"
 #include "kernels/default_schedule/scheduler.h"
 #include "kernels/schedule/block_analysis.h"
@@ -13,6 +15,32 @@ namespace {
 
 // Largest number of copies a case split's selecting loops are unrolled into.
 constexpr int64_t kMaxCaseSplitCopies = 64;
+
+// The gcd of the points where a comparison of `block`'s innermost iterator with a constant
+// changes (i < c and i >= c between c - 1 and c, i <= c and i > c between c and c + 1) in the
+// values it stores: a concat along its innermost axis selects its part by i < 256, i < 288, ...
+// 0 when there is no such comparison.
+int64_t InnermostThresholdGcd(const ir::Block& block) {
+  if (block->iter_vars.empty()) return 0;
+  const ir::Var& innermost = block->iter_vars.back().var;
+  int64_t g = 0;
+  ir::VisitStmtTree(block->body, [&](const ir::Stmt& st) {
+    const auto* store = ir::As<ir::StoreNode>(st);
+    if (!store) return;
+    ir::VisitExprTree(store->value, [&](const ir::Expr& e) {
+      bool compare = e->kind == ir::ExprKind::kLT || e->kind == ir::ExprKind::kGE ||
+                     e->kind == ir::ExprKind::kLE || e->kind == ir::ExprKind::kGT;
+      int64_t limit = 0;
+      if (!compare || e->operands.size() != 2 || e->operands[0].get() != innermost.get() ||
+          !ir::AsConstInt(e->operands[1], &limit)) {
+        return;
+      }
+      bool after = e->kind == ir::ExprKind::kLE || e->kind == ir::ExprKind::kGT;
+      g = std::gcd(g, std::abs(limit + (after ? 1 : 0)));
+    });
+  });
+  return g;
+}
 
 }  // namespace
 
@@ -89,8 +117,14 @@ void DefaultScheduler::ScheduleSpatial(const std::string& name) {
     if (loops.empty()) return;
     LoopRV last = loops.back();
     int64_t extent = s_.LoopExtent(last);
-    // The whole loop when it is short (power-of-two pieces), else the widest tile dividing it.
+    // The whole loop when it is short (power-of-two pieces), else the widest tile dividing it;
+    // a tile inside which no selecting comparison changes (a concat's parts), when there is one
+    // of at least the vector width: each vector then reads one part.
     int64_t lanes = extent <= 2 * kMaxVectorTile ? extent : LargestDivisor(extent, kMaxVectorTile);
+    if (int64_t g = InnermostThresholdGcd(BlockOf(s_, name)); g > 0) {
+      int64_t fit = LargestDivisor(std::gcd(g, extent), kMaxVectorTile);
+      if (fit >= options_.vector_lanes) lanes = fit;
+    }
     if (lanes < options_.vector_lanes) throw ScheduleError("short innermost loop");
     std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
     if (lanes < extent) {

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "backends/llvm/codegen.h"
 #include "backends/reference/interpreter.h"
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_parser.h"
@@ -241,6 +242,29 @@ TEST(DefaultSchedule, ShortInnermostAxesAreVectorizedByRows) {
                                  {ir::ForKind::kParallel, 98}, {ir::ForKind::kVectorized, 8}}))
       << fused.trace().ToText();
   EXPECT_LT(CompareKernels(maps, fused.function()), 1e-6);
+}
+
+// A concat along its innermost axis (channels-last branches joined) is vectorized by a width
+// that divides every part, 32 here for parts of 64, 32 and 96 channels: each vector then lies in
+// one part, and the code generator, which sees that the part's test holds alike in every lane,
+// loads only that part instead of each part under a mask.
+TEST(DefaultSchedule, InnermostConcatVectorsLieInOnePart) {
+  DefaultScheduleOptions options{.vector_lanes = 8, .parallel_min_work = 64, .num_threads = 2};
+  ir::KernelFunction concat =
+      LowerOp("concat", {F32({1, 5, 6, 64}), F32({1, 5, 6, 32}), F32({1, 5, 6, 96})},
+              ir::Attrs{{"axis", int64_t{3}}});
+  Schedule s = ApplyDefaultSchedule(concat, options);
+  std::vector<std::pair<ir::ForKind, int64_t>> loops = LoopNest(s);
+  ASSERT_FALSE(loops.empty());
+  EXPECT_EQ(loops.back(), std::make_pair(ir::ForKind::kVectorized, int64_t{32}))
+      << s.trace().ToText();
+  EXPECT_LT(CompareKernels(concat, s.function()), 1e-7);
+  // Compiled: the uniform part tests pick the right part in every vector.
+  std::vector<ir::Tensor> args = testing::RandomArgs(concat, 5);
+  std::vector<ir::Tensor> expected = backends::RunKernelReference(concat, args, true);
+  args.emplace_back(ir::TensorType{{1, 5, 6, 192}, ir::DataType::kFloat32, ""});
+  backends::CompileKernels({s.function()})->Run(s.function().name, args);
+  EXPECT_EQ(ir::RelativeError(args.back(), expected[0]), 0.0);
 }
 
 // The unrolled loops of `s` (name -> extent) inside the loops of its reduction block "conv2d".
