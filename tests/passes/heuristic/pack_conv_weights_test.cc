@@ -49,7 +49,9 @@ graph @main(%x: f32[1,3,3,2]{NHWC}) -> f32[1,2,3,4]{NHWC} {
 }
 
 // The default panel is two vector registers of the target (16 f32 on AVX2, 32 on AVX-512), one
-// cache line (16) where two registers do not divide the output channels (48 on AVX-512).
+// cache line (16) where two registers do not divide the output channels (48 on AVX-512), one
+// vector register where that does not either (24 or 1000 on AVX2: 8); none where no such width
+// divides them (40 on AVX-512: the weight keeps its HWIO layout, whose last axis is O).
 TEST(PackConvWeights, DefaultPanelIsTwoVectorsOfTheTargetOrACacheLine) {
   auto panel_of = [](int64_t out_channels, const std::string& target) -> int64_t {
     std::string values = "[0.5";
@@ -73,6 +75,9 @@ graph @main(%x: f32[1,2,2,2]{{NHWC}}) -> f32[1,2,2,{0}]{{NHWC}} {{
   EXPECT_EQ(panel_of(64, "llvm -cpu=skylake-avx512"), 32);
   EXPECT_EQ(panel_of(48, "llvm -cpu=skylake-avx512"), 16);
   EXPECT_EQ(panel_of(48, "llvm -cpu=x86-64-v3"), 16);
+  EXPECT_EQ(panel_of(24, "llvm -cpu=x86-64-v3"), 8);
+  EXPECT_EQ(panel_of(1000, "llvm -cpu=x86-64-v3"), 8);
+  EXPECT_EQ(panel_of(40, "llvm -cpu=skylake-avx512"), 40);
 }
 
 TEST(PackConvWeights, LeavesWhatItCannotPack) {
