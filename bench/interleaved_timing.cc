@@ -142,10 +142,8 @@ std::vector<std::string> SelectedWorkloads(const std::string& list) {
   while (std::getline(stream, name, ',')) {
     if (name.empty()) continue;
     if (!IsWorkloadName(name)) {
-      throw ir::Error(
-          fmt::format("unknown workload '{}' in --workloads (known: {}; and any size of MM-MxKxN, "
-                      "DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS)",
-                      name, fmt::join(known, ", ")));
+      throw ir::Error(fmt::format("unknown workload '{}' in --workloads (known: {})", name,
+                                  WorkloadNamesText()));
     }
     names.push_back(name);
   }

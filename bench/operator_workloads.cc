@@ -1,6 +1,7 @@
 #include "bench/operator_workloads.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <cmath>
@@ -689,24 +690,34 @@ std::vector<std::string> WorkloadNames() {
   return names;
 }
 
-bool IsWorkloadName(const std::string& name) {
+namespace {
+
+// The factory of workload `name`: a listed one, or one of the families of any size.
+std::optional<Factory> FindFactory(const std::string& name) {
   for (const auto& [known, factory] : Factories()) {
-    if (known == name) return true;
+    if (known == name) return factory;
   }
-  return ParseSizedWorkload(name).has_value();
+  if (auto sized = ParseSizedWorkload(name)) return sized->second;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string WorkloadNamesText() {
+  return fmt::format("{}; and any size of MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS",
+                     fmt::join(WorkloadNames(), ", "));
+}
+
+bool IsWorkloadName(const std::string& name) {
+  return FindFactory(name).has_value();
 }
 
 Workload MakeWorkload(const std::string& name, OnednnContext& context, uint64_t seed) {
-  for (const auto& [known, factory] : Factories()) {
-    if (known == name) return factory(context, seed);
+  std::optional<Factory> factory = FindFactory(name);
+  if (!factory) {
+    throw ir::Error(fmt::format("unknown workload '{}' (known: {})", name, WorkloadNamesText()));
   }
-  if (auto sized = ParseSizedWorkload(name)) return sized->second(context, seed);
-  std::string names;
-  for (const std::string& known : WorkloadNames()) names += (names.empty() ? "" : ", ") + known;
-  throw ir::Error(fmt::format(
-      "unknown workload '{}' (known: {}; and any size of MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, "
-      "CVL-IxOxS-kKsS)",
-      name, names));
+  return (*factory)(context, seed);
 }
 
 }  // namespace tandem::bench

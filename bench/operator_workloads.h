@@ -83,6 +83,9 @@ struct Workload {
 // Every workload name, in table order.
 std::vector<std::string> WorkloadNames();
 
+// The workload names for a message: every listed one, then the families of any size.
+std::string WorkloadNamesText();
+
 // Whether `name` names a workload: one of WorkloadNames(), or any size of the families whose
 // names carry their sizes (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS).
 bool IsWorkloadName(const std::string& name);
