@@ -18,12 +18,6 @@ namespace {
 // Multiply-adds of a reduction block from which it runs on parallel threads whatever the size
 // of its output (a thread pool dispatch costs a few microseconds; this is about 0.5 ms serial).
 constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
-// Reduction loops of a block whose operands all move with the lanes (a depthwise convolution's
-// or a pooling window's taps) and whose tile covers overlapping windows are unrolled up to this
-// many iterations in all: the taps' input vectors are then loaded once for several outputs and
-// the weights stay in registers (faster for MobileNetV2's stride-1 3x3 depthwise
-// convolutions; at stride 2 unrolling measured slower).
-constexpr int64_t kMaxUnrolledTaps = 25;
 // The cache geometry PanelOverflowsItsSets assumes: x86 L2 caches of the last decade index
 // 1024 or more sets of 64-byte lines with at least 8 ways.
 constexpr int64_t kCacheLineBytes = 64;

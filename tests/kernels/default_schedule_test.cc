@@ -9,6 +9,7 @@
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_parser.h"
 #include "kernels/default_schedule.h"
+#include "kernels/default_schedule/register_tiling.h"
 #include "kernels/legalize.h"
 #include "tests/kernels/schedule_test_util.h"
 
@@ -447,6 +448,44 @@ TEST(DefaultSchedule, DepthwiseConvolutionTilesAlongWidthWithTapsUnrolledWhereWi
   EXPECT_GT(disjoint_tiles["h_1"], 1) << disjoint.trace().ToText();
   EXPECT_EQ(disjoint_tiles.count("kh"), 0u) << disjoint.trace().ToText();
   EXPECT_EQ(disjoint_tiles.count("kw"), 0u) << disjoint.trace().ToText();
+}
+
+// With the taps unrolled over overlapping windows, the tile keeps tile + taps - 1 input vectors
+// of a tap row live beside its accumulators: however large the register file, such a tile holds
+// at most kMaxUnrolledWindowAccumulators (a 14x14 map with 5x5 taps: 7 outputs along w, not the
+// whole row AVX-512's 24 accumulators would allow, which spilled and ran 3x slower). A pooling
+// window's taps are capped alike; a reduction too long to unroll (7x7 taps) is not.
+TEST(DefaultSchedule, UnrolledWindowTilesStayWithinTheAccumulatorCapOnAnyRegisterFile) {
+  auto tile_of = [](int64_t size, int64_t taps, int64_t lanes, int64_t registers) {
+    ir::KernelFunction kernel = LowerOp(
+        "conv2d", {testing::F32({1, size, size, 64}), testing::F32({taps, taps, 1, 64})},
+        ir::Attrs{{"data_layout", std::string("NHWC")},
+                  {"kernel_layout", std::string("HWIO")},
+                  {"groups", int64_t{64}},
+                  {"strides", std::vector<int64_t>{1, 1}},
+                  {"padding", std::vector<int64_t>{taps / 2, taps / 2, taps / 2, taps / 2}}});
+    Schedule s = ApplyDefaultSchedule(
+        kernel, DefaultScheduleOptions{
+                    .vector_lanes = lanes, .vector_registers = registers, .num_threads = 2});
+    EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
+    std::map<std::string, int64_t> tiles = UnrolledTileLoops(s);
+    return std::make_pair(tiles["w_1"], tiles["kw"]);
+  };
+  for (int64_t registers : {16, 32}) {
+    SCOPED_TRACE(registers);
+    int64_t lanes = registers == 32 ? 16 : 8;
+    auto [tile, unrolled_taps] = tile_of(14, 5, lanes, registers);
+    EXPECT_EQ(unrolled_taps, 5);
+    EXPECT_EQ(tile, 7);
+    auto [tile_3x3, taps_3x3] = tile_of(28, 3, lanes, registers);
+    EXPECT_EQ(taps_3x3, 3);
+    EXPECT_GT(tile_3x3, 1);
+    EXPECT_LE(tile_3x3, default_schedule::kMaxUnrolledWindowAccumulators);
+  }
+  // 7x7 taps (49) are not unrolled: the cap does not apply and AVX-512 keeps its wider tile.
+  auto [wide, rolled_taps] = tile_of(14, 7, 16, 32);
+  EXPECT_EQ(rolled_taps, 0);
+  EXPECT_GT(wide, default_schedule::kMaxUnrolledWindowAccumulators);
 }
 
 // A squeeze-excite scale: `unary` of a per-channel value, multiplied into every pixel of the
