@@ -2,6 +2,7 @@
 
 #include "ir/kernel/functor.h"
 #include "ir/kernel/simplify.h"
+#include "kernels/schedule/block_analysis.h"
 
 namespace tandem::kernels::default_schedule {
 
@@ -108,6 +109,16 @@ bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int a
     if (!overlaps) return false;
   }
   return moves;
+}
+
+bool UnrollsWindowTaps(const AccessModel& model, const ir::Block& block, int vector_axis,
+                       int second_axis) {
+  if (second_axis < 0 || ReductionExtent(block) > kMaxUnrolledTaps) return false;
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> stride = model.Stride(load, vector_axis);
+    if (!stride || *stride == 0) return false;
+  }
+  return WindowsOverlapAlong(model, block, second_axis);
 }
 
 }  // namespace tandem::kernels::default_schedule

@@ -69,4 +69,18 @@ int InnermostSpatialAxis(const ir::Block& block);
 // a reduction iterator's step and the taps span more than it (kernel 5 at stride 2).
 bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis);
 
+// Reduction loops of a block whose operands all move with the lanes (a depthwise convolution's
+// or a pooling window's taps) and whose tile covers overlapping windows are unrolled up to this
+// many iterations in all: the taps' input vectors are then loaded once for several outputs and
+// the weights stay in registers (faster for MobileNetV2's stride-1 3x3 depthwise
+// convolutions; at stride 2 unrolling measured slower).
+inline constexpr int64_t kMaxUnrolledTaps = 25;
+
+// True when the register tile of `block` with vector axis `vector_axis` and second axis
+// `second_axis` (-1: none) gets its taps unrolled: every load moves with the lanes, the
+// reduction has at most kMaxUnrolledTaps iterations and the windows overlap along the second
+// axis (WindowsOverlapAlong).
+bool UnrollsWindowTaps(const AccessModel& model, const ir::Block& block, int vector_axis,
+                       int second_axis);
+
 }  // namespace tandem::kernels::default_schedule

@@ -86,13 +86,7 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
     s_.ReverseComputeAt(writeback, fused);
     // 5. Unrolled tile (and taps).
     for (const LoopRV& loop : loops.tile) s_.Unroll(loop);
-    bool all_vector = true;
-    for (const ir::Expr& load : model.loads()) {
-      std::optional<int64_t> stride = model.Stride(load, plan->vector_axis);
-      all_vector = all_vector && stride && *stride != 0;
-    }
-    if (all_vector && reduction_work <= kMaxUnrolledTaps && plan->second_axis >= 0 &&
-        WindowsOverlapAlong(model, block, plan->second_axis)) {
+    if (UnrollsWindowTaps(model, block, plan->vector_axis, plan->second_axis)) {
       for (const LoopRV& loop : loops.reduction) s_.Unroll(loop);
     }
     // 6. Vectors, init, write-back and threads.

@@ -201,9 +201,8 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
   int64_t tb = b ? b->tile : 1, tv = v ? v->tile : 1;
   int64_t accumulators = registers * tb * tv;
   if (accumulators > max_accumulators_) return;
-  // A tile whose taps ScheduleRegisterTiled unrolls over overlapping windows.
-  if (!gemm_ && v && mix_.broadcast_count == 0 && accumulators > kMaxUnrolledWindowAccumulators &&
-      ReductionExtent(block_) <= kMaxUnrolledTaps && WindowsOverlapAlong(model_, block_, v->axis)) {
+  if (!gemm_ && v && accumulators > kMaxUnrolledWindowAccumulators &&
+      UnrollsWindowTaps(model_, block_, plan_.vector_axis, v->axis)) {
     return;
   }
   bool padded = (b && b->efficiency < 1) || (v && v->efficiency < 1);

@@ -13,18 +13,12 @@ namespace tandem::kernels::default_schedule {
 // Widest vector tile (lanes) of a register tile, and of a vectorized spatial loop.
 inline constexpr int64_t kMaxVectorTile = 64;
 
-// Reduction loops of a block whose operands all move with the lanes (a depthwise convolution's
-// or a pooling window's taps) and whose tile covers overlapping windows are unrolled up to this
-// many iterations in all: the taps' input vectors are then loaded once for several outputs and
-// the weights stay in registers (faster for MobileNetV2's stride-1 3x3 depthwise
-// convolutions; at stride 2 unrolling measured slower).
-inline constexpr int64_t kMaxUnrolledTaps = 25;
-// Accumulators of such a tile with its taps unrolled, whatever the register file: the
-// overlapping windows keep tile + taps - 1 input vectors of a tap row live beside the
-// accumulators, and their addresses and masks the general registers. On AVX-512, 14- and
-// 16-wide tiles of that kind spilled and ran 1.7-3.4x slower than 7-wide ones on 14x14 and
-// 28x28 maps (and no faster than 8-wide ones on 56x56 and 112x112); 12 is AVX2's accumulator
-// budget, under which they measured well.
+// Accumulators of a tile whose taps are unrolled over overlapping windows (UnrollsWindowTaps),
+// whatever the register file: the overlapping windows keep tile + taps - 1 input vectors of a
+// tap row live beside the accumulators, and their addresses and masks the general registers.
+// On AVX-512, 14- and 16-wide tiles of that kind spilled and ran 1.7-3.4x slower than 7-wide
+// ones on 14x14 and 28x28 maps (and no faster than 8-wide ones on 56x56 and 112x112); 12 is
+// AVX2's accumulator budget, under which they measured well.
 inline constexpr int64_t kMaxUnrolledWindowAccumulators = 12;
 
 // The register tile of a reduction block, MetaSchedule-style: the innermost spatial iterator
