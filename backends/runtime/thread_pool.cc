@@ -14,12 +14,33 @@ namespace tandem::backends {
 
 namespace {
 
-constexpr uint64_t kParticipantBits = 12;
+constexpr uint64_t kParticipantBits = 12;  // of the generation word (see thread_pool.h)
 constexpr uint64_t kParticipantMask = (uint64_t{1} << kParticipantBits) - 1;
 static_assert(ThreadPool::kMaxThreads <= static_cast<int>(kParticipantMask));
 // Iterations a worker (or the waiting dispatcher) polls before it sleeps on a futex: enough to
 // catch back-to-back kernel launches, short enough not to burn a core between requests.
 constexpr int kSpinIterations = 4096;
+
+// A participant's range of unstarted chunks [front, back) of one job, in one word: bits 40..63 the
+// job (low bits of its counter), bits 20..39 back, bits 0..19 front. The owner claims from the
+// front, others from the back; a claim for another job fails on the job bits.
+constexpr uint64_t kJobMask = (uint64_t{1} << 24) - 1;
+constexpr uint64_t kFrontOne = 1;
+constexpr uint64_t kBackOne = uint64_t{1} << 20;
+static_assert(int64_t{ThreadPool::kMaxThreads} * ThreadPool::kChunksPerParticipant < (1 << 20));
+
+uint64_t MakeRange(uint32_t job, int64_t front, int64_t back) {
+  return (uint64_t{job} << 40) | (static_cast<uint64_t>(back) << 20) | static_cast<uint64_t>(front);
+}
+uint32_t RangeJob(uint64_t range) {
+  return static_cast<uint32_t>(range >> 40);
+}
+uint64_t RangeBack(uint64_t range) {
+  return (range >> 20) & ((uint64_t{1} << 20) - 1);
+}
+uint64_t RangeFront(uint64_t range) {
+  return range & ((uint64_t{1} << 20) - 1);
+}
 
 // True while this thread runs a chunk of a parallel loop (workers: always).
 thread_local bool tls_in_parallel_region = false;
@@ -46,10 +67,11 @@ inline void CpuRelax() {
 #endif
 }
 
-// The chunk of participant `index` when `extent` iterations are shared by `participants`.
-void ChunkOf(int64_t extent, int participants, int index, int64_t* begin, int64_t* end) {
-  int64_t base = extent / participants;
-  int64_t remainder = extent % participants;
+// Part `index` of [0, extent) split into `parts` contiguous parts whose sizes differ by at most
+// one (the chunks of a loop, and the block of chunks of each participant).
+void ChunkOf(int64_t extent, int parts, int index, int64_t* begin, int64_t* end) {
+  int64_t base = extent / parts;
+  int64_t remainder = extent % parts;
   *begin = index * base + std::min<int64_t>(index, remainder);
   *end = *begin + base + (index < remainder ? 1 : 0);
 }
@@ -109,6 +131,7 @@ void ThreadPool::SetNumThreads(int num_threads) {
 void ThreadPool::StartWorkers() {
   stop_.store(false);
   uint64_t generation = generation_.load(std::memory_order_acquire);
+  ranges_ = std::make_unique<Range[]>(static_cast<size_t>(num_threads_.load()));
   int workers = num_threads_.load() - 1;
   workers_.reserve(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i) {
@@ -118,7 +141,8 @@ void ThreadPool::StartWorkers() {
 
 void ThreadPool::StopWorkers() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(uint64_t{1} << kParticipantBits, std::memory_order_acq_rel);
+  last_job_ = (last_job_ + 1) & static_cast<uint32_t>(kJobMask);  // a new value to wake on
+  generation_.store(uint64_t{last_job_} << kParticipantBits, std::memory_order_release);
   generation_.notify_all();
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
@@ -139,34 +163,53 @@ void ThreadPool::WorkerLoop(int worker_index, uint64_t first_generation) {
     }
     seen = current;
     if (stop_.load(std::memory_order_acquire)) return;
-    int chunks = static_cast<int>(current & kParticipantMask);
-    // Workers beyond the number of chunks have nothing to claim.
-    if (worker_index + 1 < chunks) {
-      HelpWithJob(static_cast<uint32_t>(current >> kParticipantBits), chunks);
+    int participants = static_cast<int>(current & kParticipantMask);
+    // Workers beyond the number of participants have nothing to claim.
+    if (worker_index + 1 < participants) {
+      HelpWithJob(static_cast<uint32_t>(current >> kParticipantBits), worker_index + 1,
+                  participants);
     }
   }
 }
 
-void ThreadPool::HelpWithJob(uint32_t job, int participants) {
-  uint64_t claim = claim_.load(std::memory_order_acquire);
-  while (true) {
-    if (static_cast<uint32_t>(claim >> 32) != job) return;  // that job is over
-    auto chunk = static_cast<uint32_t>(claim);
-    if (chunk >= static_cast<uint32_t>(participants)) return;
-    if (claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
-                                     std::memory_order_acquire)) {
-      RunChunk(static_cast<int>(chunk));
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == participants - 1) {
-        done_.notify_one();
-      }
-      claim = claim_.load(std::memory_order_acquire);
+bool ThreadPool::ClaimChunk(uint32_t job, int participant, int participants, int* chunk) {
+  // 1. Own chunks, from the front of this participant's range, in order.
+  std::atomic<uint64_t>& own = ranges_[static_cast<size_t>(participant)].bounds;
+  uint64_t range = own.load(std::memory_order_acquire);
+  while (RangeJob(range) == job && RangeFront(range) < RangeBack(range)) {
+    if (own.compare_exchange_weak(range, range + kFrontOne, std::memory_order_acq_rel,
+                                  std::memory_order_acquire)) {
+      *chunk = static_cast<int>(RangeFront(range));
+      return true;
     }
+  }
+  // 2. Then the last unstarted chunk of another participant, the next one's first.
+  for (int step = 1; step < participants; ++step) {
+    std::atomic<uint64_t>& other =
+        ranges_[static_cast<size_t>((participant + step) % participants)].bounds;
+    range = other.load(std::memory_order_acquire);
+    while (RangeJob(range) == job && RangeFront(range) < RangeBack(range)) {
+      if (other.compare_exchange_weak(range, range - kBackOne, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+        *chunk = static_cast<int>(RangeBack(range) - 1);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void ThreadPool::HelpWithJob(uint32_t job, int participant, int participants) {
+  int chunk = 0;
+  while (ClaimChunk(job, participant, participants, &chunk)) {
+    RunChunk(chunk);
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_) done_.notify_one();
   }
 }
 
 void ThreadPool::RunChunk(int chunk) {
   int64_t begin, end;
-  ChunkOf(extent_, participants_, chunk, &begin, &end);
+  ChunkOf(extent_, chunks_, chunk, &begin, &end);
   if (begin >= end) return;
   try {
     RunBody(body_, begin, end, closure_);
@@ -177,12 +220,9 @@ void ThreadPool::RunChunk(int chunk) {
 
 void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
   if (extent <= 0) return;
-  if (extent == 1 || tls_in_parallel_region || num_threads() == 1) {
+  if (extent == 1 || tls_in_parallel_region || num_threads() == 1 ||
+      (tls_on_openmp_team && omp_in_parallel())) {
     RunBody(body, 0, extent, closure);
-    return;
-  }
-  if (tls_on_openmp_team) {
-    ParallelForOnOpenMP(extent, body, closure);
     return;
   }
   std::unique_lock<std::mutex> lock(dispatch_mutex_, std::try_to_lock);
@@ -191,33 +231,38 @@ void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
     return;
   }
   int participants = static_cast<int>(std::min<int64_t>(num_threads_.load(), extent));
-  body_ = body;
-  closure_ = closure;
-  extent_ = extent;
-  participants_ = participants;
-  has_error_.store(false, std::memory_order_relaxed);
-  error_ = nullptr;
-  done_.store(0, std::memory_order_relaxed);
-  uint64_t counter = (generation_.load(std::memory_order_relaxed) >> kParticipantBits) + 1;
-  auto job = static_cast<uint32_t>(counter);
-  claim_.store((static_cast<uint64_t>(job) << 32) | 1, std::memory_order_release);
-  generation_.store((counter << kParticipantBits) | static_cast<uint64_t>(participants),
-                    std::memory_order_release);
-  generation_.notify_all();
-
-  tls_in_parallel_region = true;
-  RunChunk(0);
-  HelpWithJob(job, participants);
-  tls_in_parallel_region = false;
-
-  int32_t finished = done_.load(std::memory_order_acquire);
-  for (int spin = 0; finished != participants - 1 && spin < kSpinIterations; ++spin) {
-    CpuRelax();
-    finished = done_.load(std::memory_order_acquire);
-  }
-  while (finished != participants - 1) {
-    done_.wait(finished, std::memory_order_acquire);
-    finished = done_.load(std::memory_order_acquire);
+  uint32_t job = PrepareJob(extent, body, closure, participants);
+  if (tls_on_openmp_team) {
+    // OpenMP's team claims the chunks; its closing barrier waits for them all.
+#pragma omp parallel num_threads(participants)
+    {
+      tls_in_parallel_region = true;
+      HelpWithJob(job, omp_get_thread_num(), participants);
+      tls_in_parallel_region = false;
+    }
+    // A team smaller than asked (a thread limit) leaves chunks of absent participants unclaimed.
+    tls_in_parallel_region = true;
+    for (int p = 0; p < participants; ++p) HelpWithJob(job, p, participants);
+    tls_in_parallel_region = false;
+  } else {
+    // 1. Publish the job (the release orders PrepareJob's writes before it); wake the workers.
+    generation_.store((uint64_t{job} << kParticipantBits) | static_cast<uint64_t>(participants),
+                      std::memory_order_release);
+    generation_.notify_all();
+    // 2. Run this thread's chunks, then help with the others'.
+    tls_in_parallel_region = true;
+    HelpWithJob(job, 0, participants);
+    tls_in_parallel_region = false;
+    // 3. Wait for the chunks that workers claimed.
+    int32_t finished = done_.load(std::memory_order_acquire);
+    for (int spin = 0; finished != chunks_ && spin < kSpinIterations; ++spin) {
+      CpuRelax();
+      finished = done_.load(std::memory_order_acquire);
+    }
+    while (finished != chunks_) {
+      done_.wait(finished, std::memory_order_acquire);
+      finished = done_.load(std::memory_order_acquire);
+    }
   }
   if (has_error_.load(std::memory_order_acquire)) {
     std::exception_ptr error = error_;
@@ -226,31 +271,26 @@ void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
   }
 }
 
-void ThreadPool::ParallelForOnOpenMP(int64_t extent, Body body, void* closure) {
-  // ParallelFor has run the loops that stay serial (empty, one iteration, nested, one thread).
-  if (omp_in_parallel()) {
-    RunBody(body, 0, extent, closure);
-    return;
+uint32_t ThreadPool::PrepareJob(int64_t extent, Body body, void* closure, int participants) {
+  // 1. Split [0, extent) into chunks; each participant owns a consecutive block of them.
+  int chunks =
+      static_cast<int>(std::min<int64_t>(extent, int64_t{participants} * kChunksPerParticipant));
+  body_ = body;
+  closure_ = closure;
+  extent_ = extent;
+  chunks_ = chunks;
+  has_error_.store(false, std::memory_order_relaxed);
+  error_ = nullptr;
+  done_.store(0, std::memory_order_relaxed);
+  // 2. A new job tag, so that a late worker's claims for an earlier job fail.
+  last_job_ = (last_job_ + 1) & static_cast<uint32_t>(kJobMask);
+  for (int p = 0; p < participants; ++p) {
+    int64_t front, back;
+    ChunkOf(chunks, participants, p, &front, &back);
+    ranges_[static_cast<size_t>(p)].bounds.store(MakeRange(last_job_, front, back),
+                                                 std::memory_order_release);
   }
-  int requested = static_cast<int>(std::min<int64_t>(num_threads_.load(), extent));
-  std::exception_ptr error;
-  std::atomic<bool> has_error{false};
-#pragma omp parallel num_threads(requested)
-  {
-    // The runtime may give fewer threads than asked (a thread limit): chunk by the team's size.
-    int64_t begin, end;
-    ChunkOf(extent, omp_get_num_threads(), omp_get_thread_num(), &begin, &end);
-    if (begin < end) {
-      tls_in_parallel_region = true;
-      try {
-        RunBody(body, begin, end, closure);
-      } catch (...) {
-        if (!has_error.exchange(true, std::memory_order_acq_rel)) error = std::current_exception();
-      }
-      tls_in_parallel_region = false;
-    }
-  }
-  if (has_error.load(std::memory_order_acquire)) std::rethrow_exception(error);
+  return last_job_;
 }
 
 OpenMPTeamScope::OpenMPTeamScope(bool active) : previous_(tls_on_openmp_team) {

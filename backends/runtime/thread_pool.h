@@ -1,14 +1,18 @@
 // The runtime thread pool that runs the parallel loops of generated code.
 //
 // Built for small kernels on few cores (batch-1 inference): a fixed set of worker threads that
-// spin briefly and then sleep on a futex (C++20 atomic wait), static chunking of [0, extent)
-// into one chunk per participant with the calling thread taking the first one (chunks not yet
-// claimed by a worker when the caller is done are run by the caller), and no heap allocation
-// per call.
+// spin briefly and then sleep on a futex (C++20 atomic wait), and no heap allocation per call.
+// [0, extent) is split into up to kChunksPerParticipant chunks per participant; each
+// participant (the calling thread first) owns a consecutive block of them and runs it in order,
+// then takes the last unstarted chunks of the others. When the cores run at one speed every
+// thread runs its own block, as a static schedule would; when one is slowed (another process,
+// a busy sibling hardware thread, a worker that wakes late) the others take over its tail
+// instead of waiting for it.
 //
 // Guarantees of ParallelFor:
 //   - every index of [0, extent) is passed to the body exactly once, in contiguous chunks
-//     [begin, end) with begin < end; chunks are balanced (sizes differ by at most one);
+//     [begin, end) with begin < end; the chunks depend only on extent and the thread count
+//     (not on timing), and their sizes differ by at most one;
 //   - it returns only after every chunk has finished (memory written by the body is visible to
 //     the caller);
 //   - a call made while the calling thread is already inside a ParallelFor body (a nested
@@ -28,15 +32,17 @@
 // with oneDNN calls hands one team of threads from kernel to kernel. With two pools, OpenMP's
 // team goes on spinning through our next kernel after every oneDNN call, and ours through
 // oneDNN's, so a mixed module can be slower than either all-own or all-oneDNN. Our own pool
-// stays the default because it keeps going when a worker is descheduled (the caller runs the
-// chunks nobody claimed), where OpenMP's barrier waits for it: under another process's load a
-// module of our kernels alone runs many times slower on OpenMP's team.
+// stays the default because a descheduled worker does not delay it (the others run the chunks
+// it has not claimed, and nobody waits for it at a barrier), where OpenMP's closing barrier
+// waits for every thread of its team: under another process's load a module of our kernels
+// alone runs many times slower on OpenMP's team.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -51,6 +57,9 @@ class ThreadPool {
 
   // The largest supported number of participants.
   static constexpr int kMaxThreads = 4095;
+  // Chunks per participant: enough that a slowed thread's tail is taken over in small pieces,
+  // few enough that a chunk stays long against the cost of claiming it (one atomic operation).
+  static constexpr int kChunksPerParticipant = 8;
 
   // A pool of `num_threads` participants: the calling thread plus num_threads - 1 workers.
   // `num_threads` must be in [1, kMaxThreads] (Error otherwise).
@@ -82,13 +91,17 @@ class ThreadPool {
   void ParallelFor(int64_t extent, const std::function<void(int64_t, int64_t)>& body);
 
  private:
-  // ParallelFor's loop on OpenMP's team (inside an OpenMPTeamScope), past its serial cases.
-  void ParallelForOnOpenMP(int64_t extent, Body body, void* closure);
+  // Sets up the job of a ParallelFor call (chunks, the participants' ranges, a new job tag) and
+  // returns its tag; called with dispatch_mutex_ held.
+  uint32_t PrepareJob(int64_t extent, Body body, void* closure, int participants);
   void StartWorkers();
   void StopWorkers();
   void WorkerLoop(int worker_index, uint64_t first_generation);
+  // Takes the next chunk of job `job` for `participant`: its own next one, else another's last
+  // unstarted one. False when no chunk of that job is left unstarted.
+  bool ClaimChunk(uint32_t job, int participant, int participants, int* chunk);
   // Claims and runs chunks of job `job` until none is left.
-  void HelpWithJob(uint32_t job, int participants);
+  void HelpWithJob(uint32_t job, int participant, int participants);
   // Runs chunk `chunk` of the current job, catching exceptions.
   void RunChunk(int chunk);
 
@@ -96,21 +109,24 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex dispatch_mutex_;  // held by the thread that dispatches a job
 
-  // The current job; written by the dispatching thread before `claim_` and `generation_` are
-  // published, read only by a thread that has claimed one of its chunks.
+  // The current job; written by the dispatching thread before `generation_` is published, read
+  // only by a thread that has claimed one of its chunks.
   Body body_ = nullptr;
   void* closure_ = nullptr;
   int64_t extent_ = 0;
-  int participants_ = 0;  // = number of chunks
+  int chunks_ = 0;
 
-  // Bits 0..11: number of chunks of the current job; the bits above: a job counter. Workers wait
-  // on this word.
+  // Bits 0..11: number of participants of the current job; the bits above: its tag. Workers
+  // wait on this word.
   std::atomic<uint64_t> generation_{0};
-  // Bits 32..63: the job (low bits of its counter); bits 0..31: its next unclaimed chunk. Chunk
-  // 0 belongs to the dispatching thread; the others go to whoever claims them first, so a
-  // worker that wakes late never delays a job: the dispatcher runs its chunk instead.
-  std::atomic<uint64_t> claim_{0};
-  // Chunks 1.. of the current job that have finished; the dispatcher waits on it.
+  uint32_t last_job_ = 0;  // tag of the last job (24 bits), under dispatch_mutex_
+  // Per participant, its unstarted chunks of the current job (see thread_pool.cc), one cache
+  // line each so that claims by different threads do not contend.
+  struct alignas(64) Range {
+    std::atomic<uint64_t> bounds{0};
+  };
+  std::unique_ptr<Range[]> ranges_;
+  // Chunks of the current job that have finished; the dispatcher waits on it.
   std::atomic<int32_t> done_{0};
   std::atomic<bool> stop_{false};
   std::atomic<bool> has_error_{false};

@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ir/error.h"
@@ -29,7 +32,9 @@ void ExpectEachIndexOnce(ThreadPool& pool, int64_t extent) {
     for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
   });
   EXPECT_EQ(empty_chunks.load(), 0);
-  EXPECT_LE(chunks.load(), std::max<int64_t>(1, std::min<int64_t>(extent, pool.num_threads())));
+  EXPECT_LE(chunks.load(),
+            std::max<int64_t>(1, std::min<int64_t>(extent, int64_t{pool.num_threads()} *
+                                                               ThreadPool::kChunksPerParticipant)));
   for (int64_t i = 0; i < extent; ++i) {
     ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i << " of " << extent;
   }
@@ -46,19 +51,44 @@ TEST(ThreadPool, EveryIndexRunsExactlyOnce) {
   }
 }
 
-TEST(ThreadPool, ChunksAreBalanced) {
+TEST(ThreadPool, ChunksAreBalancedAndIndependentOfTiming) {
   ThreadPool pool(4);
-  std::vector<int64_t> sizes(4, -1);
-  std::atomic<int> next{0};
-  pool.ParallelFor(
-      10, [&](int64_t begin, int64_t end) { sizes[static_cast<size_t>(next++)] = end - begin; });
-  ASSERT_EQ(next.load(), 4);
-  int64_t total = 0;
-  for (int64_t size : sizes) {
-    EXPECT_TRUE(size == 2 || size == 3) << size;
-    total += size;
+  const int64_t extent = 100;
+  for (int round = 0; round < 3; ++round) {
+    std::mutex mutex;
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    pool.ParallelFor(extent, [&](int64_t begin, int64_t end) {
+      std::lock_guard<std::mutex> lock(mutex);
+      chunks.emplace_back(begin, end);
+    });
+    std::sort(chunks.begin(), chunks.end());
+    ASSERT_EQ(chunks.size(), 4u * ThreadPool::kChunksPerParticipant);
+    int64_t next = 0;
+    for (auto [begin, end] : chunks) {
+      EXPECT_EQ(begin, next);
+      EXPECT_TRUE(end - begin == 3 || end - begin == 4) << end - begin;
+      next = end;
+    }
+    EXPECT_EQ(next, extent);
   }
-  EXPECT_EQ(total, 10);
+}
+
+// A participant that is slowed loses the chunks it has not started to the others, instead of
+// the loop waiting for it: here the calling thread sleeps in its first chunk.
+TEST(ThreadPool, OthersTakeOverTheChunksOfASlowedThread) {
+  ThreadPool pool(2);
+  const int64_t extent = 2 * ThreadPool::kChunksPerParticipant;  // one iteration per chunk
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(extent));
+  std::atomic<int> on_caller{0}, on_worker{0};
+  std::thread::id caller = std::this_thread::get_id();
+  pool.ParallelFor(extent, [&](int64_t begin, int64_t end) {
+    bool is_caller = std::this_thread::get_id() == caller;
+    if (is_caller && begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+    ++(is_caller ? on_caller : on_worker);
+  });
+  for (const auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_GT(on_worker.load(), ThreadPool::kChunksPerParticipant) << "caller ran " << on_caller;
 }
 
 TEST(ThreadPool, CEntryPointUsesTheGlobalPool) {
