@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <map>
 
 #include "backends/cuda/gpu_executable.h"
 #include "backends/reference/interpreter.h"
@@ -23,6 +24,7 @@
 #include "tools/commands.h"
 #include "tools/option_checks.h"
 #include "tuning/search/apply_history_best.h"
+#include "tuning/search/task.h"
 
 namespace tandem::tools {
 
@@ -166,6 +168,16 @@ Command AddInterpretCommand(CLI::App& app) {
 
 namespace {
 
+// Floating-point operations per call of each kernel of a legalized module, by name (the
+// profile's GFLOP/s column).
+std::map<std::string, double> KernelFlops(const ir::IRModule& legalized) {
+  std::map<std::string, double> flops;
+  for (const auto& [name, kernel] : legalized.kernel_functions()) {
+    flops[name] = tuning::EstimateFlops(*kernel);
+  }
+  return flops;
+}
+
 // Builds `optimized` into a CPU executable, times it and prints its profile; the outputs.
 std::vector<ir::Tensor> RunOnCpu(const ir::IRModule& optimized, const ir::Target& target,
                                  const PipelineOptions& pipeline, double pipeline_seconds,
@@ -198,7 +210,8 @@ std::vector<ir::Tensor> RunOnCpu(const ir::IRModule& optimized, const ir::Target
   exe->set_profiling(true);
   int profiled_runs = std::max(1, repeat);
   for (int r = 0; r < profiled_runs; ++r) exe->RunInto(inputs, outputs);
-  fmt::print("per-kernel profile ({} runs):\n{}", profiled_runs, exe->ProfileTable());
+  fmt::print("per-kernel profile ({} runs):\n{}", profiled_runs,
+             exe->ProfileTable(KernelFlops(exe->module())));
   if (!exe->external_functions().empty()) {
     fmt::print("external functions (implementation; activation reorders per call):\n");
     for (const auto& [name, function] : exe->external_functions()) {
@@ -258,7 +271,8 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
   bucket.executable().set_profiling(true);
   for (int r = 0; r < repeat; ++r) executable.Run(inputs);
   bucket.executable().set_profiling(false);
-  fmt::print("{}outputs:\n", bucket.executable().ProfileTable());
+  fmt::print("{}outputs:\n",
+             bucket.executable().ProfileTable(KernelFlops(bucket.executable().module())));
   for (size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}\n", i, Summarize(outputs[i]));
   WriteOutputs(outputs, io.outputs_dir);
   bool ok = true;

@@ -267,19 +267,25 @@ void Executable::ResetProfile() {
   std::fill(step_calls_.begin(), step_calls_.end(), 0);
 }
 
-std::string Executable::ProfileTable() const {
+std::string Executable::ProfileTable(const std::map<std::string, double>& flops_per_call) const {
   std::vector<KernelProfile> rows = Profile();
   double total = 0;
   for (const KernelProfile& p : rows) total += p.total_seconds;
   size_t width = 6;
   for (const KernelProfile& p : rows) width = std::max(width, p.kernel.size());
-  std::string out = fmt::format("{:<{}} {:>7} {:>12} {:>12} {:>7}\n", "kernel", width, "calls",
-                                "total ms", "mean us", "share");
+  bool rates = !flops_per_call.empty();
+  std::string out = fmt::format("{:<{}} {:>7} {:>12} {:>12} {:>7}{}\n", "kernel", width, "calls",
+                                "total ms", "mean us", "share", rates ? "  GFLOP/s" : "");
   for (const KernelProfile& p : rows) {
-    out += fmt::format("{:<{}} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%\n", p.kernel, width, p.calls,
-                       p.total_seconds * 1e3,
-                       p.calls ? p.total_seconds * 1e6 / static_cast<double>(p.calls) : 0.0,
-                       total > 0 ? 100.0 * p.total_seconds / total : 0.0);
+    double mean = p.calls ? p.total_seconds / static_cast<double>(p.calls) : 0.0;
+    std::string rate;
+    auto flops = flops_per_call.find(p.kernel);
+    if (rates && flops != flops_per_call.end() && flops->second > 0 && mean > 0) {
+      rate = fmt::format(" {:>8.1f}", flops->second / mean * 1e-9);
+    }
+    out += fmt::format("{:<{}} {:>7} {:>12.3f} {:>12.2f} {:>6.1f}%{}\n", p.kernel, width, p.calls,
+                       p.total_seconds * 1e3, mean * 1e6,
+                       total > 0 ? 100.0 * p.total_seconds / total : 0.0, rate);
   }
   return out;
 }

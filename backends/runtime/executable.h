@@ -58,8 +58,10 @@ class Executable {
   // Per-kernel totals since the last ResetProfile, heaviest first.
   std::vector<KernelProfile> Profile() const;
   void ResetProfile();
-  // A text table of Profile(): kernel, op, calls, total and mean time, share.
-  std::string ProfileTable() const;
+  // A text table of Profile(): kernel, calls, total and mean time, share; with
+  // `flops_per_call` (floating-point operations of one call, by kernel name), also the GFLOP/s
+  // of the kernels it names.
+  std::string ProfileTable(const std::map<std::string, double>& flops_per_call = {}) const;
 
   const ir::IRModule& module() const { return module_; }  // the legalized module
   // The options it was built with, but for legalization (which module() has had): what

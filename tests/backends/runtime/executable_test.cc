@@ -73,6 +73,15 @@ TEST(Executable, ProfilesKernels) {
   for (const KernelProfile& p : profile) calls += p.calls;
   EXPECT_EQ(calls, 3 * static_cast<int64_t>(exe->num_kernel_calls()));
   EXPECT_NE(exe->ProfileTable().find("conv2d"), std::string::npos);
+  EXPECT_EQ(exe->ProfileTable().find("GFLOP/s"), std::string::npos);
+  // With operation counts, the kernels they name get a rate: flops / mean seconds per call.
+  const KernelProfile& first = profile.front();
+  double mean = first.total_seconds / static_cast<double>(first.calls);
+  std::string table = exe->ProfileTable({{first.kernel, 3e9 * mean}});
+  EXPECT_NE(table.find("GFLOP/s"), std::string::npos);
+  std::string row = table.substr(table.find("\n" + first.kernel + " ") + 1);
+  row = row.substr(0, row.find('\n'));
+  EXPECT_EQ(row.substr(row.size() - 3), "3.0") << row;
 }
 
 TEST(Executable, RejectsBadInputs) {
