@@ -203,7 +203,10 @@ void ThreadPool::HelpWithJob(uint32_t job, int participant, int participants) {
   int chunk = 0;
   while (ClaimChunk(job, participant, participants, &chunk)) {
     RunChunk(chunk);
-    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_) done_.notify_one();
+    // Read before this chunk counts as done: once all have, the dispatcher may start the next
+    // job and change chunks_.
+    int chunks = chunks_;
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_one();
   }
 }
 
