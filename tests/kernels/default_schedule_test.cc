@@ -245,6 +245,28 @@ TEST(DefaultSchedule, ShortInnermostAxesAreVectorizedByRows) {
   EXPECT_LT(CompareKernels(maps, fused.function()), 1e-6);
 }
 
+// A padded copy is cut into rows even where a wider vector divides the whole nest: its value
+// selects by position, and vectors across rows would compute each lane's condition from the
+// lane's own divisions of the fused index (scalar code). A stem convolution's 3-channel input
+// padded to 38x38 with 16 lanes: rows of 114 take vectors of 6 (the nest, 4332, would take 12).
+TEST(DefaultSchedule, PaddedCopiesAreVectorizedByRows) {
+  DefaultScheduleOptions options{.vector_lanes = 16, .parallel_min_work = 64, .num_threads = 2};
+  ir::Attrs attrs{{"strides", std::vector<int64_t>{2, 2}},
+                  {"padding", std::vector<int64_t>{1, 1, 1, 1}},
+                  {"data_layout", std::string("NHWC")},
+                  {"kernel_layout", std::string("HWIO")}};
+  ir::KernelFunction conv = LowerOp("conv2d", {F32({1, 36, 36, 3}), F32({3, 3, 3, 32})}, attrs);
+  Schedule s = ApplyDefaultSchedule(conv, options);
+  std::vector<std::pair<ir::ForKind, int64_t>> loops = LoopNest(s);
+  ASSERT_GE(loops.size(), 3u);
+  EXPECT_EQ(
+      std::vector(loops.begin(), loops.begin() + 3),
+      (std::vector<std::pair<ir::ForKind, int64_t>>{
+          {ir::ForKind::kParallel, 38}, {ir::ForKind::kSerial, 19}, {ir::ForKind::kVectorized, 6}}))
+      << s.trace().ToText();
+  EXPECT_LT(CompareKernels(conv, s.function()), 1e-5);
+}
+
 // A concat along its innermost axis (channels-last branches joined) is vectorized by a width
 // that divides every part, 32 here for parts of 64, 32 and 96 channels: each vector then lies in
 // one part, and the code generator, which sees that the part's test holds alike in every lane,
