@@ -123,6 +123,17 @@ TEST(DefaultSchedule, ParallelizesLongReductionsIntoSmallOutputs) {
   };
   EXPECT_EQ(parallel_loops(1280), 1);
   EXPECT_EQ(parallel_loops(8), 0);
+  // Few multiply-adds over many weight bytes (a squeeze-excite expansion, 48 into 1152
+  // channels: 221 KB) are parallel too: streaming the weights is the work.
+  ir::KernelFunction expansion = testing::Matmul(1, 1152, 48);
+  Schedule s = ApplyDefaultSchedule(expansion, DefaultScheduleOptions{.num_threads = 2});
+  int parallel = 0;
+  ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+    const auto* loop = ir::As<ir::ForNode>(st);
+    parallel += loop && loop->for_kind == ir::ForKind::kParallel;
+  });
+  EXPECT_EQ(parallel, 1) << s.trace().ToText();
+  EXPECT_LT(CompareKernels(expansion, s.function()), 1e-5);
 }
 
 // A depthwise convolution reads each input element 9 times: on a large image its pad is a
