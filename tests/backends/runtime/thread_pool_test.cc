@@ -91,6 +91,29 @@ TEST(ThreadPool, OthersTakeOverTheChunksOfASlowedThread) {
   EXPECT_GT(on_worker.load(), ThreadPool::kChunksPerParticipant) << "caller ran " << on_caller;
 }
 
+// Under uneven chunk times (some chunks sleep, so their threads fall behind and others take
+// over their chunks) every index still runs exactly once, call after call.
+TEST(ThreadPool, UnevenChunksStillRunEveryIndexOnce) {
+  ThreadPool pool(3);
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  for (int call = 0; call < 400; ++call) {
+    int64_t extent = 1 + static_cast<int64_t>(next() % 300);
+    int64_t slow = static_cast<int64_t>(next() % static_cast<uint64_t>(extent));
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(extent));
+    pool.ParallelFor(extent, [&](int64_t begin, int64_t end) {
+      if (begin <= slow && slow < end) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+    });
+    for (int64_t i = 0; i < extent; ++i) {
+      ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "call " << call << ", index " << i;
+    }
+  }
+}
+
 TEST(ThreadPool, CEntryPointUsesTheGlobalPool) {
   std::vector<std::atomic<int>> hits(777);
   tandem_parallel_for(
