@@ -35,11 +35,12 @@ uint64_t MakeRange(uint32_t job, int64_t front, int64_t back) {
 uint32_t RangeJob(uint64_t range) {
   return static_cast<uint32_t>(range >> 40);
 }
+constexpr uint64_t kBoundMask = (uint64_t{1} << 20) - 1;
 uint64_t RangeBack(uint64_t range) {
-  return (range >> 20) & ((uint64_t{1} << 20) - 1);
+  return (range >> 20) & kBoundMask;
 }
 uint64_t RangeFront(uint64_t range) {
-  return range & ((uint64_t{1} << 20) - 1);
+  return range & kBoundMask;
 }
 
 // True while this thread runs a chunk of a parallel loop (workers: always).
@@ -236,17 +237,15 @@ void ThreadPool::ParallelFor(int64_t extent, Body body, void* closure) {
   int participants = static_cast<int>(std::min<int64_t>(num_threads_.load(), extent));
   uint32_t job = PrepareJob(extent, body, closure, participants);
   if (tls_on_openmp_team) {
-    // OpenMP's team claims the chunks; its closing barrier waits for them all.
+    // OpenMP's team claims the chunks; its closing barrier waits for them all. Each thread
+    // takes chunks until none is left anywhere, so a team smaller than asked (a thread limit)
+    // also runs the chunks of the participants it lacks.
 #pragma omp parallel num_threads(participants)
     {
       tls_in_parallel_region = true;
       HelpWithJob(job, omp_get_thread_num(), participants);
       tls_in_parallel_region = false;
     }
-    // A team smaller than asked (a thread limit) leaves chunks of absent participants unclaimed.
-    tls_in_parallel_region = true;
-    for (int p = 0; p < participants; ++p) HelpWithJob(job, p, participants);
-    tls_in_parallel_region = false;
   } else {
     // 1. Publish the job (the release orders PrepareJob's writes before it); wake the workers.
     generation_.store((uint64_t{job} << kParticipantBits) | static_cast<uint64_t>(participants),
