@@ -281,28 +281,32 @@ Workload ChannelsLastDepthwiseWorkload(const std::string& name, int64_t channels
 // same NHWC memory.
 Workload ChannelsLastConvolutionWorkload(const std::string& name, int64_t in_channels,
                                          int64_t out_channels, int64_t size, int64_t kernel,
-                                         int64_t stride, OnednnContext& context, uint64_t seed) {
+                                         int64_t stride, int64_t groups, OnednnContext& context,
+                                         uint64_t seed) {
   Workload workload;
   workload.name = name;
   int64_t padding = kernel / 2;
+  int64_t group_in = in_channels / groups;
   ir::GraphBuilder builder("main");
   ir::ValueId x = RandomInput(builder, workload, "x", {1, size, size, in_channels}, seed);
   ir::Tensor weights =
-      ir::Tensor::Random(F32({kernel, kernel, in_channels, out_channels}), seed + 1000, -0.5, 0.5);
+      ir::Tensor::Random(F32({kernel, kernel, group_in, out_channels}), seed + 1000, -0.5, 0.5);
   ir::ValueId w = builder.Constant(weights, "w");
   ir::Attrs attrs{{"strides", std::vector<int64_t>{stride, stride}},
                   {"padding", std::vector<int64_t>(4, padding)},
                   {"dilation", std::vector<int64_t>{1, 1}},
-                  {"groups", int64_t{1}},
+                  {"groups", groups},
                   {"data_layout", std::string("NHWC")},
                   {"kernel_layout", std::string("HWIO")}};
   Finish(builder, workload, builder.Call("conv2d", {x, w}, attrs));
   const ir::Shape& out = workload.onednn_output.shape();  // [1, OH, OW, out]
   workload.shapes =
-      fmt::format("conv2d NHWC x[1,{0},{0},{1}] w constant [{2},{2},{1},{3}] s{4} p{5} -> {6}",
-                  size, in_channels, kernel, out_channels, stride, padding, ir::ShapeToString(out));
+      fmt::format("conv2d NHWC x[1,{0},{0},{1}] w constant [{2},{2},{3},{4}]{5} s{6} p{7} -> {8}",
+                  size, in_channels, kernel, group_in, out_channels,
+                  groups > 1 ? fmt::format(" groups {}", groups) : std::string(), stride, padding,
+                  ir::ShapeToString(out));
   workload.flops = 2.0 * static_cast<double>(ir::NumElements(out)) *
-                   static_cast<double>(kernel * kernel * in_channels);
+                   static_cast<double>(kernel * kernel * group_in);
   workload.keep_alive = {weights};
   memory user_src =
       WrapTensor(workload.inputs[0], {1, in_channels, size, size}, Tag::acdb, context);
@@ -310,6 +314,15 @@ Workload ChannelsLastConvolutionWorkload(const std::string& name, int64_t in_cha
       WrapTensor(workload.onednn_output, {1, out_channels, out[1], out[2]}, Tag::acdb, context);
   memory::dims weight_dims = {out_channels, in_channels, kernel, kernel};
   memory user_weight = WrapTensor(workload.keep_alive[0], weight_dims, Tag::cdba, context);
+  if (groups > 1) {
+    // Logical {G, O/G, I/G, KH, KW} over the HWIO tensor [k, k, I/G, O].
+    int64_t group_out = out_channels / groups;
+    weight_dims = {groups, group_out, group_in, kernel, kernel};
+    user_weight = WrapTensor(
+        workload.keep_alive[0], weight_dims,
+        {group_out, 1, out_channels, kernel * group_in * out_channels, group_in * out_channels},
+        context);
+  }
   workload.onednn_programs.push_back(NhwcConvolutionProgram(user_src, user_weight, user_dst,
                                                             weight_dims, stride, padding, context));
   return workload;
@@ -532,7 +545,7 @@ std::pair<std::string, Factory> ChannelsLastPointwise(int64_t in_channels, int64
                                                       int64_t size) {
   std::string name = fmt::format("PWL-{}x{}x{}", in_channels, out_channels, size);
   return {name, [=](OnednnContext& context, uint64_t seed) {
-            return ChannelsLastConvolutionWorkload(name, in_channels, out_channels, size, 1, 1,
+            return ChannelsLastConvolutionWorkload(name, in_channels, out_channels, size, 1, 1, 1,
                                                    context, seed);
           }};
 }
@@ -545,13 +558,26 @@ std::pair<std::string, Factory> ChannelsLastConvolution(int64_t in_channels, int
       fmt::format("CVL-{}x{}x{}-k{}s{}", in_channels, out_channels, size, kernel, stride);
   return {name, [=](OnednnContext& context, uint64_t seed) {
             return ChannelsLastConvolutionWorkload(name, in_channels, out_channels, size, kernel,
-                                                   stride, context, seed);
+                                                   stride, 1, context, seed);
+          }};
+}
+
+// A grouped convolution channels-last, `groups` groups (RegNet's and ResNeXt's 3x3 convolutions).
+std::pair<std::string, Factory> ChannelsLastGroupedConvolution(int64_t in_channels,
+                                                               int64_t out_channels, int64_t size,
+                                                               int64_t kernel, int64_t stride,
+                                                               int64_t groups) {
+  std::string name = fmt::format("GCL-{}x{}x{}-k{}s{}g{}", in_channels, out_channels, size, kernel,
+                                 stride, groups);
+  return {name, [=](OnednnContext& context, uint64_t seed) {
+            return ChannelsLastConvolutionWorkload(name, in_channels, out_channels, size, kernel,
+                                                   stride, groups, context, seed);
           }};
 }
 
 // The shape families whose names carry their sizes: a workload of any size is named by them
-// (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS), not only the listed ones. nullopt when
-// `name` is not of one of these forms (or a size is 0 or absurdly large).
+// (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS, GCL-IxOxS-kKsSgG), not only the listed ones.
+// nullopt when `name` is not of one of these forms (or a size is 0 or absurdly large).
 std::optional<std::pair<std::string, Factory>> ParseSizedWorkload(const std::string& name) {
   // The numbers of `name` when it is `prefix` then numbers joined by `separators` in order.
   auto numbers = [&](const std::string& prefix,
@@ -583,6 +609,10 @@ std::optional<std::pair<std::string, Factory>> ParseSizedWorkload(const std::str
   }
   if (auto v = numbers("CVL-", {"x", "x", "-k", "s"})) {
     return ChannelsLastConvolution((*v)[0], (*v)[1], (*v)[2], (*v)[3], (*v)[4]);
+  }
+  if (auto v = numbers("GCL-", {"x", "x", "-k", "s", "g"})) {
+    if ((*v)[0] % (*v)[5] != 0 || (*v)[1] % (*v)[5] != 0) return std::nullopt;
+    return ChannelsLastGroupedConvolution((*v)[0], (*v)[1], (*v)[2], (*v)[3], (*v)[4], (*v)[5]);
   }
   return std::nullopt;
 }
@@ -704,8 +734,9 @@ std::optional<Factory> FindFactory(const std::string& name) {
 }  // namespace
 
 std::string WorkloadNamesText() {
-  return fmt::format("{}; and any size of MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS",
-                     fmt::join(WorkloadNames(), ", "));
+  return fmt::format(
+      "{}; and any size of MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS, GCL-IxOxS-kKsSgG",
+      fmt::join(WorkloadNames(), ", "));
 }
 
 bool IsWorkloadName(const std::string& name) {

@@ -7,6 +7,7 @@
 #include "ir/kernel/functor.h"
 #include "kernels/case_split.h"
 #include "kernels/default_schedule/access_model.h"
+#include "kernels/default_schedule/register_tiling.h"
 #include "kernels/default_schedule/scheduler.h"
 #include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/primitives.h"
@@ -30,8 +31,10 @@ constexpr int64_t kMaxInlineLoads = 4;
 
 // True when `producer` pads (or otherwise changes the extent of) only outer axes of its input,
 // and `consumer` reads it contiguously along its own innermost spatial iterator (a channels-last
-// depthwise convolution reading its padded image along the channels): inlined, the bounds check
-// is then the same for a whole vector, one uniform select per load.
+// depthwise convolution reading its padded image along the channels), or one element per
+// aligned group of lanes (a channels-last grouped convolution, x[..., co / g * g + ci], whose
+// vectors are one group wide: see PlanRegisterTile): inlined, the bounds check is then the same
+// for a whole vector, one uniform select per load.
 bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& consumer) {
   if (producer->writes.size() != 1) return false;
   const ir::Buffer& written = producer->writes[0].buffer;
@@ -48,7 +51,8 @@ bool ReadAsUniformlyBoundedVectors(const ir::Block& producer, const ir::Block& c
   for (size_t l = 0; l < model.loads().size(); ++l) {
     if (model.load_exprs()[l]->buffer != written) continue;
     std::optional<int64_t> stride = model.Stride(model.loads()[l], innermost);
-    if (!stride || *stride != 1) return false;
+    bool grouped = !stride && model.LaneStride(model.loads()[l], innermost, kMinVectorTile) == 0;
+    if (!grouped && stride != 1) return false;
     read = true;
   }
   return read;

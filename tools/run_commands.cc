@@ -209,8 +209,15 @@ std::vector<ir::Tensor> RunOnCpu(const ir::IRModule& optimized, const ir::Target
   // As many profiled runs as timed ones: a profile of a few runs on a busy host is noise.
   exe->set_profiling(true);
   int profiled_runs = std::max(1, repeat);
+  start = std::chrono::steady_clock::now();
   for (int r = 0; r < profiled_runs; ++r) exe->RunInto(inputs, outputs);
-  fmt::print("per-kernel profile ({} runs):\n{}", profiled_runs,
+  double profiled_wall = Seconds(start);
+  double in_kernels = 0;
+  for (const backends::KernelProfile& kernel : exe->Profile()) in_kernels += kernel.total_seconds;
+  fmt::print("per-kernel profile ({} runs; kernels {:.3f} ms of {:.3f} ms wall per run, {:.1f}% "
+             "outside kernels):\n{}",
+             profiled_runs, in_kernels / profiled_runs * 1e3, profiled_wall / profiled_runs * 1e3,
+             profiled_wall > 0 ? 100.0 * (1.0 - in_kernels / profiled_wall) : 0.0,
              exe->ProfileTable(KernelFlops(exe->module())));
   if (!exe->external_functions().empty()) {
     fmt::print("external functions (implementation; activation reorders per call):\n");

@@ -38,6 +38,8 @@ int64_t OperandBytes(const ir::Block& block) {
 constexpr int64_t kCacheLineBytes = 64;
 constexpr int64_t kL2Sets = 1024;
 constexpr int64_t kL2Ways = 8;
+// Bytes of vector operands (a convolution's weights) that stay in L1 whatever the loop order.
+constexpr int64_t kL1ResidentOperandBytes = int64_t{16} << 10;
 
 // Whether a register tile's column panel of a row-major operand (`rows` cache lines, one per
 // row, `row_bytes` apart) is evicted from L2 between the tiles that reuse it: rows a multiple of
@@ -122,7 +124,10 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
 
 // Splits the block's spatial loops by the tile of `plan` and groups the loops. Outer loops
 // along which the vector operands stay the same go innermost among the outer loops, so that
-// consecutive iterations (and each thread's chunk) reuse them from cache.
+// consecutive iterations (and each thread's chunk) reuse them from cache; unless the vector
+// operands are so small that they stay in L1 anyway (a grouped convolution's weights): then
+// the loops that move them go innermost, so that the broadcast operands (the input pixels,
+// whose cache lines hold the channels of several groups) are reused instead.
 DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
                                                              const ir::Block& block,
                                                              const AccessModel& model,
@@ -131,6 +136,14 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
   if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
   TileLoops out;
   std::vector<LoopRV> vector_loads_depend, vector_loads_free;
+  int64_t vector_operand_bytes = 0;
+  for (size_t l = 0; l < model.loads().size(); ++l) {
+    std::optional<int64_t> stride = model.Stride(model.loads()[l], plan.vector_axis);
+    const ir::Buffer& buffer = model.load_exprs()[l]->buffer;
+    if (stride && *stride != 0) {
+      vector_operand_bytes += ir::NumElements(buffer->shape) * ir::SizeOf(buffer->dtype);
+    }
+  }
   out.vector_loop = loops[static_cast<size_t>(plan.vector_axis)];
   std::optional<LoopRV> broadcast_loop, second_loop;
   for (size_t k = 0; k < loops.size(); ++k) {
@@ -160,6 +173,8 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
     }
     (vector_depends ? vector_loads_depend : vector_loads_free).push_back(outer_loop);
   }
+  bool vector_operands_stay = vector_operand_bytes <= kL1ResidentOperandBytes;
+  if (vector_operands_stay) std::swap(vector_loads_depend, vector_loads_free);
   out.outer = vector_loads_depend;
   out.outer.insert(out.outer.end(), vector_loads_free.begin(), vector_loads_free.end());
   if (broadcast_loop) out.tile.push_back(*broadcast_loop);

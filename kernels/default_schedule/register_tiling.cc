@@ -67,16 +67,19 @@ struct Candidate {
 };
 
 // Operands packed in panels along the vector axis (packed_matmul's b[j / nb, k, j % nb]) are
-// contiguous only inside a panel: the vector tile is then at most the widest aligned tile (a
-// power of two, at least the native width) inside which every load has a constant step.
-// nullopt when some load has no such tile.
+// contiguous only inside a panel, and a grouped convolution's input (x[..., j / g * g + c])
+// is the same element for a whole group of outputs: the vector tile is then at most the widest
+// aligned tile (a power of two, at least kMinVectorTile) inside which every load has a constant
+// step. Below the native width (groups of 4 or 8 channels on AVX-512) the vectors are partly
+// filled, which still beats a gather per step. nullopt when some load has no such tile.
 std::optional<int64_t> LaneLimit(const AccessModel& model, int vector_axis, int64_t native) {
   int64_t lane_limit = kMaxVectorTile;
+  int64_t least = std::min(native, kMinVectorTile);
   for (const ir::Expr& load : model.loads()) {
     if (model.Stride(load, vector_axis)) continue;
     int64_t tile = lane_limit;
-    while (tile >= native && !model.LaneStride(load, vector_axis, tile)) tile /= 2;
-    if (tile < native) return std::nullopt;
+    while (tile >= least && !model.LaneStride(load, vector_axis, tile)) tile /= 2;
+    if (tile < least) return std::nullopt;
     lane_limit = tile;
   }
   return lane_limit;
@@ -107,6 +110,12 @@ std::optional<LoadMix> ClassifyLoads(const AccessModel& model, int vector_axis) 
 // axis shorter than the native width.
 std::vector<VectorTile> VectorTiles(int64_t extent, int64_t native, int64_t lane_limit) {
   std::vector<VectorTile> vector_tiles;
+  if (lane_limit < native) {
+    // One partly filled register per vector (LaneLimit); the tile divides the axis, since
+    // each of its loads steps in aligned groups of lane_limit.
+    if (extent % lane_limit == 0) vector_tiles.push_back({lane_limit, 1, 1.0});
+    return vector_tiles;
+  }
   for (int64_t t = native; t <= lane_limit && t < 2 * extent; t *= 2) {
     int64_t computed = (extent + t - 1) / t * t;
     double efficiency = static_cast<double>(extent) / static_cast<double>(computed);

@@ -12,6 +12,9 @@ namespace tandem::kernels::default_schedule {
 
 // Widest vector tile (lanes) of a register tile, and of a vectorized spatial loop.
 inline constexpr int64_t kMaxVectorTile = 64;
+// Narrowest vector tile of a register tile whose loads keep a constant step only inside
+// aligned groups narrower than a vector register (grouped convolutions of 4 or 8 channels).
+inline constexpr int64_t kMinVectorTile = 4;
 
 // Accumulators of a tile whose taps are unrolled over overlapping windows (UnrollsWindowTaps),
 // whatever the register file: the overlapping windows keep tile + taps - 1 input vectors of a

@@ -355,6 +355,46 @@ TEST(DefaultSchedule, ConvolutionRowsOfASmallMapArePaddedToAWiderTile) {
   EXPECT_EQ(rows, 4) << s.trace().ToText();
 }
 
+// A channels-last grouped convolution reads x[..., co / g * g + ci]: the same input element for
+// a whole group of g output channels. Its vectors are one group wide even below the native
+// width (8 of AVX-512's 16 lanes for groups of 8, 4 of AVX2's 8 for groups of 4), so that the
+// input is a broadcast instead of a gather; the vectors are register-tiled along the pixels,
+// and the pad is inlined (one uniform select per broadcast). Compiled, the result is the
+// reference's.
+TEST(DefaultSchedule, GroupedConvolutionVectorsAreOneGroupWide) {
+  auto check = [](int64_t lanes, int64_t group_width, int64_t stride) {
+    SCOPED_TRACE(fmt::format("lanes {} group width {} stride {}", lanes, group_width, stride));
+    const int64_t channels = 4 * group_width, size = 12;
+    ir::KernelFunction kernel =
+        LowerOp("conv2d", {F32({1, size, size, channels}), F32({3, 3, group_width, channels})},
+                ir::Attrs{{"data_layout", std::string("NHWC")},
+                          {"kernel_layout", std::string("HWIO")},
+                          {"padding", std::vector<int64_t>{1, 1, 1, 1}},
+                          {"strides", std::vector<int64_t>{stride, stride}},
+                          {"groups", int64_t{4}}});
+    Schedule s = ApplyDefaultSchedule(
+        kernel,
+        DefaultScheduleOptions{.vector_lanes = lanes, .parallel_min_work = 64, .num_threads = 2});
+    std::vector<std::pair<ir::ForKind, int64_t>> loops = LoopNest(s);
+    EXPECT_TRUE(std::count(loops.begin(), loops.end(),
+                           std::make_pair(ir::ForKind::kVectorized, group_width)) >= 3)
+        << s.trace().ToText();  // init, reduction and write-back
+    EXPECT_FALSE(UnrolledTileLoops(s).empty()) << s.trace().ToText();
+    std::vector<std::string> names = s.BlockNames();
+    EXPECT_EQ(std::find(names.begin(), names.end(), "pad"), names.end()) << s.trace().ToText();
+    std::vector<ir::Tensor> args = testing::RandomArgs(kernel, 7);
+    std::vector<ir::Tensor> expected = backends::RunKernelReference(kernel, args, true);
+    int64_t out = (size - 1) / stride + 1;
+    args.emplace_back(ir::TensorType{{1, out, out, channels}, ir::DataType::kFloat32, ""});
+    backends::CompileKernels({s.function()})->Run(s.function().name, args);
+    EXPECT_LT(ir::RelativeError(args.back(), expected[0]), 1e-6);
+  };
+  check(16, 8, 1);
+  check(16, 8, 2);
+  check(8, 4, 1);
+  check(16, 16, 2);
+}
+
 TEST(Legalize, KeepsGraphResultsAndSharesKernels) {
   ir::GraphBuilder b("main");
   ir::ValueId x = b.Input("x", F32({1, 4, 6, 6}));
