@@ -87,7 +87,7 @@ std::vector<std::string> WorkloadNames();
 std::string WorkloadNamesText();
 
 // Whether `name` names a workload: one of WorkloadNames(), or any size of the families whose
-// names carry their sizes (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS).
+// names carry their sizes (MM-MxKxN, DWL-CxS-kKsS, PWL-IxOxS, CVL-IxOxS-kKsS, GCL-IxOxS-kKsSgG).
 bool IsWorkloadName(const std::string& name);
 
 // Builds workload `name` (IsWorkloadName; Error otherwise) with inputs drawn from `seed`.

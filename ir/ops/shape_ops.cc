@@ -1,7 +1,8 @@
 // Shape ops: reshape, transpose, flatten, concat, split, strided_slice, squeeze, expand_dims, pad.
 //
 // Every result keeps the operand's dtype and has no layout (a shape op changes what the axes
-// mean). Reference semantics move elements as bytes, so every dtype is copied exactly.
+// mean), except strided_slice's, which keeps its operand's layout (its axes mean what they did).
+// Reference semantics move elements as bytes, so every dtype is copied exactly.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -492,7 +493,9 @@ void RegisterStridedSlice(OpRegistry& registry) {
         const TensorType& x = TensorOperand(inputs, 0, "x");
         Shape shape;
         for (const SliceAxis& axis : PlanSlice(x.shape, attrs)) shape.push_back(axis.count);
-        return TensorType{shape, x.dtype, ""};
+        // A slice keeps what each axis means: its result keeps the operand's layout (the
+        // channels of an NHWC convolution padded by PackConvWeights, sliced back).
+        return TensorType{shape, x.dtype, x.layout};
       },
       [](const std::vector<Tensor>& inputs, const Attrs& attrs,
          const Type& output) -> std::vector<Tensor> {

@@ -12,9 +12,10 @@
 // backend placement like PackMatmulWeights. nb defaults to two vector registers of the target
 // (32 f32 on AVX-512, 16 on AVX2), so that a register tile two vectors wide reads one panel row
 // per step, as for PackMatmulWeights; one 64-byte cache line of elements where that width does
-// not divide the output channels, one vector register where that does not either.
-// Grouped and depthwise convolutions are left alone (their weight rows are short). Values are
-// unchanged (the same products in the same order).
+// not divide the output channels, one vector register where that does not either; many output
+// channels that none of these divides are padded with zero channels to whole 64-byte panels and
+// the result sliced back. Grouped and depthwise convolutions are left alone (their weight rows
+// are short). Values are unchanged (the same products in the same order).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,46 +33,104 @@ bool Plain(const std::string& layout) {
   return layout.find_first_of("0123456789") == std::string::npos;
 }
 
-// The panel width for `node`, or 0 when it is not packed.
-int64_t PanelFor(const ir::GraphFunction& fn, const ir::Node& node, const PanelSpec& spec) {
-  if (node.kind != ir::NodeKind::kCall || node.op != "conv2d") return 0;
-  if (node.attrs.GetInt("groups") != 1) return 0;
+// Output channels below which a convolution is not padded to whole panels (the padded
+// channels, computed and then sliced off, cost at most 1/16 more work).
+constexpr int64_t kMinPaddedChannels = 240;
+
+// How `node`'s weight is packed: panels of `block` output channels, `padded` of them in all
+// (more than the node's when no panel width divides them).
+struct Panels {
+  int64_t block = 0;  // 0: not packed
+  int64_t padded = 0;
+};
+
+Panels PanelsFor(const ir::GraphFunction& fn, const ir::Node& node, const PanelSpec& spec) {
+  if (node.kind != ir::NodeKind::kCall || node.op != "conv2d") return {};
+  if (node.attrs.GetInt("groups") != 1) return {};
   const std::string& data_layout = node.attrs.GetString("data_layout");
   const std::string& kernel_layout = node.attrs.GetString("kernel_layout");
-  if (!Plain(data_layout) || !Plain(kernel_layout) || data_layout.back() != 'C') return 0;
+  if (!Plain(data_layout) || !Plain(kernel_layout) || data_layout.back() != 'C') return {};
   const ir::Tensor* weight = ConstantValue(fn, node.inputs[1]);
-  if (weight == nullptr || !ir::IsFloat(weight->dtype())) return 0;
+  if (weight == nullptr || !ir::IsFloat(weight->dtype())) return {};
   const std::string& tag = weight->type().layout;
-  if (!tag.empty() && tag != kernel_layout) return 0;
+  if (!tag.empty() && tag != kernel_layout) return {};
   int64_t out_channels = weight->shape()[kernel_layout.find('O')];
   int64_t block = PanelWidth(weight->dtype(), spec);
   // The default panel (two vector registers) falls back to one cache line of elements when it
   // does not divide the output channels (240 channels: panels of 16 on AVX-512), then to one
-  // vector register (1000 channels: panels of 8 on AVX2).
+  // vector register (1000 channels: panels of 8 on AVX2). Where none divides them (1000 on
+  // AVX-512), many channels are padded to whole cache-line panels: unpacked, the rows of
+  // 4000 bytes would put half of a tile's vector loads across two cache lines.
   if (spec.block == 0 && out_channels % block != 0) {
     int64_t vector = std::max<int64_t>(2, block / 2);
-    block = PanelWidth(weight->dtype(), PanelSpec{.block = 0, .default_bytes = 64});
-    if (out_channels % block != 0) block = vector;
+    int64_t line = PanelWidth(weight->dtype(), PanelSpec{.block = 0, .default_bytes = 64});
+    block = out_channels % line == 0 ? line : vector;
+    if (out_channels % block != 0 && out_channels >= kMinPaddedChannels) {
+      return {line, (out_channels + line - 1) / line * line};
+    }
   }
-  return out_channels % block == 0 && out_channels > block ? block : 0;
+  if (out_channels % block != 0 || out_channels <= block) return {};
+  return {block, out_channels};
+}
+
+// `weight` (kernel layout `layout`) with zero output channels appended up to `padded`.
+ir::Tensor PadOutputChannels(const ir::Tensor& weight, const std::string& layout, int64_t padded) {
+  size_t axis = layout.find('O');
+  ir::Shape shape = weight.shape();
+  int64_t outer = 1, inner = 1, channels = shape[axis];
+  for (size_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  shape[axis] = padded;
+  ir::Tensor out(shape, weight.dtype());  // zero-filled
+  auto element = static_cast<size_t>(ir::SizeOf(weight.dtype()));
+  const auto* from = static_cast<const uint8_t*>(weight.raw_data());
+  auto* to = static_cast<uint8_t*>(out.raw_data());
+  size_t row = static_cast<size_t>(channels * inner) * element;
+  for (int64_t o = 0; o < outer; ++o) {
+    std::copy_n(from + static_cast<size_t>(o) * row, row,
+                to + static_cast<size_t>(o * padded * inner) * element);
+  }
+  return out;
 }
 
 ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& spec) {
-  return RewriteNodes(fn,
-                      [&](ir::ValueId id, ir::GraphFunction& out,
-                          const std::vector<ir::ValueId>& map) -> ir::ValueId {
-                        const ir::Node& node = fn.node(id);
-                        int64_t panel = PanelFor(fn, node, spec);
-                        if (panel == 0) return -1;
-                        std::string packed_layout = fmt::format("OHWI{}o", panel);
-                        ir::Tensor packed = EvaluateConstant(
-                            "layout_transform", {*ConstantValue(fn, node.inputs[1])},
-                            ir::Attrs{{"src_layout", node.attrs.GetString("kernel_layout")},
-                                      {"dst_layout", packed_layout}});
-                        ir::Attrs attrs = node.attrs;
-                        attrs.Set("kernel_layout", packed_layout);
-                        return ReplaceWeight(fn, node, out, map, node.op, packed, attrs, "_packed");
-                      });
+  return RewriteNodes(
+      fn,
+      [&](ir::ValueId id, ir::GraphFunction& out,
+          const std::vector<ir::ValueId>& map) -> ir::ValueId {
+        const ir::Node& node = fn.node(id);
+        Panels panels = PanelsFor(fn, node, spec);
+        if (panels.block == 0) return -1;
+        const std::string& kernel_layout = node.attrs.GetString("kernel_layout");
+        std::string packed_layout = fmt::format("OHWI{}o", panels.block);
+        ir::Tensor weight = *ConstantValue(fn, node.inputs[1]);
+        int64_t out_channels = weight.shape()[kernel_layout.find('O')];
+        if (panels.padded != out_channels) {
+          weight = PadOutputChannels(weight, kernel_layout, panels.padded);
+        }
+        ir::Tensor packed = EvaluateConstant(
+            "layout_transform", {weight},
+            ir::Attrs{{"src_layout", kernel_layout}, {"dst_layout", packed_layout}});
+        ir::Attrs attrs = node.attrs;
+        attrs.Set("kernel_layout", packed_layout);
+        if (panels.padded == out_channels) {
+          return ReplaceWeight(fn, node, out, map, node.op, packed, attrs, "_packed");
+        }
+        // Padded: the convolution computes the zero channels too, a slice drops them.
+        ir::ValueId constant =
+            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
+        ir::ValueId conv =
+            AppendCall(out, node.op, {map[static_cast<size_t>(node.inputs[0])], constant}, attrs,
+                       node.name + "_padded", node.annotations);
+        auto channel_axis = static_cast<int64_t>(node.attrs.GetString("data_layout").find('C'));
+        ir::ValueId sliced = AppendCall(out, "strided_slice", {conv},
+                                        ir::Attrs{{"begin", std::vector<int64_t>{0}},
+                                                  {"end", std::vector<int64_t>{out_channels}},
+                                                  {"strides", std::vector<int64_t>{1}},
+                                                  {"axes", std::vector<int64_t>{channel_axis}}},
+                                        node.name);
+        return out.type_of(sliced) == node.type ? sliced : -1;
+      });
 }
 
 }  // namespace

@@ -13,12 +13,14 @@ namespace {
 
 TEST(OperatorWorkloads, NamesOfAnySizeParse) {
   for (const std::string& name : WorkloadNames()) EXPECT_TRUE(IsWorkloadName(name)) << name;
-  for (const char* name : {"MM-3x5x7", "PWL-3x4x5", "DWL-8x9-k3s1", "CVL-8x16x5-k3s2"}) {
+  for (const char* name :
+       {"MM-3x5x7", "PWL-3x4x5", "DWL-8x9-k3s1", "CVL-8x16x5-k3s2", "GCL-8x16x5-k3s2g4"}) {
     EXPECT_TRUE(IsWorkloadName(name)) << name;
   }
   for (const char* name : {"", "XYZ", "MM-3x5", "MM-3x5x7x9", "PWL-0x4x5", "PWL-3x4x5x",
                            "DWL-8x9-k3", "DWL-8x9-k3s1junk", "CVL-8x16x5-k3s", "CVL-8x16x5k3s1",
-                           "CVL-8x16x5-k3s1-", "PWL-1234567x4x5", "CVL--8x16x5-k3s1"}) {
+                           "CVL-8x16x5-k3s1-", "PWL-1234567x4x5", "CVL--8x16x5-k3s1",
+                           "GCL-8x16x5-k3s2", "GCL-8x16x5-k3s2g3", "GCL-8x16x5-k3s2g0"}) {
     EXPECT_FALSE(IsWorkloadName(name)) << name;
   }
   OnednnContext context;
@@ -47,6 +49,8 @@ TEST(OperatorWorkloads, SizedFamiliesMatchOnednn) {
   // Output 5x5 (stride 2, padding 2 over 9x9).
   ExpectAgrees("DWL-16x9-k5s2", 2.0 * 5 * 5 * 16 * 25);
   ExpectAgrees("MM-6x10x12", 2.0 * 6 * 10 * 12);
+  // 4 groups of 4 input channels into 6 output channels each, output 3x3.
+  ExpectAgrees("GCL-16x24x5-k3s2g4", 2.0 * 3 * 3 * 24 * 9 * 4);
 }
 
 }  // namespace

@@ -80,6 +80,43 @@ graph @main(%x: f32[1,2,2,2]{{NHWC}}) -> f32[1,2,2,{0}]{{NHWC}} {{
   EXPECT_EQ(panel_of(40, "llvm -cpu=skylake-avx512"), 40);
 }
 
+// Many output channels that no panel width divides (250 on AVX-512: not a multiple of 32, 16
+// or a vector) are padded with zero channels to whole 16-channel panels (256) and the result
+// sliced back to 250, in the convolution's layout: the same values, on the reference
+// interpreter and compiled. Fewer channels (40) are left unpacked.
+TEST(PackConvWeights, PadsManyChannelsThatNoPanelDivides) {
+  const int64_t out_channels = 250;
+  std::string values = "[";
+  for (int64_t k = 0; k < 3 * out_channels; ++k) {
+    values += fmt::format("{}{}", k ? ", " : "", static_cast<double>((k * 37) % 23) / 8.0 - 1.0);
+  }
+  values += "]";
+  ir::IRModule input = ir::ParseModule(fmt::format(R"(
+graph @main(%x: f32[1,5,5,3]{{NHWC}}) -> f32[1,5,5,{0}]{{NHWC}} {{
+  %w = constant f32[1,1,3,{0}] {1}
+  %y = conv2d(%x, %w) {{data_layout="NHWC", kernel_layout="HWIO"}}
+  %r = relu(%y)
+  return %r
+}})",
+                                                   out_channels, values),
+                                       "input");
+  ir::IRModule packed = rewrite_testing::Run("InferType, PackConvWeights", input,
+                                             ir::ParseTarget("llvm -cpu=skylake-avx512"));
+  const ir::GraphFunction& main = packed.Get("main");
+  const ir::Node& slice = main.node(main.Find("y"));
+  ASSERT_EQ(slice.op, "strided_slice") << ir::PrintModule(packed);
+  EXPECT_EQ(ir::ToString(slice.type), "f32[1,5,5,250]{NHWC}");
+  const ir::Node& conv = main.node(slice.inputs[0]);
+  EXPECT_EQ(conv.attrs.GetString("kernel_layout"), "OHWI16o");
+  EXPECT_EQ(main.type_of(conv.inputs[1]).tensor().shape, (ir::Shape{16, 1, 1, 3, 16}));
+  std::vector<ir::Tensor> inputs = backends::RandomInputs(input.Get("main"), 3);
+  std::vector<ir::Tensor> expected = backends::RunReference(input, inputs);
+  EXPECT_LT(ir::RelativeError(backends::RunReference(packed, inputs)[0], expected[0]), 1e-6);
+  std::vector<ir::Tensor> compiled =
+      backends::Build(rewrite_testing::Run("InferType, FuseOps, Legalize", packed))->Run(inputs);
+  EXPECT_LT(ir::RelativeError(compiled[0], expected[0]), 1e-6);
+}
+
 TEST(PackConvWeights, LeavesWhatItCannotPack) {
   const char* pipeline = "InferType, PackConvWeights(block=2)";
   // NCHW data: the kernels vectorize over width, not over output channels.
