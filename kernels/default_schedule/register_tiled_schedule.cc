@@ -25,12 +25,15 @@ constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
 // on one thread for 55 thousand multiply-adds).
 constexpr int64_t kParallelMinOperandBytes = int64_t{128} << 10;
 
+// Bytes of the whole of `buffer`.
+int64_t BufferBytes(const ir::Buffer& buffer) {
+  return ir::NumElements(buffer->shape) * ir::SizeOf(buffer->dtype);
+}
+
 // Bytes of the buffers `block` reads.
 int64_t OperandBytes(const ir::Block& block) {
   int64_t bytes = 0;
-  for (const ir::BufferRegion& read : block->reads) {
-    bytes += ir::NumElements(read.buffer->shape) * ir::SizeOf(read.buffer->dtype);
-  }
+  for (const ir::BufferRegion& read : block->reads) bytes += BufferBytes(read.buffer);
   return bytes;
 }
 // The cache geometry PanelOverflowsItsSets assumes: x86 L2 caches of the last decade index
@@ -138,13 +141,13 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
   if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
   TileLoops out;
   std::vector<LoopRV> vector_loads_depend, vector_loads_free;
+  // The vector operands (loads that move with the lanes) and their bytes.
+  std::vector<bool> is_vector(model.loads().size());
   int64_t vector_operand_bytes = 0;
   for (size_t l = 0; l < model.loads().size(); ++l) {
     std::optional<int64_t> stride = model.Stride(model.loads()[l], plan.vector_axis);
-    const ir::Buffer& buffer = model.load_exprs()[l]->buffer;
-    if (stride && *stride != 0) {
-      vector_operand_bytes += ir::NumElements(buffer->shape) * ir::SizeOf(buffer->dtype);
-    }
+    is_vector[l] = stride && *stride != 0;
+    if (is_vector[l]) vector_operand_bytes += BufferBytes(model.load_exprs()[l]->buffer);
   }
   out.vector_loop = loops[static_cast<size_t>(plan.vector_axis)];
   std::optional<LoopRV> broadcast_loop, second_loop;
@@ -167,11 +170,10 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
       if (axis == plan.second_axis) second_loop = parts[1];
     }
     bool vector_depends = false;
-    for (const ir::Expr& load : model.loads()) {
-      std::optional<int64_t> stride = model.Stride(load, plan.vector_axis);
-      if (stride && *stride != 0 && model.VariesInTile(load, axis, block->iter_vars[k].extent)) {
-        vector_depends = true;
-      }
+    for (size_t l = 0; l < model.loads().size(); ++l) {
+      vector_depends =
+          vector_depends ||
+          (is_vector[l] && model.VariesInTile(model.loads()[l], axis, block->iter_vars[k].extent));
     }
     (vector_depends ? vector_loads_depend : vector_loads_free).push_back(outer_loop);
   }

@@ -73,26 +73,6 @@ Panels PanelsFor(const ir::GraphFunction& fn, const ir::Node& node, const PanelS
   return {block, out_channels};
 }
 
-// `weight` (kernel layout `layout`) with zero output channels appended up to `padded`.
-ir::Tensor PadOutputChannels(const ir::Tensor& weight, const std::string& layout, int64_t padded) {
-  size_t axis = layout.find('O');
-  ir::Shape shape = weight.shape();
-  int64_t outer = 1, inner = 1, channels = shape[axis];
-  for (size_t d = 0; d < axis; ++d) outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
-  shape[axis] = padded;
-  ir::Tensor out(shape, weight.dtype());  // zero-filled
-  auto element = static_cast<size_t>(ir::SizeOf(weight.dtype()));
-  const auto* from = static_cast<const uint8_t*>(weight.raw_data());
-  auto* to = static_cast<uint8_t*>(out.raw_data());
-  size_t row = static_cast<size_t>(channels * inner) * element;
-  for (int64_t o = 0; o < outer; ++o) {
-    std::copy_n(from + static_cast<size_t>(o) * row, row,
-                to + static_cast<size_t>(o * padded * inner) * element);
-  }
-  return out;
-}
-
 ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& spec) {
   return RewriteNodes(
       fn,
@@ -106,7 +86,10 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& 
         ir::Tensor weight = *ConstantValue(fn, node.inputs[1]);
         int64_t out_channels = weight.shape()[kernel_layout.find('O')];
         if (panels.padded != out_channels) {
-          weight = PadOutputChannels(weight, kernel_layout, panels.padded);
+          // Zero output channels appended (pad_width: all begins, then all ends).
+          std::vector<int64_t> pad_width(2 * weight.shape().size(), 0);
+          pad_width[weight.shape().size() + kernel_layout.find('O')] = panels.padded - out_channels;
+          weight = EvaluateConstant("pad", {weight}, ir::Attrs{{"pad_width", pad_width}});
         }
         ir::Tensor packed = EvaluateConstant(
             "layout_transform", {weight},
@@ -117,11 +100,8 @@ ir::GraphFunction PackConvWeights(const ir::GraphFunction& fn, const PanelSpec& 
           return ReplaceWeight(fn, node, out, map, node.op, packed, attrs, "_packed");
         }
         // Padded: the convolution computes the zero channels too, a slice drops them.
-        ir::ValueId constant =
-            AppendConstant(out, packed, fn.node(node.inputs[1]).name + "_packed");
-        ir::ValueId conv =
-            AppendCall(out, node.op, {map[static_cast<size_t>(node.inputs[0])], constant}, attrs,
-                       node.name + "_padded", node.annotations);
+        ir::ValueId conv = AppendWithWeight(fn, node, out, map, node.op, packed, attrs, "_packed",
+                                            node.name + "_padded");
         auto channel_axis = static_cast<int64_t>(node.attrs.GetString("data_layout").find('C'));
         ir::ValueId sliced = AppendCall(out, "strided_slice", {conv},
                                         ir::Attrs{{"begin", std::vector<int64_t>{0}},

@@ -51,12 +51,20 @@ ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_
   return AppendNode(out, std::move(node));
 }
 
+ir::ValueId AppendWithWeight(const ir::GraphFunction& fn, const ir::Node& node,
+                             ir::GraphFunction& out, const std::vector<ir::ValueId>& map,
+                             const std::string& op, const ir::Tensor& weight, ir::Attrs attrs,
+                             const std::string& suffix, const std::string& name) {
+  ir::ValueId constant = AppendConstant(out, weight, fn.node(node.inputs[1]).name + suffix);
+  return AppendCall(out, op, {map[static_cast<size_t>(node.inputs[0])], constant}, std::move(attrs),
+                    name, node.annotations);
+}
+
 ir::ValueId ReplaceWeight(const ir::GraphFunction& fn, const ir::Node& node, ir::GraphFunction& out,
                           const std::vector<ir::ValueId>& map, const std::string& op,
                           const ir::Tensor& weight, ir::Attrs attrs, const std::string& suffix) {
-  ir::ValueId constant = AppendConstant(out, weight, fn.node(node.inputs[1]).name + suffix);
-  ir::ValueId result = AppendCall(out, op, {map[static_cast<size_t>(node.inputs[0])], constant},
-                                  std::move(attrs), node.name, node.annotations);
+  ir::ValueId result =
+      AppendWithWeight(fn, node, out, map, op, weight, std::move(attrs), suffix, node.name);
   return out.type_of(result) == node.type ? result : -1;
 }
 

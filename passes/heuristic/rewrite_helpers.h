@@ -22,6 +22,12 @@ ir::ValueId AppendCall(ir::GraphFunction& out, const std::string& op,
 // Appends a constant node holding `value` (its type is the value's, without layout).
 ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
                            const std::string& name);
+// Appends `op`(data of `node`, `weight`) with `attrs` and `node`'s annotations, named `name`, the
+// new constant named after `node`'s weight plus `suffix`; the id of the call in `out`.
+ir::ValueId AppendWithWeight(const ir::GraphFunction& fn, const ir::Node& node,
+                             ir::GraphFunction& out, const std::vector<ir::ValueId>& map,
+                             const std::string& op, const ir::Tensor& weight, ir::Attrs attrs,
+                             const std::string& suffix, const std::string& name);
 // The rewrite of a call `node` of `fn` (data, weight) into `op`(data, `weight`) with `attrs`,
 // the new constant named after the old weight plus `suffix`: the id of the new call in `out`, or
 // -1 when its type differs from the node's (the appended nodes are then unused and dropped by
