@@ -132,14 +132,16 @@ DefaultScheduler::DefaultScheduler(const ir::KernelFunction& kernel,
 
 // Steps:
 //   1. pointwise producers inlined (rule 1);
-//   2. each reduction block: register-tiled (rule 2), else split into per-lane partials
-//      (rule 3), else the simple rule (rule 4); blocks may disappear on the way (an epilogue
-//      inlined into a write-back) or be scheduled with their producer (an epilogue);
+//   2. a row group (softmax, layer norm) row by row (rule 2a); else each reduction block:
+//      register-tiled (rule 2), else split into per-lane partials (rule 3), else the simple
+//      rule (rule 4); blocks may disappear on the way (an epilogue inlined into a write-back)
+//      or be scheduled with their producer (an epilogue);
 //   3. each spatial block left: a case split (rule 5), else vectorized and parallel (rule 6).
 Schedule DefaultScheduler::Run() {
   // 1. Producers.
-  InlinePointwiseProducers();
+  InlinePointwiseProducers(/*keep_shared_costly_producers=*/true);
   // 2. Reductions.
+  ScheduleRowGroup();
   for (const std::string& name : s_.BlockNames()) {
     if (done_.count(name) || !Exists(name)) continue;
     const ir::Block& b = BlockOf(s_, name);
@@ -168,21 +170,28 @@ bool DefaultScheduler::Exists(const std::string& name) const {
 // masked or gathered ones), so such producers stay separate stages.
 //
 // Steps, for each block that is neither a reduction nor a case split:
-//   1. kept separate when some consumer would read it too often (KeepsProducerSeparate);
+//   1. kept separate when some consumer would read it too often (KeepsProducerSeparate), or,
+//      with `keep_shared_costly_producers`, when two or more blocks read a producer that calls
+//      a costly intrinsic (a softmax's exponentials, summed and then normalized): inlined, each
+//      would compute it again;
 //   2. tried on the bare function first, so that the trace holds only steps that were applied;
 //   3. inlined.
-void DefaultScheduler::InlinePointwiseProducers() {
+void DefaultScheduler::InlinePointwiseProducers(bool keep_shared_costly_producers) {
   for (const std::string& name : s_.BlockNames()) {
     if (!Exists(name)) continue;
     const ir::Block& b = BlockOf(s_, name);
     if (IsReduction(b) || !CaseSplitAxes(b).empty()) continue;
     // 1. Consumers.
     bool separate = false;
+    int consumers = 0;
     for (const std::string& other : s_.BlockNames()) {
       if (other == name || !Exists(other)) continue;
       const ir::Block& c = BlockOf(s_, other);
-      if (ReadsAnyOf(c, b) && KeepsProducerSeparate(b, c)) separate = true;
+      if (!ReadsAnyOf(c, b)) continue;
+      ++consumers;
+      if (KeepsProducerSeparate(b, c)) separate = true;
     }
+    if (keep_shared_costly_producers && consumers > 1 && CallsCostlyIntrinsic(b)) separate = true;
     if (separate) continue;
     // 2. Trial.
     try {

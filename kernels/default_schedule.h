@@ -4,7 +4,14 @@
 // The rules, applied through the Schedule (so the result carries a trace like a tuned one):
 //   1. inline pointwise producers that are not kernel outputs (padding, the middle of an
 //      elementwise epilogue chain), except into a reduction that reads each element more than
-//      16 times (a convolution's padding, a matmul operand): those stay separate stages;
+//      16 times (a convolution's padding, a matmul operand), and except a costly one (exp,
+//      erf, ...) that two or more blocks read (a softmax's exponentials): those stay separate
+//      stages;
+//   2a. a row group (reductions over the trailing axes of the same rows, elementwise stages
+//      over those rows, and an elementwise output: softmax, layer norm) whose rows are whole
+//      vectors runs row by row: one (parallel) loop over steps of a few rows, under which each
+//      reduction is factored into vector partials and each stage computed, so a row is read
+//      from L1 by every stage;
 //   2. a reduction block whose innermost spatial axis can be vectorized with contiguous,
 //      broadcast or small-stride loads gets a MetaSchedule-style register tile: the vector axis
 //      tiled by 16-lane multiples (a masked tail when they do not divide it), a "broadcast" axis
@@ -27,9 +34,8 @@
 //      vectorized innermost loop, the other loops fused and parallel; it is never inlined, and
 //      a producer the block reads more than 4 times per element is not inlined into it;
 //   6. another spatial block (elementwise, injective) gets its innermost loop vectorized (whole
-//   when
-//      short) and its other loops fused and parallelized when large enough (or, for a short
-//      innermost loop, all loops fused and split by the vector width).
+//      when short) and its other loops fused and parallelized when large enough (or, for a
+//      short innermost loop, all loops fused and split by the vector width).
 // Each step that turns out illegal for a particular kernel is skipped: the rules never produce
 // an invalid program, at worst a slower one.
 #pragma once

@@ -340,6 +340,11 @@ DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
   } catch (const ir::Error& e) {
     throw ir::Error(fmt::format("kernel '{}': {}", kernel.name, e.what()));
   }
+  std::set<const ir::BufferNode*> parameters;
+  for (const ir::Buffer& param : kernel.params) parameters.insert(param.get());
+  for (const auto& [buffer, extents] : known) {
+    if (!parameters.count(buffer) && IsDynamic(extents)) plan.intermediates[buffer->name] = extents;
+  }
   return plan;
 }
 
@@ -473,7 +478,7 @@ class ApplyPlan : public ir::StmtMutator {
         }
       }
     } else {
-      block_guards = ParameterGuards(*realize);
+      block_guards = AccessGuards(*realize);
       // A planned block rfactor rewrote keeps its spatial iterators: they still bound loops.
       for (const DynamicIterator& it : plan_.iterators) {
         if (it.block == block.name && !it.reduction && it.iterator < block.iter_vars.size() &&
@@ -517,7 +522,7 @@ class ApplyPlan : public ir::StmtMutator {
     return true;
   }
 
-  std::vector<Guard> ParameterGuards(const ir::BlockRealizeNode& realize) const {
+  std::vector<Guard> AccessGuards(const ir::BlockRealizeNode& realize) const {
     const ir::BlockNode& block = *realize.block;
     ir::VarMap bindings;
     for (size_t k = 0; k < block.iter_vars.size(); ++k) {
@@ -526,10 +531,17 @@ class ApplyPlan : public ir::StmtMutator {
     std::vector<Guard> out;
     bool guarded_reduction = false;
     for (const Access& a : AccessesOf(block)) {
-      auto it = params_.find(a.buffer.get());
-      if (a.write || it == params_.end() || it->second.empty()) continue;
+      if (a.write) continue;
+      const TensorExtents* extents = nullptr;
+      if (auto it = params_.find(a.buffer.get()); it != params_.end()) {
+        extents = &it->second;
+      } else if (auto named = plan_.intermediates.find(a.buffer->name);
+                 named != plan_.intermediates.end()) {
+        extents = &named->second;
+      }
+      if (extents == nullptr || extents->size() != a.indices.size()) continue;
       for (size_t axis = 0; axis < a.indices.size(); ++axis) {
-        if (!it->second[axis].dynamic() || ir::HasLoad(a.indices[axis])) continue;
+        if (!(*extents)[axis].dynamic() || ir::HasLoad(a.indices[axis])) continue;
         bool reduction = false;
         for (const ir::IterVar& iv : block.iter_vars) {
           if (iv.kind == ir::IterKind::kReduction && ir::UsesVar(a.indices[axis], iv.var)) {
@@ -538,7 +550,7 @@ class ApplyPlan : public ir::StmtMutator {
         }
         guarded_reduction = guarded_reduction || reduction;
         out.push_back(
-            {ir::Simplify(ir::Substitute(a.indices[axis], bindings)), it->second[axis], reduction});
+            {ir::Simplify(ir::Substitute(a.indices[axis], bindings)), (*extents)[axis], reduction});
       }
     }
     bool reduces = false;

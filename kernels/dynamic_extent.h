@@ -88,6 +88,8 @@ struct DynamicIterator {
 // block that scheduling adds, as rfactor does, is not covered by the analysis).
 struct DynamicPlan {
   std::vector<TensorExtents> params;  // the parameters' extents it was made for
+  // The extents of the intermediates with a dynamic axis, by buffer name.
+  std::map<std::string, TensorExtents> intermediates;
   std::vector<DynamicIterator> iterators;
   std::set<std::string> blocks;
   bool has_dynamic_reduction() const;

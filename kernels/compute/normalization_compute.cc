@@ -2,8 +2,8 @@
 //   batch_norm: one spatial block using the [C] stat tensors.
 //   layer_norm: "layer_norm_mean" and "layer_norm_variance" reduce over the normalized axes into
 //               intermediates, "layer_norm" normalizes.
-//   softmax:    "softmax_max" and "softmax_exp_sum" reduce along the axis into intermediates,
-//               "softmax" normalizes (recomputing exp(x - max)).
+//   softmax:    "softmax_max" reduces along the axis, "softmax_exp" computes exp(x - max),
+//               "softmax_exp_sum" sums it along the axis, "softmax" normalizes it.
 // Integer data is normalized in f64 and cast back; intermediates use that math type.
 #include <fmt/format.h>
 
@@ -88,7 +88,8 @@ void LowerLayerNorm(ComputeBuilder& builder, const OpCall& call) {
     std::vector<Var> s(i.begin(), i.begin() + static_cast<int64_t>(axis));
     std::vector<Var> r(i.begin() + static_cast<int64_t>(axis), i.end());
     Expr deviation = ir::Call("sqrt", {ir::Load(variance, s) + ir::FloatImm(epsilon, math)}, math);
-    Expr normalized_value = (x_at(s, r) - ir::Load(mean, s)) / deviation;
+    Expr normalized_value =
+        (x_at(s, r) - ir::Load(mean, s)) * (ir::FloatImm(1.0, math) / deviation);
     Expr g = ir::Cast(math, ir::Load(gamma, r));
     Expr b = ir::Cast(math, ir::Load(beta, r));
     return ir::Cast(dtype, normalized_value * g + b);
@@ -119,15 +120,28 @@ void LowerSoftmax(ComputeBuilder& builder, const OpCall& call) {
   builder.Reduce(
       "softmax_max", maximum, names, along, Reducer::kMax,
       [&](const std::vector<Var>& s, const std::vector<Var>& r) { return x_at(s, r[0]); });
+  // exp(x - max) once, kept for the sum and the quotient (the default schedules keep a costly
+  // block read by two others separate rather than inline it twice).
+  ir::Buffer exponential = builder.AddIntermediate(x->name + "_exp", math, shape);
+  builder.Compute("softmax_exp", exponential, AxisNames(rank), [&](const std::vector<Var>& i) {
+    std::vector<Var> s = i;
+    s.erase(s.begin() + static_cast<int64_t>(axis));
+    return ir::Call("exp", {x_at(s, i[axis]) - ir::Load(maximum, s)}, math);
+  });
+  auto exponential_at = [&](const std::vector<Var>& s, const Expr& a) {
+    std::vector<Expr> index(s.begin(), s.end());
+    index.insert(index.begin() + static_cast<int64_t>(axis), a);
+    return ir::Load(exponential, index);
+  };
   builder.Reduce("softmax_exp_sum", sum, names, along, Reducer::kSum,
                  [&](const std::vector<Var>& s, const std::vector<Var>& r) {
-                   return ir::Call("exp", {x_at(s, r[0]) - ir::Load(maximum, s)}, math);
+                   return exponential_at(s, r[0]);
                  });
   builder.Compute("softmax", call.outputs[0], AxisNames(rank), [&](const std::vector<Var>& i) {
     std::vector<Var> s = i;
     s.erase(s.begin() + static_cast<int64_t>(axis));
-    Expr e = ir::Call("exp", {x_at(s, i[axis]) - ir::Load(maximum, s)}, math);
-    return ir::Cast(dtype, e / ir::Load(sum, s));
+    Expr e = exponential_at(s, i[axis]);
+    return ir::Cast(dtype, e * (ir::FloatImm(1.0, math) / ir::Load(sum, s)));
   });
 }
 

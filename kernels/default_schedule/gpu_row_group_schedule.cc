@@ -18,17 +18,6 @@ namespace {
 // Rows shorter than a warp leave most threads of a block idle: one thread per row does better.
 constexpr int64_t kMinLanes = 32;
 
-// How many leading iterators of `block` are spatial when all its spatial iterators lead (0 when
-// a spatial iterator follows a reduction one).
-size_t LeadingSpatialIterators(const ir::Block& block) {
-  size_t spatial = 0;
-  while (spatial < block->iter_vars.size() &&
-         block->iter_vars[spatial].kind == ir::IterKind::kSpatial) {
-    ++spatial;
-  }
-  return CountIterators(block, ir::IterKind::kSpatial) == spatial ? spatial : 0;
-}
-
 }  // namespace
 
 // A kernel whose blocks left are reductions R1..Rn (each reducing the trailing axes of its rows)
@@ -46,39 +35,19 @@ size_t LeadingSpatialIterators(const ir::Block& block) {
 // The code generator puts a barrier between the partials and their combination. Skipped (false,
 // schedule unchanged) when the blocks do not have that shape or a step is illegal.
 bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
-  std::vector<std::string> names;
-  for (const std::string& name : s_.BlockNames()) {
-    if (Exists(name) && !done_.count(name)) names.push_back(name);
-  }
-  if (names.size() < 2) return false;
-  const ir::Block elementwise = BlockOf(s_, names.back());
-  if (IsReduction(elementwise) || elementwise->iter_vars.empty()) return false;
-  // 1. The rows and the lanes.
-  size_t row_axes = 0;
-  int64_t rows = 0, lanes = 0;
-  for (size_t k = 0; k + 1 < names.size(); ++k) {
-    const ir::Block reduction = BlockOf(s_, names[k]);
-    size_t spatial = LeadingSpatialIterators(reduction);
-    if (!IsReduction(reduction) || spatial == 0 || (row_axes != 0 && spatial != row_axes)) {
-      return false;
-    }
-    row_axes = spatial;
-    rows = SpatialExtent(reduction);
-    lanes = std::gcd(lanes, ReductionExtent(reduction));
-  }
-  if (elementwise->iter_vars.size() <= row_axes) return false;
-  int64_t elementwise_rows = 1, row_length = 1;
-  for (size_t k = 0; k < elementwise->iter_vars.size(); ++k) {
-    (k < row_axes ? elementwise_rows : row_length) *= elementwise->iter_vars[k].extent;
-  }
-  if (elementwise_rows != rows) return false;
-  lanes = LargestDivisor(std::gcd(lanes, row_length), threads);
+  std::optional<RowGroup> group = FindRowGroup();
+  if (!group || group->stages.size() != group->reductions.size()) return false;
+  // 1. The lanes.
+  size_t row_axes = group->row_axes;
+  int64_t lanes = LargestDivisor(std::gcd(group->reduced_gcd, group->row_length), threads);
   if (lanes < kMinLanes) return false;
-  std::vector<std::string> reductions(names.begin(), names.end() - 1);
+  const std::vector<std::string>& reductions = group->reductions;
+  const std::string& elementwise = group->elementwise;
+  size_t elementwise_rank = BlockOf(s_, elementwise)->iter_vars.size();
   return TrySteps(s_, [&] {
     // 2. The elementwise block.
-    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(names.back()));
-    if (loops.size() != elementwise->iter_vars.size()) throw ScheduleError("unexpected loops");
+    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(elementwise));
+    if (loops.size() != elementwise_rank) throw ScheduleError("unexpected loops");
     std::vector<LoopRV> row_loops(loops.begin(), loops.begin() + static_cast<ptrdiff_t>(row_axes));
     std::vector<LoopRV> column_loops(loops.begin() + static_cast<ptrdiff_t>(row_axes), loops.end());
     LoopRV row = row_loops.size() > 1 ? s_.Fuse(row_loops) : row_loops[0];
@@ -100,7 +69,7 @@ bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
       if (groups) SharePartialsAcrossThreads(*groups, lanes / CombineGroup(lanes));
       done_.insert(*name);
     }
-    done_.insert(names.back());
+    done_.insert(elementwise);
   });
 }
 

@@ -207,8 +207,9 @@ void DefaultScheduler::SharePartialsAcrossThreads(const BlockRV& partials, int64
 //      threadIdx.x. Reduction loops stay inside each thread, serial. A block with no spatial
 //      loop (a full reduction) is left to run on a single thread.
 Schedule DefaultScheduler::RunGpu(const GpuScheduleOptions& options) {
-  // 1. Producers.
-  InlinePointwiseProducers();
+  // 1. Producers (a costly one read by several blocks too: recomputing it per thread costs less
+  // than a trip through shared memory).
+  InlinePointwiseProducers(/*keep_shared_costly_producers=*/false);
   int64_t threads = std::max(1, options.threads_per_block);
   // 2. A row-wise group, register tiles, then partials of reductions with few outputs.
   ScheduleGpuRowGroup(threads);

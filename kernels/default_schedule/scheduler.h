@@ -1,7 +1,8 @@
 // The scheduler behind ApplyDefaultSchedule (kernels/default_schedule.h): applies the default
 // rules to a kernel's blocks through a Schedule. Its rules live in files named after them:
-// register_tiled_schedule.cc (rule 2), reduction_schedule.cc (rules 3 and 4) and
-// spatial_schedule.cc (rules 5 and 6); default_schedule.cc runs them in order (rule 1 first).
+// register_tiled_schedule.cc (rule 2), row_group_schedule.cc (rule 2a), reduction_schedule.cc
+// (rules 3 and 4) and spatial_schedule.cc (rules 5 and 6); default_schedule.cc runs them in order
+// (rule 1 first).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,20 @@ int64_t LargestDivisor(int64_t extent, int64_t limit);
 // 16); 0 when no split leaves two or more of each level.
 int64_t CombineGroup(int64_t lanes);
 
+// A row-wise group of a kernel (softmax: max, then the exponentials and their sum, then the
+// quotient; layer norm: mean, variance, then the normalized output): reduction blocks over the
+// trailing axes of the same rows, and elementwise blocks over those rows, the last of which is
+// elementwise; no other block.
+struct RowGroup {
+  std::vector<std::string> stages;      // every block but the last, in block order
+  std::vector<std::string> reductions;  // the reduction blocks among them
+  std::string elementwise;              // the last block
+  size_t row_axes = 0;                  // leading spatial iterators of every block (the rows)
+  int64_t rows = 0;                     // their extent
+  int64_t row_length = 0;               // the elementwise block's trailing extent
+  int64_t reduced_gcd = 0;              // gcd of the reductions' extents
+};
+
 // Applies the default rules to one kernel; each rule that turns out illegal for a block leaves
 // the schedule as it was (TrySteps) and the next rule is tried.
 class DefaultScheduler {
@@ -42,7 +57,7 @@ class DefaultScheduler {
   bool Exists(const std::string& name) const;
 
   // Rule 1 (default_schedule.cc).
-  void InlinePointwiseProducers();
+  void InlinePointwiseProducers(bool keep_shared_costly_producers);
 
   // The GPU rules for reductions with operand reuse (gpu_shared_tile_schedule.cc,
   // gpu_schedule.cc).
@@ -64,6 +79,13 @@ class DefaultScheduler {
   std::optional<BlockRV> FactorCombination(const std::string& name, int64_t lanes);
   // A row-wise group (softmax, layer norm; gpu_row_group_schedule.cc).
   bool ScheduleGpuRowGroup(int64_t threads);
+  // The blocks not yet scheduled when they form a row group (row_group_schedule.cc).
+  std::optional<RowGroup> FindRowGroup() const;
+  // Rule 2a, the CPU rule for a row group (row_group_schedule.cc).
+  bool ScheduleRowGroup();
+  // An elementwise stage of a row group computed at the group's row loop (the first `row_axes`
+  // iterators of the stage are the rows), its columns vectorized. Inside TrySteps.
+  void ComputeElementwiseStageAt(const std::string& name, const LoopRV& row, size_t row_axes);
 
   // Rule 2 (register_tiled_schedule.cc). The loops of a register-tiled block once split:
   // outer spatial loops (those the vector operands depend on first), reduction loops, the tile

@@ -395,6 +395,50 @@ TEST(DefaultSchedule, GroupedConvolutionVectorsAreOneGroupWide) {
   check(16, 16, 2);
 }
 
+// A softmax or layer norm over rows of whole vectors runs row by row (rule 2a): one parallel
+// loop over steps of a few rows holds every stage, each reduction as per-lane vector partials,
+// and the softmax's exponentials are computed once (kept for the sum and the quotient rather
+// than inlined into both). Interpreted and compiled, the result is kept.
+TEST(DefaultSchedule, RowGroupsRunRowByRow) {
+  DefaultScheduleOptions options{.vector_lanes = 8, .parallel_min_work = 64, .num_threads = 2};
+  auto check = [&](const std::string& op, const std::vector<ir::TensorType>& inputs,
+                   int64_t row_steps, int expected_exps) {
+    SCOPED_TRACE(op);
+    ir::KernelFunction kernel = LowerOp(op, inputs);
+    Schedule s = ApplyDefaultSchedule(kernel, options);
+    // The body is one parallel loop over the row steps.
+    const auto* root = ir::As<ir::BlockRealizeNode>(s.function().body);
+    ASSERT_NE(root, nullptr);
+    const auto* loop = ir::As<ir::ForNode>(root->block->body);
+    ASSERT_NE(loop, nullptr) << s.trace().ToText();
+    EXPECT_EQ(loop->for_kind, ir::ForKind::kParallel);
+    EXPECT_EQ(loop->extent, row_steps);
+    int exps = 0;
+    ir::VisitStmtExprs(s.function().body, [&](const ir::Expr& top) {
+      ir::VisitExprTree(top, [&](const ir::Expr& e) {
+        exps += e->kind == ir::ExprKind::kCall && e->name == "exp";
+      });
+    });
+    EXPECT_EQ(exps, expected_exps);
+    std::vector<std::pair<ir::ForKind, int64_t>> loops = LoopNest(s);
+    EXPECT_GE(std::count(loops.begin(), loops.end(),
+                         std::make_pair(ir::ForKind::kVectorized, int64_t{16})),
+              2)
+        << s.trace().ToText();  // the partials of each reduction, two vectors wide
+    EXPECT_LT(CompareKernels(kernel, s.function()), 1e-6);
+    EXPECT_EQ(Schedule::Replay(kernel, s.trace()).trace(), s.trace());
+    std::vector<ir::Tensor> args = testing::RandomArgs(kernel, 3);
+    std::vector<ir::Tensor> expected = backends::RunKernelReference(kernel, args, true);
+    args.emplace_back(inputs[0]);
+    backends::CompileKernels({s.function()})->Run(s.function().name, args);
+    EXPECT_LT(ir::RelativeError(args.back(), expected[0]), 1e-6);
+  };
+  // 32 rows of 64 floats: steps of 8 rows.
+  check("softmax", {F32({2, 16, 64})}, 4, 1);
+  // 16 rows of 96 floats: steps of 8 rows.
+  check("layer_norm", {F32({16, 96}), F32({96}), F32({96})}, 2, 0);
+}
+
 TEST(Legalize, KeepsGraphResultsAndSharesKernels) {
   ir::GraphBuilder b("main");
   ir::ValueId x = b.Input("x", F32({1, 4, 6, 6}));
