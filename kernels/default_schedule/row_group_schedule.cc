@@ -46,7 +46,6 @@ void DefaultScheduler::ComputeElementwiseStageAt(const std::string& name, const 
   if (columns.empty()) throw ScheduleError("no column loops under the row loop");
   LoopRV column = columns.size() > 1 ? s_.Fuse(columns) : columns[0];
   s_.Vectorize(s_.Split(column, {-1, options_.vector_lanes})[1]);
-  done_.insert(name);
 }
 
 std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
@@ -109,13 +108,17 @@ bool DefaultScheduler::ScheduleRowGroup() {
                           group->reduced_gcd / (kPartialVectors * native) >= 2
                       ? kPartialVectors * native
                       : native;
-  int64_t row_bytes =
-      group->row_length * ir::SizeOf(BlockOf(s_, group->elementwise)->writes.front().buffer->dtype);
+  // A step divides the innermost row axis, so that its rows are one box of the row axes (a step
+  // across two rows of an outer axis would cover both whole).
+  const ir::Block elementwise = BlockOf(s_, group->elementwise);
+  int64_t row_bytes = group->row_length * ir::SizeOf(elementwise->writes.front().buffer->dtype);
+  int64_t innermost_rows = elementwise->iter_vars[group->row_axes - 1].extent;
   int64_t step_rows = LargestDivisor(
-      group->rows, std::max<int64_t>(1, std::min(kRowsPerStep, kRowStepBytes / row_bytes)));
+      innermost_rows, std::max<int64_t>(1, std::min(kRowsPerStep, kRowStepBytes / row_bytes)));
   bool parallel = threads_ > 1 && group->rows / step_rows >= threads_ &&
                   group->rows * group->row_length >= options_.parallel_min_work;
-  return TrySteps(s_, [&] {
+  std::vector<std::string> scheduled;  // the blocks of the group, once every step succeeded
+  bool ok = TrySteps(s_, [&] {
     // 2. The elementwise block.
     std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(group->elementwise));
     std::vector<LoopRV> row_loops(loops.begin(),
@@ -129,6 +132,7 @@ bool DefaultScheduler::ScheduleRowGroup() {
     // 3. The stages, consumers before their producers.
     for (auto name = group->stages.rbegin(); name != group->stages.rend(); ++name) {
       const ir::Block block = BlockOf(s_, *name);
+      scheduled.push_back(*name);
       if (!IsReduction(block)) {
         ComputeElementwiseStageAt(*name, row, group->row_axes);
         continue;
@@ -154,13 +158,14 @@ bool DefaultScheduler::ScheduleRowGroup() {
       s_.Vectorize(lane);
       BlockRV init = s_.DecomposeReduction(partials, step);
       s_.Vectorize(s_.GetLoops(init).back());
-      done_.insert(*name);
-      done_.insert(s_.BlockName(partials));
-      done_.insert(s_.BlockName(init));
+      scheduled.push_back(s_.BlockName(partials));
+      scheduled.push_back(s_.BlockName(init));
     }
     if (parallel) s_.Parallel(row);
-    done_.insert(group->elementwise);
+    scheduled.push_back(group->elementwise);
   });
+  if (ok) done_.insert(scheduled.begin(), scheduled.end());
+  return ok;
 }
 
 }  // namespace tandem::kernels::default_schedule

@@ -437,6 +437,10 @@ TEST(DefaultSchedule, RowGroupsRunRowByRow) {
   check("softmax", {F32({2, 16, 64})}, 4, 1);
   // 16 rows of 96 floats: steps of 8 rows.
   check("layer_norm", {F32({16, 96}), F32({96}), F32({96})}, 2, 0);
+  // Rows over two axes (a channels-last 4x6 map): steps of 6 rows, dividing the inner axis, so
+  // that each step's rows are one box and the steps can run in parallel (steps of 8 of the 24
+  // rows would cover parts of two rows of h, each step computing both whole).
+  check("layer_norm", {F32({1, 4, 6, 32}), F32({32}), F32({32})}, 4, 0);
 }
 
 TEST(Legalize, KeepsGraphResultsAndSharesKernels) {
