@@ -41,7 +41,7 @@ void DefaultScheduler::ComputeElementwiseStageAt(const std::string& name, const 
   s_.ComputeAt(stage, row);
   s_.SetScope(stage, 0, "local");
   std::vector<LoopRV> loops = s_.GetLoops(stage);
-  size_t depth = s_.GetLoops(stage).size() - BlockOf(s_, name)->iter_vars.size() + row_axes;
+  size_t depth = loops.size() - BlockOf(s_, name)->iter_vars.size() + row_axes;
   std::vector<LoopRV> columns(loops.begin() + static_cast<ptrdiff_t>(depth), loops.end());
   if (columns.empty()) throw ScheduleError("no column loops under the row loop");
   LoopRV column = columns.size() > 1 ? s_.Fuse(columns) : columns[0];
@@ -57,6 +57,7 @@ std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
   RowGroup group;
   group.elementwise = names.back();
   group.stages.assign(names.begin(), names.end() - 1);
+  if (IsReduction(BlockOf(s_, group.elementwise))) return std::nullopt;
   // The rows: the leading spatial iterators of the reductions.
   for (const std::string& name : group.stages) {
     const ir::Block block = BlockOf(s_, name);
@@ -69,9 +70,9 @@ std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
     group.reductions.push_back(name);
   }
   if (group.reductions.empty()) return std::nullopt;
-  // Every elementwise block (the last one and any stage) over the same rows, and longer rows.
-  for (size_t k = 0; k < names.size(); ++k) {
-    const ir::Block block = BlockOf(s_, names[k]);
+  // Every elementwise block (the last one, then any stage) over the same rows of one length.
+  for (auto name = names.rbegin(); name != names.rend(); ++name) {
+    const ir::Block block = BlockOf(s_, *name);
     if (IsReduction(block)) continue;
     if (block->init || block->iter_vars.size() <= group.row_axes) return std::nullopt;
     int64_t rows = 1, row_length = 1;
@@ -79,9 +80,9 @@ std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
       (a < group.row_axes ? rows : row_length) *= block->iter_vars[a].extent;
     }
     if (rows != group.rows) return std::nullopt;
-    if (k + 1 == names.size()) group.row_length = row_length;
+    if (group.row_length != 0 && row_length != group.row_length) return std::nullopt;
+    group.row_length = row_length;
   }
-  if (IsReduction(BlockOf(s_, group.elementwise))) return std::nullopt;
   return group;
 }
 
@@ -91,10 +92,11 @@ std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
 //   2. the elementwise block's row loops fused and split into steps of a few rows (parallel
 //      when the group is large enough), its other loops fused, split by the vector width and
 //      vectorized;
-//   3. each reduction, last first: its reduction loops fused, split by the width and factored
-//      into per-lane partials (rfactor), the combination and the partials computed at the row
-//      step loop into "local" buffers (a step's worth), the partials' lane loop
-//      vectorized and their init decomposed.
+//   3. each stage, last first: an elementwise one computed at the step loop into a "local"
+//      buffer (a step's worth), its columns vectorized; a reduction's loops fused, split by the
+//      width and factored into per-lane partials (rfactor), the combination and the partials
+//      computed at the step loop into "local" buffers, the partials' lane loop vectorized and
+//      their init decomposed.
 // A row is then read once per reduction and once by the output while it stays in L1, instead of
 // each stage sweeping the whole tensor. Skipped (false, schedule unchanged) when the blocks
 // do not have that shape, a row is not whole vectors, or a step is illegal.

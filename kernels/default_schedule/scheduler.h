@@ -30,15 +30,15 @@ int64_t CombineGroup(int64_t lanes);
 
 // A row-wise group of a kernel (softmax: max, then the exponentials and their sum, then the
 // quotient; layer norm: mean, variance, then the normalized output): reduction blocks over the
-// trailing axes of the same rows, and elementwise blocks over those rows, the last of which is
-// elementwise; no other block.
+// trailing axes of the same rows and elementwise blocks over those rows, ending with an
+// elementwise block; no other block.
 struct RowGroup {
   std::vector<std::string> stages;      // every block but the last, in block order
   std::vector<std::string> reductions;  // the reduction blocks among them
   std::string elementwise;              // the last block
   size_t row_axes = 0;                  // leading spatial iterators of every block (the rows)
   int64_t rows = 0;                     // their extent
-  int64_t row_length = 0;               // the elementwise block's trailing extent
+  int64_t row_length = 0;               // the elementwise blocks' trailing extent (one for all)
   int64_t reduced_gcd = 0;              // gcd of the reductions' extents
 };
 
