@@ -42,16 +42,9 @@ bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
   int64_t lanes = LargestDivisor(std::gcd(group->reduced_gcd, group->row_length), threads);
   if (lanes < kMinLanes) return false;
   const std::vector<std::string>& reductions = group->reductions;
-  const std::string& elementwise = group->elementwise;
-  size_t elementwise_rank = BlockOf(s_, elementwise)->iter_vars.size();
   return TrySteps(s_, [&] {
     // 2. The elementwise block.
-    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(elementwise));
-    if (loops.size() != elementwise_rank) throw ScheduleError("unexpected loops");
-    std::vector<LoopRV> row_loops(loops.begin(), loops.begin() + static_cast<ptrdiff_t>(row_axes));
-    std::vector<LoopRV> column_loops(loops.begin() + static_cast<ptrdiff_t>(row_axes), loops.end());
-    LoopRV row = row_loops.size() > 1 ? s_.Fuse(row_loops) : row_loops[0];
-    LoopRV column = column_loops.size() > 1 ? s_.Fuse(column_loops) : column_loops[0];
+    auto [row, column] = FuseRowsAndColumns(*group);
     std::vector<LoopRV> parts = s_.Split(column, {-1, lanes});
     s_.Reorder({parts[1], parts[0]});
     s_.Bind(row, "blockIdx.x");
@@ -69,7 +62,7 @@ bool DefaultScheduler::ScheduleGpuRowGroup(int64_t threads) {
       if (groups) SharePartialsAcrossThreads(*groups, lanes / CombineGroup(lanes));
       done_.insert(*name);
     }
-    done_.insert(elementwise);
+    done_.insert(group->elementwise);
   });
 }
 

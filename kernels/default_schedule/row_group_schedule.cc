@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/default_schedule/scheduler.h"
@@ -46,6 +47,18 @@ void DefaultScheduler::ComputeElementwiseStageAt(const std::string& name, const 
   if (columns.empty()) throw ScheduleError("no column loops under the row loop");
   LoopRV column = columns.size() > 1 ? s_.Fuse(columns) : columns[0];
   s_.Vectorize(s_.Split(column, {-1, options_.vector_lanes})[1]);
+}
+
+std::pair<LoopRV, LoopRV> DefaultScheduler::FuseRowsAndColumns(const RowGroup& group) {
+  std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(group.elementwise));
+  if (loops.size() != BlockOf(s_, group.elementwise)->iter_vars.size()) {
+    throw ScheduleError("unexpected loops");
+  }
+  auto middle = loops.begin() + static_cast<ptrdiff_t>(group.row_axes);
+  std::vector<LoopRV> rows(loops.begin(), middle), columns(middle, loops.end());
+  LoopRV row = rows.size() > 1 ? s_.Fuse(rows) : rows[0];
+  LoopRV column = columns.size() > 1 ? s_.Fuse(columns) : columns[0];
+  return {row, column};
 }
 
 std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
@@ -122,14 +135,8 @@ bool DefaultScheduler::ScheduleRowGroup() {
   std::vector<std::string> scheduled;  // the blocks of the group, once every step succeeded
   bool ok = TrySteps(s_, [&] {
     // 2. The elementwise block.
-    std::vector<LoopRV> loops = s_.GetLoops(s_.GetBlock(group->elementwise));
-    std::vector<LoopRV> row_loops(loops.begin(),
-                                  loops.begin() + static_cast<ptrdiff_t>(group->row_axes));
-    std::vector<LoopRV> column_loops(loops.begin() + static_cast<ptrdiff_t>(group->row_axes),
-                                     loops.end());
-    LoopRV row = row_loops.size() > 1 ? s_.Fuse(row_loops) : row_loops[0];
+    auto [row, column] = FuseRowsAndColumns(*group);
     if (step_rows > 1) row = s_.Split(row, {-1, step_rows})[0];
-    LoopRV column = column_loops.size() > 1 ? s_.Fuse(column_loops) : column_loops[0];
     s_.Vectorize(s_.Split(column, {-1, native})[1]);
     // 3. The stages, consumers before their producers.
     for (auto name = group->stages.rbegin(); name != group->stages.rend(); ++name) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/kernel/stmt.h"
@@ -81,6 +82,9 @@ class DefaultScheduler {
   bool ScheduleGpuRowGroup(int64_t threads);
   // The blocks not yet scheduled when they form a row group (row_group_schedule.cc).
   std::optional<RowGroup> FindRowGroup() const;
+  // The loops of a row group's elementwise block fused into (rows, columns), for the CPU and GPU
+  // row-group rules. Inside TrySteps.
+  std::pair<LoopRV, LoopRV> FuseRowsAndColumns(const RowGroup& group);
   // Rule 2a, the CPU rule for a row group (row_group_schedule.cc).
   bool ScheduleRowGroup();
   // An elementwise stage of a row group computed at the group's row loop (the first `row_axes`
