@@ -717,10 +717,7 @@ CgValue KernelCodegen::EvalLoad(const Expr& e) {
 llvm::Value* KernelCodegen::HoistedParameterLoad(const Expr& load) {
   if (gpu_ || load_guard_ != nullptr || mask_ != nullptr) return nullptr;
   const ir::BufferNode* buffer = load->buffer.get();
-  if (std::none_of(kernel_.params.begin(), kernel_.params.end(),
-                   [&](const ir::Buffer& p) { return p.get() == buffer; })) {
-    return nullptr;
-  }
+  if (!IsReadOnlyParameter(buffer)) return nullptr;
   // 1. A constant element inside the buffer.
   int64_t flat = 0;
   for (size_t axis = 0; axis < load->operands.size(); ++axis) {
@@ -731,16 +728,7 @@ llvm::Value* KernelCodegen::HoistedParameterLoad(const Expr& load) {
     }
     flat = flat * buffer->shape[axis] + index;
   }
-  // 2. Of a buffer no statement of the kernel writes.
-  if (!written_buffers_) {
-    written_buffers_.emplace();
-    ir::VisitStmtTree(kernel_.body, [&](const ir::Stmt& s) {
-      if (const auto* store = ir::As<ir::StoreNode>(s))
-        written_buffers_->insert(store->buffer.get());
-    });
-  }
-  if (written_buffers_->count(buffer)) return nullptr;
-  // 3. Read once per function, in its entry block.
+  // 2. Read once per function, in its entry block.
   auto key = std::make_tuple(function_, buffer, flat);
   auto it = hoisted_loads_.find(key);
   if (it != hoisted_loads_.end()) return it->second;

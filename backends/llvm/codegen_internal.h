@@ -196,6 +196,8 @@ class KernelCodegen {
   // kernels/dynamic_extent.h, a scalar operand), read once in the current function's entry block
   // so that no loop reloads it; null for any other load.
   llvm::Value* HoistedParameterLoad(const ir::Expr& load);
+  // True for a kernel parameter no statement of the kernel writes.
+  bool IsReadOnlyParameter(const ir::BufferNode* buffer);
   CgValue LoadElements(const ir::Buffer& buffer, const CgValue& offset);
   // `arm` evaluated with its loads guarded by the i1 `wanted` (see load_guard_).
   CgValue EvalGuarded(const ir::Expr& arm, llvm::Value* wanted);
@@ -225,6 +227,8 @@ class KernelCodegen {
   // ---- statements (codegen_stmt.cc)
   void Emit(const ir::Stmt& s);
   void EmitFor(const ir::Stmt& loop);
+  // The loop by its kind (EmitFor handles what applies to every kind).
+  void EmitForKind(const ir::Stmt& loop);
   void EmitSerialFor(const ir::ForNode* loop);
   // The trip count of a loop whose whole body is `if (loop_var < bound)` without an else (the
   // guard kernels/dynamic_extent.h puts on loops over a dynamic axis): min(extent, bound),
@@ -241,6 +245,10 @@ class KernelCodegen {
   // The GPU kernel entry (Generate for a GPU kernel).
   void GenerateGpuKernel(const std::set<const ir::BufferNode*>& written);
   void EmitBlock(const ir::BlockRealizeNode* realize);
+  // Prefetches of what the block's reads load further along the innermost loop annotated with
+  // ir::kPrefetchDistanceKey (codegen_prefetch.cc); nothing outside such a loop, in scalar or
+  // GPU code. Called with the block's iterators bound.
+  void EmitPrefetches(const ir::Block& block);
   void EmitStore(const ir::StoreNode* store);
   // Runs `then_case` where `condition` holds and `else_case` (may be empty) elsewhere: a branch
   // when the condition is uniform, masks when it differs between lanes.
@@ -293,7 +301,12 @@ class KernelCodegen {
   std::optional<std::unordered_set<const ir::BufferNode*>> written_buffers_;  // computed once
   std::map<std::tuple<llvm::Function*, const ir::BufferNode*, int64_t>, llvm::Value*>
       hoisted_loads_;
-  bool in_parallel_ = false;  // emitting an outlined parallel body
+  struct PrefetchLoop {
+    const ir::ForNode* loop;
+    int64_t distance;
+  };
+  std::vector<PrefetchLoop> prefetch_loops_;  // annotated loops around the code being emitted
+  bool in_parallel_ = false;                  // emitting an outlined parallel body
   int parallel_count_ = 0;
   int64_t unroll_product_ = 1;  // product of the extents of the loops being replicated
   int thread_loop_depth_ = 0;   // GPU: threadIdx-bound loops around the code being emitted

@@ -248,6 +248,22 @@ void KernelCodegen::EmitFor(const Stmt& s) {
                             ir::ToString(loop->loop_var->dtype)));
   }
   if (loop->extent <= 0) return;
+  // A prefetch distance applies to the code inside the loop.
+  bool prefetch = !gpu_ && loop->annotations.Has(ir::kPrefetchDistanceKey);
+  if (prefetch) {
+    int64_t distance = loop->annotations.GetInt(ir::kPrefetchDistanceKey);
+    if (distance <= 0 || distance >= loop->extent) {
+      throw Error(fmt::format("loop '{}' of {} iterations has prefetch distance {}",
+                              loop->loop_var->name, loop->extent, distance));
+    }
+    prefetch_loops_.push_back({loop, distance});
+  }
+  EmitForKind(s);
+  if (prefetch) prefetch_loops_.pop_back();
+}
+
+void KernelCodegen::EmitForKind(const Stmt& s) {
+  const auto* loop = ir::As<ir::ForNode>(s);
   switch (loop->for_kind) {
     case ir::ForKind::kSerial:
       EmitSerialFor(loop);
@@ -548,6 +564,7 @@ void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
           EmitConditional(
               first, [&] { Emit(block->init); }, nullptr);
         }
+        EmitPrefetches(block);
         Emit(block->body);
         for (llvm::Value* pointer : heap) FreeBuffer(pointer);
       },

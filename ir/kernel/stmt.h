@@ -45,8 +45,8 @@ enum class ForKind {
 };
 // Every loop kind, in declaration order (what the parser accepts after a loop's extent).
 inline constexpr ForKind kAllForKinds[] = {
-    ForKind::kSerial,     ForKind::kParallel,   ForKind::kVectorized, ForKind::kUnrolled,
-    ForKind::kBlockIdxX,  ForKind::kBlockIdxY,  ForKind::kBlockIdxZ,  ForKind::kThreadIdxX,
+    ForKind::kSerial,     ForKind::kParallel,  ForKind::kVectorized, ForKind::kUnrolled,
+    ForKind::kBlockIdxX,  ForKind::kBlockIdxY, ForKind::kBlockIdxZ,  ForKind::kThreadIdxX,
     ForKind::kThreadIdxY, ForKind::kThreadIdxZ};
 // True for the kinds that bind a loop to a GPU block or thread index.
 bool IsThreadBinding(ForKind kind);
@@ -95,12 +95,18 @@ struct BlockNode {
 };
 using Block = std::shared_ptr<const BlockNode>;
 
+// Loop annotation read by the CPU code generator (an integer d, 0 < d < extent): inside the
+// loop, every vector read of a kernel parameter the kernel never writes whose address depends
+// on the loop variable also prefetches into L2 what the same read loads d iterations later
+// (clamped to the last iteration). A hint only: results are the same with or without it.
+inline constexpr char kPrefetchDistanceKey[] = "tandem.prefetch_distance";
+
 struct ForNode : StmtNode {
   ForNode() : StmtNode(StmtKind::kFor) {}
   Var loop_var;
   int64_t extent = 1;  // loops always start at 0
   ForKind for_kind = ForKind::kSerial;
-  Attrs annotations;
+  Attrs annotations;  // hints that leave the semantics unchanged (kPrefetchDistanceKey, ...)
   Stmt body;
 };
 
@@ -148,12 +154,12 @@ inline const StoreNode* As<StoreNode>(const Stmt& s) {
 template <>
 inline const IfThenElseNode* As<IfThenElseNode>(const Stmt& s) {
   return s && s->kind == StmtKind::kIfThenElse ? static_cast<const IfThenElseNode*>(s.get())
-                                                : nullptr;
+                                               : nullptr;
 }
 template <>
 inline const BlockRealizeNode* As<BlockRealizeNode>(const Stmt& s) {
   return s && s->kind == StmtKind::kBlockRealize ? static_cast<const BlockRealizeNode*>(s.get())
-                                                  : nullptr;
+                                                 : nullptr;
 }
 
 Stmt MakeFor(Var loop_var, int64_t extent, ForKind kind, Stmt body, Attrs annotations = {});

@@ -76,7 +76,9 @@ bool PanelOverflowsItsSets(int64_t row_bytes, int64_t rows) {
 //   5. the tile loops unrolled, and the taps of an all-vector block with overlapping windows
 //      too when they are few;
 //   6. the vector loop vectorized, init decomposed, the init and write-back tiles unrolled and
-//      vectorized, the fused outer loop parallel.
+//      vectorized, the fused outer loop parallel;
+//   7. vector operands that stream from memory (weights beyond L1) prefetched one panel
+//      ahead: the fused loop annotated with the iterations between panels.
 bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
   const ir::Block block = BlockOf(s_, name);
   // 1. The plan. A long reduction into few outputs (a classifier's 1x1280x1000 GEMV), or one
@@ -120,6 +122,10 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
     std::vector<LoopRV> write_loops = s_.GetLoops(writeback);
     UnrollTileAndVectorize(writeback, write_loops.size() - 1);
     if (parallel) s_.Parallel(fused);
+    // 7. The next vector operands prefetched while the current ones are in use.
+    if (loops.panel_iterations > 0 && loops.panel_iterations < loops.outer_iterations) {
+      s_.Annotate(fused, ir::kPrefetchDistanceKey, loops.panel_iterations);
+    }
     done_.insert(name);
     done_.insert(s_.BlockName(writeback));
     done_.insert(s_.BlockName(init));
@@ -141,6 +147,7 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
   if (loops.size() != block->iter_vars.size()) throw ScheduleError("unexpected loop nest");
   TileLoops out;
   std::vector<LoopRV> vector_loads_depend, vector_loads_free;
+  int64_t depend_iterations = 1, free_iterations = 1;
   // The vector operands (loads that move with the lanes) and their bytes.
   std::vector<bool> is_vector(model.loads().size());
   int64_t vector_operand_bytes = 0;
@@ -176,9 +183,17 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
           (is_vector[l] && model.VariesInTile(model.loads()[l], axis, block->iter_vars[k].extent));
     }
     (vector_depends ? vector_loads_depend : vector_loads_free).push_back(outer_loop);
+    int64_t iterations = (block->iter_vars[k].extent + t - 1) / t;
+    (vector_depends ? depend_iterations : free_iterations) *= iterations;
   }
   bool vector_operands_stay = vector_operand_bytes <= kL1ResidentOperandBytes;
   if (vector_operands_stay) std::swap(vector_loads_depend, vector_loads_free);
+  out.outer_iterations = depend_iterations * free_iterations;
+  // A panel reused by several iterations streams in bursts (the first of them misses): that is
+  // what a prefetch evens out; operands used once stream steadily.
+  if (!vector_operands_stay && depend_iterations > 1 && free_iterations > 1) {
+    out.panel_iterations = free_iterations;
+  }
   out.outer = vector_loads_depend;
   out.outer.insert(out.outer.end(), vector_loads_free.begin(), vector_loads_free.end());
   if (broadcast_loop) out.tile.push_back(*broadcast_loop);

@@ -97,6 +97,10 @@ class DefaultScheduler {
   struct TileLoops {
     std::vector<LoopRV> outer, reduction, tile;
     LoopRV vector_loop;
+    // Iterations of the fused outer loops from one set of vector operands (a weight panel) to
+    // the next, when they stream from memory; 0 when they stay in L1 or never change.
+    int64_t panel_iterations = 0;
+    int64_t outer_iterations = 1;  // iterations of the fused outer loops
   };
   bool ScheduleRegisterTiled(const std::string& name);
   TileLoops SplitTileLoops(const BlockRV& b, const ir::Block& block, const AccessModel& model,

@@ -8,6 +8,7 @@
 #include "backends/reference/interpreter.h"
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_parser.h"
+#include "ir/kernel/kernel_printer.h"
 #include "kernels/default_schedule.h"
 #include "kernels/default_schedule/register_tiling.h"
 #include "kernels/legalize.h"
@@ -134,6 +135,47 @@ TEST(DefaultSchedule, ParallelizesLongReductionsIntoSmallOutputs) {
   });
   EXPECT_EQ(parallel, 1) << s.trace().ToText();
   EXPECT_LT(CompareKernels(expansion, s.function()), 1e-5);
+}
+
+// The prefetch distance of the fused outer loop of a register-tiled schedule (0 without one)
+// and the loop's variable.
+std::pair<int64_t, std::string> PrefetchDistance(const Schedule& s) {
+  std::pair<int64_t, std::string> found{0, ""};
+  ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
+    const auto* loop = ir::As<ir::ForNode>(st);
+    if (loop && loop->annotations.Has(ir::kPrefetchDistanceKey)) {
+      found = {loop->annotations.GetInt(ir::kPrefetchDistanceKey), loop->loop_var->name};
+    }
+  });
+  return found;
+}
+
+// A GEMM whose weight panels stream from memory and serve several row tiles each prefetches
+// the next panel: its fused outer loop (panels outside, row tiles inside) carries the number
+// of row tiles as prefetch distance, the iterations over which the column index stays the
+// same. Weights small enough for L1 get none; neither does a depthwise convolution (each
+// weight and input vector serves one tile).
+TEST(DefaultSchedule, StreamedWeightPanelsArePrefetchedOnePanelAhead) {
+  DefaultScheduleOptions options{.vector_lanes = 16, .vector_registers = 32, .num_threads = 2};
+  ir::KernelFunction gemm = testing::Matmul(48, 128, 256);  // 128 KB of weights
+  Schedule s = ApplyDefaultSchedule(gemm, options);
+  auto [distance, loop] = PrefetchDistance(s);
+  EXPECT_GT(distance, 1) << s.trace().ToText();
+  std::string text = ir::PrintKernel(s.function());
+  EXPECT_NE(text.find(fmt::format("floordiv(%{}, {})", loop, distance)), std::string::npos) << text;
+  EXPECT_LT(CompareKernels(gemm, s.function()), 1e-5) << s.trace().ToText();
+
+  Schedule small = ApplyDefaultSchedule(testing::Matmul(48, 32, 64), options);  // 8 KB
+  EXPECT_EQ(PrefetchDistance(small).first, 0) << small.trace().ToText();
+
+  ir::KernelFunction depthwise =
+      LowerOp("conv2d", {testing::F32({1, 56, 56, 64}), testing::F32({3, 3, 1, 64})},
+              ir::Attrs{{"data_layout", std::string("NHWC")},
+                        {"kernel_layout", std::string("HWIO")},
+                        {"groups", int64_t{64}},
+                        {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  Schedule conv = ApplyDefaultSchedule(depthwise, DefaultScheduleOptions{.num_threads = 2});
+  EXPECT_EQ(PrefetchDistance(conv).first, 0) << conv.trace().ToText();
 }
 
 // A depthwise convolution reads each input element 9 times: on a large image its pad is a
