@@ -248,18 +248,23 @@ void KernelCodegen::EmitFor(const Stmt& s) {
                             ir::ToString(loop->loop_var->dtype)));
   }
   if (loop->extent <= 0) return;
-  // A prefetch distance applies to the code inside the loop.
-  bool prefetch = !gpu_ && loop->annotations.Has(ir::kPrefetchDistanceKey);
-  if (prefetch) {
+  // A prefetch distance applies to the code inside the loop (popped however the loop ends).
+  struct PopOnExit {
+    std::vector<PrefetchLoop>* loops = nullptr;
+    ~PopOnExit() {
+      if (loops) loops->pop_back();
+    }
+  } pop;
+  if (!gpu_ && loop->annotations.Has(ir::kPrefetchDistanceKey)) {
     int64_t distance = loop->annotations.GetInt(ir::kPrefetchDistanceKey);
     if (distance <= 0 || distance >= loop->extent) {
       throw Error(fmt::format("loop '{}' of {} iterations has prefetch distance {}",
                               loop->loop_var->name, loop->extent, distance));
     }
     prefetch_loops_.push_back({loop, distance});
+    pop.loops = &prefetch_loops_;
   }
   EmitForKind(s);
-  if (prefetch) prefetch_loops_.pop_back();
 }
 
 void KernelCodegen::EmitForKind(const Stmt& s) {
