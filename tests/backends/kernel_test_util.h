@@ -16,6 +16,17 @@
 
 namespace tandem::testing {
 
+inline ir::TensorType F32(ir::Shape shape) {
+  return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
+}
+
+// Occurrences of `what` in `text` (instructions in generated code).
+inline size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 struct BlockIter {
   ir::Var var;
   int64_t extent;

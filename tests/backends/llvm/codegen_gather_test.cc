@@ -29,9 +29,7 @@
 namespace tandem {
 namespace {
 
-ir::TensorType F32(ir::Shape shape) {
-  return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
-}
+using testing::F32;
 
 // conv2d_transpose of f32[1,2,5,5] with f32[2,3,3,3], strides 2, padding 1, output_padding 1
 // (output f32[1,3,10,10]) under the schedule the default schedule gives it.

@@ -20,17 +20,9 @@ using ir::KernelFunction;
 using kernels::BlockRV;
 using kernels::LoopRV;
 using kernels::Schedule;
+using testing::Count;
 using testing::ExpectMatchesReference;
-
-ir::TensorType F32(ir::Shape shape) {
-  return ir::TensorType{std::move(shape), DataType::kFloat32, ""};
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::F32;
 
 // A 4-row x 64-column register tile of an m x k by k x n matmul (j -> [j0, 4, 16], i -> [i0,
 // 4]), the fused outer loop [j0, i0] (a column panel of the right operand serves m / 4 tiles)

@@ -33,11 +33,9 @@ using ir::Var;
 using kernels::BlockRV;
 using kernels::LoopRV;
 using kernels::Schedule;
+using testing::Count;
 using testing::ExpectMatchesReference;
-
-ir::TensorType F32(ir::Shape shape) {
-  return ir::TensorType{std::move(shape), DataType::kFloat32, ""};
-}
+using testing::F32;
 
 bool HostHasAvx512() {
   return backends::DescribeTarget().find("+avx512f") != std::string::npos;
@@ -78,12 +76,6 @@ std::string HottestLoop(const std::string& assembly) {
     }
   }
   return best;
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 // Stores to memory in an AT&T assembly body: a vector move whose last operand is an address.

@@ -21,17 +21,9 @@ using ir::Expr;
 using ir::IterKind;
 using ir::KernelFunction;
 using ir::Var;
+using testing::Count;
 using testing::ExpectMatchesReference;
-
-ir::TensorType F32(ir::Shape shape) {
-  return ir::TensorType{std::move(shape), DataType::kFloat32, ""};
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::F32;
 
 // A channels-last depthwise convolution with its pad inlined, under the AVX2 default schedule.
 KernelFunction ScheduledDepthwise(int64_t size, int64_t kernel_size, int64_t stride,
