@@ -8,42 +8,28 @@
 
 #include "backends/llvm/codegen.h"
 #include "ir/error.h"
-#include "kernels/compute/lower.h"
 #include "kernels/schedule/schedule.h"
 #include "tests/backends/kernel_test_util.h"
+#include "tests/backends/llvm/register_tiled_matmul.h"
 
 namespace tandem {
 namespace {
 
-using ir::DataType;
 using ir::KernelFunction;
-using kernels::BlockRV;
 using kernels::LoopRV;
 using kernels::Schedule;
 using testing::Count;
 using testing::ExpectMatchesReference;
-using testing::F32;
 
-// A 4-row x 64-column register tile of an m x k by k x n matmul (j -> [j0, 4, 16], i -> [i0,
-// 4]), the fused outer loop [j0, i0] (a column panel of the right operand serves m / 4 tiles)
-// annotated with prefetch distance `distance` (none when 0).
+// The register-tiled matmul with its column panels outside (a panel of the right operand
+// serves m / 4 consecutive iterations of the fused outer loop), that loop annotated with
+// prefetch distance `distance` (none when 0).
 KernelFunction PanelMatmul(int64_t m, int64_t n, int64_t k, int64_t distance) {
-  KernelFunction kernel =
-      kernels::LowerOpCall("mm", "matmul", {}, {F32({m, k}), F32({k, n})}, F32({m, n}));
+  KernelFunction kernel = testing::RegisterTiledMatmul(m, n, k, /*columns_outside=*/true);
+  if (distance == 0) return kernel;
   Schedule s(kernel);
-  BlockRV block = s.GetBlock("matmul");
-  std::vector<LoopRV> loops = s.GetLoops(block);
-  auto i = s.Split(loops[0], {-1, 4});
-  auto j = s.Split(loops[1], {-1, 4, 16});
-  s.Reorder({j[0], i[0], loops[2], i[1], j[1], j[2]});
-  BlockRV local = s.CacheWrite(block, 0, "local");
-  LoopRV outer = s.Fuse({j[0], i[0]});
-  s.ReverseComputeAt(local, outer);
-  s.Unroll(i[1]);
-  s.Unroll(j[1]);
-  s.Vectorize(j[2]);
-  s.Parallel(outer);
-  if (distance != 0) s.Annotate(outer, ir::kPrefetchDistanceKey, distance);
+  LoopRV outer = s.GetLoops(s.GetBlock("matmul"))[0];
+  s.Annotate(outer, ir::kPrefetchDistanceKey, distance);
   return s.function();
 }
 

@@ -19,6 +19,7 @@
 #include "kernels/default_schedule.h"
 #include "kernels/schedule/schedule.h"
 #include "tests/backends/kernel_test_util.h"
+#include "tests/backends/llvm/register_tiled_matmul.h"
 
 namespace tandem {
 namespace {
@@ -36,6 +37,7 @@ using kernels::Schedule;
 using testing::Count;
 using testing::ExpectMatchesReference;
 using testing::F32;
+using testing::RegisterTiledMatmul;
 
 bool HostHasAvx512() {
   return backends::DescribeTarget().find("+avx512f") != std::string::npos;
@@ -83,35 +85,6 @@ size_t VectorStores(const std::string& body) {
   std::regex store(R"(\tvmov\w+\s+%[xyz]mm\d+, [^%\n]*\()");
   return static_cast<size_t>(
       std::distance(std::sregex_iterator(body.begin(), body.end(), store), std::sregex_iterator()));
-}
-
-// A 4-row x 64-column register tile: i -> [i0, 4], j -> [j0, 4, 16], k whole; the
-// accumulators in a "local" cache_write block under the fused, parallel outer loop.
-KernelFunction RegisterTiledMatmul(int64_t m, int64_t n, int64_t k) {
-  KernelFunction kernel =
-      kernels::LowerOpCall("mm", "matmul", {}, {F32({m, k}), F32({k, n})}, F32({m, n}));
-  Schedule s(kernel);
-  BlockRV block = s.GetBlock("matmul");
-  std::vector<LoopRV> loops = s.GetLoops(block);
-  auto i = s.Split(loops[0], {-1, 4});
-  auto j = s.Split(loops[1], {-1, 4, 16});
-  s.Reorder({i[0], j[0], loops[2], i[1], j[1], j[2]});
-  BlockRV local = s.CacheWrite(block, 0, "local");
-  LoopRV outer = s.Fuse({i[0], j[0]});
-  s.ReverseComputeAt(local, outer);
-  s.Unroll(i[1]);
-  s.Unroll(j[1]);
-  s.Vectorize(j[2]);
-  BlockRV init = s.DecomposeReduction(block, loops[2]);
-  std::vector<LoopRV> init_loops = s.GetLoops(init);
-  s.Unroll(init_loops[init_loops.size() - 3]);
-  s.Unroll(init_loops[init_loops.size() - 2]);
-  s.Vectorize(init_loops.back());
-  std::vector<LoopRV> write_loops = s.GetLoops(local);
-  s.Unroll(write_loops[write_loops.size() - 2]);
-  s.Vectorize(write_loops.back());
-  s.Parallel(outer);
-  return s.function();
 }
 
 TEST(CodegenRegisterTile, MatmulAccumulatorsStayInRegisters) {
