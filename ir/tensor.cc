@@ -10,22 +10,11 @@
 #include <limits>
 #include <random>
 
+#include "ir/aligned_memory.h"
 #include "ir/error.h"
 
 namespace tandem::ir {
 namespace {
-
-constexpr size_t kAlignment = 64;
-
-std::shared_ptr<uint8_t> AllocateZeroed(int64_t bytes) {
-  size_t size = static_cast<size_t>(bytes);
-  size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  if (p == nullptr) throw Error(fmt::format("out of memory allocating a tensor of {} bytes", size));
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-}
 
 void CheckShape(const Shape& shape) {
   for (int64_t d : shape) {
@@ -37,7 +26,7 @@ void CheckShape(const Shape& shape) {
 
 Tensor::Tensor(const TensorType& type) : type_(type) {
   CheckShape(type.shape);
-  storage_ = AllocateZeroed(type.num_bytes());
+  storage_ = AllocateAligned(type.num_bytes(), "a tensor");
 }
 
 Tensor Tensor::FromFloats(Shape shape, const std::vector<float>& values) {

@@ -12,6 +12,7 @@
 #include "backends/onednn/onednn_isa_pinning.h"
 #include "backends/runtime/cpu_features.h"
 #include "backends/runtime/thread_pool.h"
+#include "ir/aligned_memory.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 
@@ -21,14 +22,6 @@ namespace {
 
 constexpr uint16_t kElfSharedObject = 3;
 constexpr uint16_t kElfMachineX86_64 = 62;
-
-std::shared_ptr<uint8_t> AlignedBytes(int64_t bytes, const std::string& what) {
-  int64_t rounded = (bytes + kArtifactAlignment - 1) / kArtifactAlignment * kArtifactAlignment;
-  void* p = std::aligned_alloc(kArtifactAlignment,
-                               static_cast<size_t>(std::max<int64_t>(rounded, kArtifactAlignment)));
-  if (p == nullptr) throw ir::Error(fmt::format("cannot allocate {} bytes for {}", bytes, what));
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
-}
 
 bool Aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kArtifactAlignment == 0;
@@ -240,7 +233,7 @@ void ArtifactModel::Finish(const std::string& what, const uint8_t* payload, uint
   };
   for (const ArtifactTensor& t : a.inputs) input_bytes_.push_back(bytes_of(t));
   for (const ArtifactTensor& t : a.outputs) output_bytes_.push_back(bytes_of(t));
-  if (a.arena_bytes > 0) arena_ = AlignedBytes(a.arena_bytes, "the model's intermediates");
+  if (a.arena_bytes > 0) arena_ = ir::AllocateAligned(a.arena_bytes, "the model's intermediates");
   staging_.resize(a.inputs.size() + a.outputs.size());
   pointers_.assign(a.slots.size(), nullptr);
 }
@@ -257,7 +250,7 @@ void ArtifactModel::Run(const void* const* inputs, void* const* outputs) {
   for (size_t i = 0; i < num_inputs; ++i) {
     in[i] = const_cast<void*>(inputs[i]);
     if (Aligned(in[i])) continue;
-    if (!staging_[i]) staging_[i] = AlignedBytes(input_bytes_[i], "an input's aligned copy");
+    if (!staging_[i]) staging_[i] = ir::AllocateAligned(input_bytes_[i], "an input's aligned copy");
     std::memcpy(staging_[i].get(), inputs[i], static_cast<size_t>(input_bytes_[i]));
     in[i] = staging_[i].get();
   }
@@ -265,7 +258,7 @@ void ArtifactModel::Run(const void* const* inputs, void* const* outputs) {
     out[o] = outputs[o];
     if (Aligned(out[o])) continue;
     std::shared_ptr<uint8_t>& stage = staging_[num_inputs + o];
-    if (!stage) stage = AlignedBytes(output_bytes_[o], "an output's aligned copy");
+    if (!stage) stage = ir::AllocateAligned(output_bytes_[o], "an output's aligned copy");
     out[o] = stage.get();
   }
   for (size_t s = 0; s < a.slots.size(); ++s) {

@@ -11,6 +11,7 @@
 #include <exception>
 #include <map>
 
+#include "ir/aligned_memory.h"
 #include "ir/checked_math.h"
 #include "ir/error.h"
 
@@ -20,7 +21,7 @@ using ir::Error;
 
 namespace {
 
-constexpr int64_t kAlignment = 64;
+constexpr int64_t kAlignment = ir::kDataAlignment;
 
 // The compiled function of a call_extern's callee (compiled on its first call site).
 ExternalFunction* CompileExternal(const ir::IRModule& module, const ir::Node& node,
@@ -147,12 +148,7 @@ std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOp
     exe->steps_.push_back(std::move(step));
   }
   if (exe->arena_bytes_ > 0) {
-    int64_t bytes = (exe->arena_bytes_ + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes));
-    if (!p)
-      throw Error(fmt::format("Build: cannot allocate an arena of {} bytes", exe->arena_bytes_));
-    exe->arena_ =
-        std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+    exe->arena_ = ir::AllocateAligned(exe->arena_bytes_, "the execution arena");
   }
   exe->pointers_.assign(exe->slots_.size(), nullptr);
   exe->step_seconds_.assign(exe->steps_.size(), 0);
