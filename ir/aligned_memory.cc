@@ -18,8 +18,8 @@ namespace tandem::ir {
 //   3. the block zero-filled.
 std::shared_ptr<uint8_t> AllocateAligned(int64_t bytes, std::string_view what) {
   if (bytes < 0) throw Error(fmt::format("cannot allocate {} bytes for {}", bytes, what));
-  int64_t size = (std::max<int64_t>(bytes, 1) + kDataAlignment - 1) / kDataAlignment *
-                 kDataAlignment;
+  int64_t size =
+      (std::max<int64_t>(bytes, 1) + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
   bool huge = size >= kHugePageBytes;
   void* p = nullptr;
   if (posix_memalign(&p, static_cast<size_t>(huge ? kHugePageBytes : kDataAlignment),
