@@ -41,10 +41,6 @@ int64_t OperandBytes(const ir::Block& block) {
 constexpr int64_t kCacheLineBytes = 64;
 constexpr int64_t kL2Sets = 1024;
 constexpr int64_t kL2Ways = 8;
-// Bytes of vector operands (a convolution's weights) that stay in L1 whatever the loop order:
-// half of the smallest x86 L1 data cache of the last decade (32 KB), the other half for the
-// input pixels and the output lines of a tile.
-constexpr int64_t kL1ResidentOperandBytes = int64_t{16} << 10;
 
 // Whether a register tile's column panel of a row-major operand (`rows` cache lines, one per
 // row, `row_bytes` apart) is evicted from L2 between the tiles that reuse it: rows a multiple of

@@ -16,6 +16,12 @@ inline constexpr int64_t kMaxVectorTile = 64;
 // aligned groups narrower than a vector register (grouped convolutions of 4 or 8 channels).
 inline constexpr int64_t kMinVectorTile = 4;
 
+// Bytes of vector operands (a convolution's weights) that stay in L1 whatever the loop order:
+// half of the smallest x86 L1 data cache of the last decade (32 KB), the other half for the
+// input pixels and the output lines of a tile. Larger ones stream from L2 or memory, and a
+// loop over tiles that shares them panel by panel prefetches the next panel.
+inline constexpr int64_t kL1ResidentOperandBytes = int64_t{16} << 10;
+
 // Accumulators of a tile whose taps are unrolled over overlapping windows (UnrollsWindowTaps),
 // whatever the register file: the overlapping windows keep tile + taps - 1 input vectors of a
 // tap row live beside the accumulators, and their addresses and masks the general registers.

@@ -46,6 +46,12 @@ PostprocessorPtr MakeRewriteReductionBlock(const SearchTarget& target);
 // "rewrite_parallel_vectorize_unroll": turns the root annotations into parallel, vectorized
 // and unrolled loops.
 PostprocessorPtr MakeRewriteParallelVectorizeUnroll(const SearchTarget& target);
+// "rewrite_panel_order": carries out multi_level_tiling's S0 order decision (the loops that move
+// the vector operands first).
+PostprocessorPtr MakeRewritePanelOrder(const SearchTarget& target);
+// "rewrite_prefetch": prefetches the next weight panel in a parallel loop over tiles that share
+// each panel (the default schedules' prefetch distance, for searched programs).
+PostprocessorPtr MakeRewritePrefetch(const SearchTarget& target);
 // "verify_program": rejects programs the target cannot run well or that are malformed.
 PostprocessorPtr MakeVerifyProgram(const SearchTarget& target);
 // "verify_gpu_launch": rejects GPU programs whose launches exceed the target's threads per

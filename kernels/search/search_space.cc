@@ -80,6 +80,8 @@ Registry<PostprocessorFactory>& Postprocessors() {
       "postprocessor", {{"rewrite_epilogue_fusion", MakeRewriteEpilogueFusion},
                         {"rewrite_reduction_block", MakeRewriteReductionBlock},
                         {"rewrite_parallel_vectorize_unroll", MakeRewriteParallelVectorizeUnroll},
+                        {"rewrite_panel_order", MakeRewritePanelOrder},
+                        {"rewrite_prefetch", MakeRewritePrefetch},
                         {"verify_program", MakeVerifyProgram},
                         {"verify_gpu_launch", MakeVerifyGpuLaunch}});
   return registry;
@@ -184,7 +186,8 @@ SearchSpace DefaultCpuSearchSpace(const SearchTarget& target) {
     space.rules.push_back(MakeScheduleRule(name, target));
   }
   for (const char* name : {"rewrite_epilogue_fusion", "rewrite_reduction_block",
-                           "rewrite_parallel_vectorize_unroll", "verify_program"}) {
+                           "rewrite_panel_order", "rewrite_parallel_vectorize_unroll",
+                           "rewrite_prefetch", "verify_program"}) {
     space.postprocessors.push_back(MakePostprocessor(name, target));
   }
   space.mutators = {{MakeMutator("mutate_tile_size", target), 0.9},

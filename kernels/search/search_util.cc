@@ -1,6 +1,7 @@
 #include "kernels/search/search_util.h"
 
 #include <algorithm>
+#include <set>
 
 #include "ir/kernel/functor.h"
 
@@ -107,6 +108,31 @@ std::vector<int64_t> ThreadCountCandidates(int64_t extent, int64_t warp_size, in
     counts.push_back(extent);
   }
   return counts;
+}
+
+std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block,
+                                      size_t vector_axis) {
+  std::set<const ir::BufferNode*> written;
+  ir::VisitStmtTree(fn.body, [&](const ir::Stmt& st) {
+    if (const auto* store = ir::As<ir::StoreNode>(st)) written.insert(store->buffer.get());
+  });
+  std::vector<bool> moves(block->iter_vars.size(), false);
+  if (vector_axis >= moves.size()) return moves;
+  ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {
+    ir::VisitExprTree(top, [&](const ir::Expr& e) {
+      if (e->kind != ir::ExprKind::kLoad || written.count(e->buffer.get())) return;
+      bool parameter = std::any_of(fn.params.begin(), fn.params.end(),
+                                   [&](const ir::Buffer& p) { return p.get() == e->buffer.get(); });
+      auto uses = [&](size_t k) {
+        return std::any_of(e->operands.begin(), e->operands.end(), [&](const ir::Expr& index) {
+          return ir::UsesVar(index, block->iter_vars[k].var);
+        });
+      };
+      if (!parameter || !uses(vector_axis)) return;
+      for (size_t k = 0; k < moves.size(); ++k) moves[k] = moves[k] || uses(k);
+    });
+  });
+  return moves;
 }
 
 }  // namespace tandem::kernels::search

@@ -26,11 +26,20 @@ inline constexpr char kTileLevelKey[] = "tandem.tile_level";
 // Block annotation of an epilogue: the tile level of its producer it is computed under
 // (MultiLevelTiling -> RewriteEpilogueFusion).
 inline constexpr char kFuseLevelKey[] = "tandem.fuse_level";
+// Block annotation of a multi-level tiled block: 1 when the S0 loops that move its vector
+// operands go first, 0 for iterator order (MultiLevelTiling -> RewritePanelOrder).
+inline constexpr char kPanelsOuterKey[] = "tandem.panels_outer";
 // Block annotation of a GPU rule that spread the block over a sampled number of threads (AutoBind,
 // CrossThreadReduction): that number, so that MutateThreadExtent finds its decision.
 inline constexpr char kThreadExtentKey[] = "tandem.thread_extent";
 
 using kernels::TrySteps;  // kernels/schedule/schedule.h
+
+// Per iterator of `block`: whether it moves a vector operand, a load of a parameter of `fn` that
+// `fn` never writes (weights, or an input read as vectors) whose index varies along iterator
+// `vector_axis`.
+std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block,
+                                      size_t vector_axis);
 
 // The index of the "enter_postproc" instruction, or the trace's size when there is none.
 size_t PostprocessingStart(const ir::Trace& trace);

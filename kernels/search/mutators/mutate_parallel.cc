@@ -1,5 +1,6 @@
 // mutate_parallel: another largest parallel extent (the sampled value of the root's
-// "tandem.parallel" annotation).
+// "tandem.parallel" annotation), or the other order of a tiled block's outer loops (its
+// "tandem.panels_outer" annotation): the two decisions that shape the parallel loop.
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
 
@@ -13,8 +14,11 @@ class MutateParallel : public Mutator {
 
   std::optional<ir::Trace> Apply(const ir::Trace& trace, const ir::KernelFunction&,
                                  RandomState& random) const override {
-    return search::MutateOneCategorical(
-        trace, search::CategoricalsAnnotating(trace, search::kParallelKey), random);
+    std::vector<size_t> decisions = search::CategoricalsAnnotating(trace, search::kParallelKey);
+    for (size_t d : search::CategoricalsAnnotating(trace, search::kPanelsOuterKey)) {
+      decisions.push_back(d);
+    }
+    return search::MutateOneCategorical(trace, decisions, random);
   }
 };
 

@@ -3,10 +3,15 @@
 // Every spatial loop of a reduction block with data reuse is split into four levels and every
 // reduction loop into two (sample_perfect_tile), reordered S0 S1 R0 S2 R1 S3 (outermost first):
 // S0 becomes the parallel outer loops, S1 a cache-sized tile, R0 S2 R1 the register-level
-// reuse loops and S3 the innermost, vectorizable tile. The result is accumulated in a "local"
-// cache written back under the S1 tile; or, when the block has an elementwise epilogue that was
-// not inlined, the epilogue is computed under the S0 or S1 tile (a sample_categorical decision
-// that RewriteEpilogueFusion carries out, so that mutating it moves the epilogue).
+// reuse loops and S3 the innermost, vectorizable tile. Where S0 has loops that move the vector
+// operands (a matmul's columns, a convolution's output channels) and loops that do not, a
+// sample_categorical decision puts the first kind outermost or keeps iterator order
+// (RewritePanelOrder carries it out, so that mutating it reorders): with the first, consecutive
+// iterations of the parallel loop share a panel of those operands and RewritePrefetch fetches
+// the next panel during the current one, as the default schedules do. The result is accumulated in
+// a "local" cache written back under the S1 tile; or, when the block has an elementwise epilogue
+// that was not inlined, the epilogue is computed under the S0 or S1 tile (a sample_categorical
+// decision that RewriteEpilogueFusion carries out, so that mutating it moves the epilogue).
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "kernels/schedule/block_analysis.h"
@@ -82,6 +87,19 @@ class MultiLevelTiling : public ScheduleRule {
     for (const auto& tile : tiles) order.insert(order.end(), tile.begin(), tile.end());
     s.Reorder(order);
     s.Annotate(block, search::kTilingKey, std::string("SSRSRS"));
+    // The S0 order, where it can differ.
+    if (last_spatial < loops.size()) {
+      std::vector<bool> moves = search::MovesVectorOperands(s.function(), b, last_spatial);
+      int moving = 0, still = 0;
+      for (size_t k = 0; k < moves.size(); ++k) {
+        if (b->iter_vars[k].kind != ir::IterKind::kSpatial || b->iter_vars[k].extent == 1) continue;
+        (moves[k] ? moving : still) += 1;
+      }
+      if (moving > 0 && still > 0) {
+        ExprRV panels_outer = s.SampleCategorical({0, 1}, {0.5, 0.5});
+        s.Annotate(block, search::kPanelsOuterKey, panels_outer);
+      }
+    }
     LoopRV outer = tiles[0].back();  // level 1: under S0
     LoopRV inner = tiles[1].back();  // level 2: under S1
 

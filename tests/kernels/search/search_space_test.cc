@@ -354,6 +354,51 @@ TEST(MultiLevelTiling, MatmulGetsTheSsrsrsLoopNest) {
   ExpectComputesKernel(kernel, program->function());
 }
 
+// The S0 order decision. The parallel loop fuses S0 and the first S1 loop (2 * 2 * 4 = 16
+// iterations). In iterator order (i0, j0, i1) the column panel of b (48 KB) changes every 4
+// iterations (j0 = floormod(floordiv(loop, 4), 2)); with panels outer (j0, i0, i1) every 8
+// (j0 = floordiv(loop, 8)), so each thread's 8 iterations share one panel. rewrite_prefetch
+// gives the loop that distance. Both compute the matmul.
+TEST(MultiLevelTiling, PanelsOuterDecisionOrdersTheParallelLoopByWeightPanels) {
+  ir::KernelFunction kernel = testing::Matmul(64, 96, 128);
+  SearchSpace space = Space();
+  std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
+  ASSERT_EQ(spaces.size(), 1u);
+  ir::Trace forced = ForcedMatmulTrace(spaces[0].trace());
+  std::optional<size_t> panels;
+  for (size_t i = 0; i < forced.size(); ++i) {
+    const ir::Instruction& inst = forced.instructions()[i];
+    if (inst.kind == "sample_categorical" &&
+        inst.attrs.GetInts("candidates") == std::vector<int64_t>{0, 1}) {
+      panels = i;
+    }
+  }
+  ASSERT_TRUE(panels.has_value()) << forced.ToText();
+  for (int64_t decision : {0, 1}) {
+    SCOPED_TRACE(decision);
+    std::optional<Schedule> program =
+        ReplayProgram(kernel, forced.WithDecision(*panels, decision), space);
+    ASSERT_TRUE(program.has_value());
+    std::vector<const ir::ForNode*> loops = LoopsOf(program->function(), "matmul");
+    ASSERT_EQ(loops[0]->for_kind, ir::ForKind::kParallel);
+    EXPECT_EQ(loops[0]->extent, 16);
+    EXPECT_EQ(loops[0]->annotations.GetInt(ir::kPrefetchDistanceKey, 0), decision == 1 ? 8 : 4)
+        << ir::PrintKernel(program->function());
+    ExpectComputesKernel(kernel, program->function());
+  }
+  // mutate_parallel flips it too (beside the parallel extent, the other decision that shapes the
+  // parallel loop).
+  MutatorPtr mutate = MakeMutator("mutate_parallel", SearchTarget{});
+  RandomState random(3);
+  bool flipped = false;
+  for (int attempt = 0; attempt < 32 && !flipped; ++attempt) {
+    std::optional<ir::Trace> mutated = mutate->Apply(forced, kernel, random);
+    flipped = mutated &&
+              mutated->instructions()[*panels].decision != forced.instructions()[*panels].decision;
+  }
+  EXPECT_TRUE(flipped);
+}
+
 TEST(MultiLevelTiling, EpilogueMovesWithItsTileLevelDecision) {
   ir::KernelFunction kernel = testing::ConvBiasRelu(4, 8, 8);
   SearchSpace space = Space();
@@ -404,7 +449,7 @@ TEST(SearchSpace, RulesAreRegisteredByName) {
   for (const std::string& name : MutatorNames()) {
     EXPECT_EQ(MakeMutator(name, SearchTarget{})->name(), name);
   }
-  EXPECT_EQ(PostprocessorNames().size(), 5u);
+  EXPECT_EQ(PostprocessorNames().size(), 7u);
   EXPECT_EQ(MutatorNames().size(), 5u);
   try {
     MakeScheduleRule("multi_level_tilling", SearchTarget{});
