@@ -22,7 +22,7 @@ class RewritePanelOrder : public Postprocessor {
   //   1. the blocks annotated 1, their vector axis (the last spatial iterator longer than 1)
   //      and the iterators that move their vector operands;
   //   2. the block's S0 loops: the outermost loops of its nest, one per spatial iterator, each
-  //      bound to exactly one of them;
+  //      bound to exactly one of them (or, of extent 1, to none);
   //   3. those that move the operands first, reordered when that changes the order.
   bool Apply(Schedule& s) const override {
     for (const std::string& name : s.BlockNames()) {
@@ -52,6 +52,11 @@ class RewritePanelOrder : public Postprocessor {
             bound = static_cast<int>(k);
             ++count;
           }
+        }
+        // A loop of extent 1 (a batch of one) may be bound to no iterator: it stays behind.
+        if (count == 0 && loops[l]->extent == 1) {
+          second.push_back(l);
+          continue;
         }
         ok = count == 1 &&
              block->iter_vars[static_cast<size_t>(bound)].kind == ir::IterKind::kSpatial;

@@ -399,6 +399,49 @@ TEST(MultiLevelTiling, PanelsOuterDecisionOrdersTheParallelLoopByWeightPanels) {
   EXPECT_TRUE(flipped);
 }
 
+// A channels-last convolution of a batch of one: its S0 loops are n (extent 1, bound to no
+// iterator), h0, w0 and co0. Panels outer puts co0 (the weights move with it) first and keeps
+// the others in order; iterator order leaves n first. Both compute the convolution.
+TEST(MultiLevelTiling, PanelsOuterPutsAConvolutionsOutputChannelsFirst) {
+  ir::KernelFunction kernel =
+      LowerOp("conv2d", {testing::F32({1, 8, 8, 16}), testing::F32({3, 3, 16, 32})},
+              ir::Attrs{{"data_layout", std::string("NHWC")},
+                        {"kernel_layout", std::string("HWIO")},
+                        {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  SearchSpace space = Space();
+  std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
+  ASSERT_EQ(spaces.size(), 1u);
+  // h, w, co, ci, kh, kw.
+  std::vector<std::vector<int64_t>> tiles = {{2, 2, 1, 2}, {2, 2, 1, 2}, {2, 1, 1, 16},
+                                             {4, 4},       {3, 1},       {3, 1}};
+  ir::Trace trace = spaces[0].trace();
+  std::optional<size_t> panels;
+  size_t tile = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const ir::Instruction& inst = trace.instructions()[i];
+    if (inst.kind == "sample_perfect_tile" && tile < tiles.size()) {
+      trace = trace.WithDecision(i, tiles[tile++]);
+    } else if (inst.kind == "sample_categorical" &&
+               inst.attrs.GetInts("candidates") == std::vector<int64_t>{0, 1}) {
+      panels = i;
+    }
+  }
+  ASSERT_EQ(tile, tiles.size()) << trace.ToText();
+  ASSERT_TRUE(panels.has_value()) << trace.ToText();
+  for (int64_t decision : {0, 1}) {
+    SCOPED_TRACE(decision);
+    Schedule s = Schedule::Replay(kernel, trace.WithDecision(*panels, decision));
+    ASSERT_TRUE(MakePostprocessor("rewrite_panel_order", SearchTarget{})->Apply(s));
+    std::vector<const ir::ForNode*> loops = LoopsOf(s.function(), "conv2d");
+    const auto* realize = ir::As<ir::BlockRealizeNode>(GetBlockPath(s.function(), "conv2d").target);
+    // Iterators n, h, w, co: which one the outermost loop feeds.
+    bool feeds_co = ir::UsesVar(realize->iter_values[3], loops[0]->loop_var);
+    EXPECT_EQ(feeds_co, decision == 1) << ir::PrintKernel(s.function());
+    EXPECT_EQ(loops[1]->extent, decision == 1 ? 1 : 2) << ir::PrintKernel(s.function());
+    ExpectComputesKernel(kernel, s.function());
+  }
+}
+
 TEST(MultiLevelTiling, EpilogueMovesWithItsTileLevelDecision) {
   ir::KernelFunction kernel = testing::ConvBiasRelu(4, 8, 8);
   SearchSpace space = Space();
