@@ -10,7 +10,7 @@
 //     not stay in L1), at an index that moves with the loop only through floordiv(loop, d),
 //     with one d such that 1 < d < extent: d consecutive iterations share a panel, and a next
 //     panel exists (multi_level_tiling samples that loop order).
-// An index that moves with every iteration (floormod, or the loop itself) gets nothing: a
+// An index that moves with every iteration (floormod(loop, m), or the loop itself) gets nothing: a
 // prefetch one tile ahead made depthwise convolutions slower in the default schedules. Nothing
 // but the annotation changes, and a nest that does not qualify is left alone.
 #include <optional>
