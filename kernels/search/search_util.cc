@@ -110,12 +110,17 @@ std::vector<int64_t> ThreadCountCandidates(int64_t extent, int64_t warp_size, in
   return counts;
 }
 
-std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block,
-                                      size_t vector_axis) {
+std::set<const ir::BufferNode*> WrittenBuffers(const ir::KernelFunction& fn) {
   std::set<const ir::BufferNode*> written;
   ir::VisitStmtTree(fn.body, [&](const ir::Stmt& st) {
     if (const auto* store = ir::As<ir::StoreNode>(st)) written.insert(store->buffer.get());
   });
+  return written;
+}
+
+std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block,
+                                      size_t vector_axis) {
+  std::set<const ir::BufferNode*> written = WrittenBuffers(fn);
   std::vector<bool> moves(block->iter_vars.size(), false);
   if (vector_axis >= moves.size()) return moves;
   ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {

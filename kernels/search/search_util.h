@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ inline constexpr char kPanelsOuterKey[] = "tandem.panels_outer";
 inline constexpr char kThreadExtentKey[] = "tandem.thread_extent";
 
 using kernels::TrySteps;  // kernels/schedule/schedule.h
+
+// The buffers `fn` stores into.
+std::set<const ir::BufferNode*> WrittenBuffers(const ir::KernelFunction& fn);
 
 // Per iterator of `block`: whether it moves a vector operand, a load of a parameter of `fn` that
 // `fn` never writes (weights, or an input read as vectors) whose index varies along iterator

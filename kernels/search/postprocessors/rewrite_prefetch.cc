@@ -47,10 +47,7 @@ class RewritePrefetch : public Postprocessor {
 
   bool Apply(Schedule& s) const override {
     const ir::KernelFunction& fn = s.function();
-    std::set<const ir::BufferNode*> written;
-    ir::VisitStmtTree(fn.body, [&](const ir::Stmt& st) {
-      if (const auto* store = ir::As<ir::StoreNode>(st)) written.insert(store->buffer.get());
-    });
+    std::set<const ir::BufferNode*> written = search::WrittenBuffers(fn);
     std::set<const ir::BufferNode*> weights;
     for (const ir::Buffer& param : fn.params) {
       int64_t bytes = ir::NumElements(param->shape) * ir::SizeOf(param->dtype);
