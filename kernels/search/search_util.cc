@@ -118,11 +118,15 @@ std::set<const ir::BufferNode*> WrittenBuffers(const ir::KernelFunction& fn) {
   return written;
 }
 
-std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block,
-                                      size_t vector_axis) {
-  std::set<const ir::BufferNode*> written = WrittenBuffers(fn);
+std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block) {
   std::vector<bool> moves(block->iter_vars.size(), false);
-  if (vector_axis >= moves.size()) return moves;
+  size_t vector_axis = moves.size();
+  for (size_t k = 0; k < moves.size(); ++k) {
+    const ir::IterVar& iv = block->iter_vars[k];
+    if (iv.kind == ir::IterKind::kSpatial && iv.extent > 1) vector_axis = k;
+  }
+  if (vector_axis == moves.size()) return moves;
+  std::set<const ir::BufferNode*> written = WrittenBuffers(fn);
   ir::VisitStmtExprs(block->body, [&](const ir::Expr& top) {
     ir::VisitExprTree(top, [&](const ir::Expr& e) {
       if (e->kind != ir::ExprKind::kLoad || written.count(e->buffer.get())) return;

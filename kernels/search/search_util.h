@@ -40,10 +40,10 @@ using kernels::TrySteps;  // kernels/schedule/schedule.h
 std::set<const ir::BufferNode*> WrittenBuffers(const ir::KernelFunction& fn);
 
 // Per iterator of `block`: whether it moves a vector operand, a load of a parameter of `fn` that
-// `fn` never writes (weights, or an input read as vectors) whose index varies along iterator
-// `vector_axis`.
-std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block,
-                                      size_t vector_axis);
+// `fn` never writes (weights, or an input read as vectors) whose index varies along the vector
+// axis, the last spatial iterator longer than 1 (the one multi-level tiling vectorizes). All
+// false when the block has no such iterator.
+std::vector<bool> MovesVectorOperands(const ir::KernelFunction& fn, const ir::Block& block);
 
 // The index of the "enter_postproc" instruction, or the trace's size when there is none.
 size_t PostprocessingStart(const ir::Trace& trace);

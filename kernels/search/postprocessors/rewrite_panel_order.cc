@@ -6,6 +6,7 @@
 // one panel of those operands. Blocks annotated 0, or whose S0 loops are already in that order,
 // are left alone; a reorder the nest does not allow is skipped.
 #include "ir/kernel/functor.h"
+#include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/components.h"
 #include "kernels/search/search_util.h"
@@ -19,8 +20,7 @@ class RewritePanelOrder : public Postprocessor {
   std::string name() const override { return "rewrite_panel_order"; }
 
   // Steps:
-  //   1. the blocks annotated 1, their vector axis (the last spatial iterator longer than 1)
-  //      and the iterators that move their vector operands;
+  //   1. the blocks annotated 1 and the iterators that move their vector operands;
   //   2. the block's S0 loops: the outermost loops of its nest, one per spatial iterator, each
   //      bound to exactly one of them (or, of extent 1, to none);
   //   3. those that move the operands first, reordered when that changes the order.
@@ -32,14 +32,8 @@ class RewritePanelOrder : public Postprocessor {
       const auto* realize = ir::As<ir::BlockRealizeNode>(path->target);
       const ir::Block& block = realize->block;
       if (block->annotations.GetInt(search::kPanelsOuterKey, 0) != 1) continue;
-      size_t vector_axis = block->iter_vars.size();
-      size_t spatial = 0;
-      for (size_t k = 0; k < block->iter_vars.size(); ++k) {
-        if (block->iter_vars[k].kind != ir::IterKind::kSpatial) continue;
-        ++spatial;
-        if (block->iter_vars[k].extent > 1) vector_axis = k;
-      }
-      std::vector<bool> moves = search::MovesVectorOperands(s.function(), block, vector_axis);
+      size_t spatial = CountIterators(block, ir::IterKind::kSpatial);
+      std::vector<bool> moves = search::MovesVectorOperands(s.function(), block);
       // 2. The S0 loops.
       std::vector<const ir::ForNode*> loops = EnclosingLoops(*path);
       if (loops.size() < spatial) continue;

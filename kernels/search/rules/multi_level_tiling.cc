@@ -88,17 +88,15 @@ class MultiLevelTiling : public ScheduleRule {
     s.Reorder(order);
     s.Annotate(block, search::kTilingKey, std::string("SSRSRS"));
     // The S0 order, where it can differ.
-    if (last_spatial < loops.size()) {
-      std::vector<bool> moves = search::MovesVectorOperands(s.function(), b, last_spatial);
-      int moving = 0, still = 0;
-      for (size_t k = 0; k < moves.size(); ++k) {
-        if (b->iter_vars[k].kind != ir::IterKind::kSpatial || b->iter_vars[k].extent == 1) continue;
-        (moves[k] ? moving : still) += 1;
-      }
-      if (moving > 0 && still > 0) {
-        ExprRV panels_outer = s.SampleCategorical({0, 1}, {0.5, 0.5});
-        s.Annotate(block, search::kPanelsOuterKey, panels_outer);
-      }
+    std::vector<bool> moves = search::MovesVectorOperands(s.function(), b);
+    int moving = 0, still = 0;
+    for (size_t k = 0; k < moves.size(); ++k) {
+      if (b->iter_vars[k].kind != ir::IterKind::kSpatial || b->iter_vars[k].extent == 1) continue;
+      (moves[k] ? moving : still) += 1;
+    }
+    if (moving > 0 && still > 0) {
+      ExprRV panels_outer = s.SampleCategorical({0, 1}, {0.5, 0.5});
+      s.Annotate(block, search::kPanelsOuterKey, panels_outer);
     }
     LoopRV outer = tiles[0].back();  // level 1: under S0
     LoopRV inner = tiles[1].back();  // level 2: under S1

@@ -19,6 +19,7 @@
 #include "kernels/default_schedule.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/search_space.h"
+#include "kernels/search/search_util.h"
 #include "tests/common/op_cases.h"
 #include "tests/kernels/schedule_test_util.h"
 
@@ -354,6 +355,14 @@ TEST(MultiLevelTiling, MatmulGetsTheSsrsrsLoopNest) {
   ExpectComputesKernel(kernel, program->function());
 }
 
+// The index of the sample_categorical instruction that multi_level_tiling's
+// "tandem.panels_outer" annotation takes its value from, if the trace has one.
+std::optional<size_t> PanelsOuterDecision(const ir::Trace& trace) {
+  std::vector<size_t> decisions = search::CategoricalsAnnotating(trace, search::kPanelsOuterKey);
+  if (decisions.size() != 1) return std::nullopt;
+  return decisions[0];
+}
+
 // The S0 order decision. The parallel loop fuses S0 and the first S1 loop (2 * 2 * 4 = 16
 // iterations). In iterator order (i0, j0, i1) the column panel of b (48 KB) changes every 4
 // iterations (j0 = floormod(floordiv(loop, 4), 2)); with panels outer (j0, i0, i1) every 8
@@ -365,14 +374,7 @@ TEST(MultiLevelTiling, PanelsOuterDecisionOrdersTheParallelLoopByWeightPanels) {
   std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
   ASSERT_EQ(spaces.size(), 1u);
   ir::Trace forced = ForcedMatmulTrace(spaces[0].trace());
-  std::optional<size_t> panels;
-  for (size_t i = 0; i < forced.size(); ++i) {
-    const ir::Instruction& inst = forced.instructions()[i];
-    if (inst.kind == "sample_categorical" &&
-        inst.attrs.GetInts("candidates") == std::vector<int64_t>{0, 1}) {
-      panels = i;
-    }
-  }
+  std::optional<size_t> panels = PanelsOuterDecision(forced);
   ASSERT_TRUE(panels.has_value()) << forced.ToText();
   for (int64_t decision : {0, 1}) {
     SCOPED_TRACE(decision);
@@ -415,17 +417,13 @@ TEST(MultiLevelTiling, PanelsOuterPutsAConvolutionsOutputChannelsFirst) {
   std::vector<std::vector<int64_t>> tiles = {{2, 2, 1, 2}, {2, 2, 1, 2}, {2, 1, 1, 16},
                                              {4, 4},       {3, 1},       {3, 1}};
   ir::Trace trace = spaces[0].trace();
-  std::optional<size_t> panels;
   size_t tile = 0;
   for (size_t i = 0; i < trace.size(); ++i) {
-    const ir::Instruction& inst = trace.instructions()[i];
-    if (inst.kind == "sample_perfect_tile" && tile < tiles.size()) {
+    if (trace.instructions()[i].kind == "sample_perfect_tile" && tile < tiles.size()) {
       trace = trace.WithDecision(i, tiles[tile++]);
-    } else if (inst.kind == "sample_categorical" &&
-               inst.attrs.GetInts("candidates") == std::vector<int64_t>{0, 1}) {
-      panels = i;
     }
   }
+  std::optional<size_t> panels = PanelsOuterDecision(trace);
   ASSERT_EQ(tile, tiles.size()) << trace.ToText();
   ASSERT_TRUE(panels.has_value()) << trace.ToText();
   for (int64_t decision : {0, 1}) {
