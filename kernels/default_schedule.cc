@@ -73,10 +73,8 @@ bool CallsCostlyIntrinsic(const ir::Block& block) {
   return costly;
 }
 
-// True when `consumer`, which reads what `producer` writes, would recompute an inlined
-// `producer` too often: a spatial block that loads it more than kMaxInlineLoads times, or that
-// broadcasts a costly producer (a squeeze-excite scale: one sigmoid per channel, multiplied into
-// every pixel of the channel), or a reduction that reads each of its elements many times.
+}  // namespace
+
 bool KeepsProducerSeparate(const ir::Block& producer, const ir::Block& consumer) {
   if (!IsReduction(consumer)) {
     if (LoadsOf(consumer, producer) > kMaxInlineLoads) return true;
@@ -106,8 +104,6 @@ bool KeepsProducerSeparate(const ir::Block& producer, const ir::Block& consumer)
   return iterations > kMaxPaddedReuse * elements &&
          static_cast<double>(elements) <= kLargePadGrowth * static_cast<double>(read_elements);
 }
-
-}  // namespace
 
 const ir::Block& BlockOf(const Schedule& s, const std::string& name) {
   return ir::As<ir::BlockRealizeNode>(GetBlockPath(s.function(), name).target)->block;

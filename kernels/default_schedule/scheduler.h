@@ -23,6 +23,13 @@ namespace tandem::kernels::default_schedule {
 
 // The block `name` of the schedule's function (which must exist).
 const ir::Block& BlockOf(const Schedule& s, const std::string& name);
+// True when `consumer`, which reads what `producer` writes, would recompute an inlined
+// `producer` too often: a spatial block that loads it more than a few times, or that broadcasts
+// a costly producer (a squeeze-excite scale: one sigmoid per channel, multiplied into every
+// pixel of the channel), or a reduction that reads each of its elements many times (a dense
+// convolution's pad). The default schedule and the search's auto_inline both keep such a
+// producer a stage of its own.
+bool KeepsProducerSeparate(const ir::Block& producer, const ir::Block& consumer);
 // The largest divisor of `extent` that is at most `limit`.
 int64_t LargestDivisor(int64_t extent, int64_t limit);
 // How many partials a thread adds up in the first level of combining `lanes` partials (at most

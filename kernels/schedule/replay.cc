@@ -123,9 +123,13 @@ class Replayer {
       need(1);
       std::optional<std::vector<int64_t>> decision;
       if (inst.decision) decision = std::get<std::vector<int64_t>>(*inst.decision);
-      BindAll(inst,
-              schedule_.SamplePerfectTile(Loop(in[0]), static_cast<int>(inst.attrs.GetInt("n")),
-                                          inst.attrs.GetInt("max_innermost_factor"), decision));
+      std::optional<Schedule::PerfectTileSeed> seed;
+      if (in.size() > 1) {
+        seed = Schedule::PerfectTileSeed{Value(in[1]), inst.attrs.GetInt("seed_innermost")};
+      }
+      BindAll(inst, schedule_.SamplePerfectTile(
+                        Loop(in[0]), static_cast<int>(inst.attrs.GetInt("n")),
+                        inst.attrs.GetInt("max_innermost_factor"), decision, seed));
     } else if (k == "sample_categorical") {
       std::optional<int64_t> decision;
       if (inst.decision) decision = std::get<int64_t>(*inst.decision);

@@ -320,8 +320,13 @@ std::vector<int64_t> SamplePerfectTileFactors(RandomState& random, int64_t exten
 
 std::vector<ExprRV> Schedule::SamplePerfectTile(const LoopRV& loop, int n,
                                                 int64_t max_innermost_factor,
-                                                std::optional<std::vector<int64_t>> decision) {
+                                                std::optional<std::vector<int64_t>> decision,
+                                                std::optional<PerfectTileSeed> seed) {
   int64_t extent = LoopExtent(loop);
+  if (seed && seed->innermost < 1) {
+    throw Error(
+        fmt::format("sample_perfect_tile seed {} is not a positive factor", seed->innermost));
+  }
   std::vector<int64_t> factors;
   if (decision) {
     factors = *decision;
@@ -334,6 +339,18 @@ std::vector<ExprRV> Schedule::SamplePerfectTile(const LoopRV& loop, int n,
                       "{} into {} parts with innermost <= {}",
                       fmt::join(factors, ","), extent, n, max_innermost_factor));
     }
+  } else if (seed && n > 1 && Value(seed->enabled) != 0) {
+    int64_t limit = std::min(seed->innermost, extent);
+    if (max_innermost_factor > 0) limit = std::min(limit, max_innermost_factor);
+    int64_t innermost = 1;
+    for (int64_t d = limit; d > 1; --d) {
+      if (extent % d == 0) {
+        innermost = d;
+        break;
+      }
+    }
+    factors = SamplePerfectTileFactors(random_, extent / innermost, n - 1, 0);
+    factors.push_back(innermost);
   } else {
     factors = SamplePerfectTileFactors(random_, extent, n, max_innermost_factor);
   }
@@ -343,9 +360,13 @@ std::vector<ExprRV> Schedule::SamplePerfectTile(const LoopRV& loop, int n,
     out.push_back(NewValue(f));
     names.push_back(out.back().name);
   }
-  Record("sample_perfect_tile", {loop.name},
-         ir::Attrs{{"n", int64_t{n}}, {"max_innermost_factor", max_innermost_factor}}, names,
-         factors);
+  ir::Attrs attrs{{"n", int64_t{n}}, {"max_innermost_factor", max_innermost_factor}};
+  std::vector<std::string> inputs{loop.name};
+  if (seed) {
+    inputs.push_back(seed->enabled.name);
+    attrs.Set("seed_innermost", seed->innermost);
+  }
+  Record("sample_perfect_tile", std::move(inputs), std::move(attrs), names, factors);
   return out;
 }
 

@@ -129,9 +129,17 @@ class Schedule {
 
   // --- Sampling (decision: the sampled value; pass one to force it) ---
   // n factors whose product is exactly the loop's extent, the innermost at most
-  // max_innermost_factor.
+  // max_innermost_factor. With a seed whose switch is nonzero, a fresh sample's innermost factor
+  // is the largest divisor of the extent at most seed->innermost (and max_innermost_factor), the
+  // outer ones sampled as usual; the switch is recorded as the instruction's second input, so
+  // that sampling the trace anew keeps the dependence.
+  struct PerfectTileSeed {
+    ExprRV enabled;
+    int64_t innermost = 1;
+  };
   std::vector<ExprRV> SamplePerfectTile(const LoopRV& loop, int n, int64_t max_innermost_factor,
-                                        std::optional<std::vector<int64_t>> decision = {});
+                                        std::optional<std::vector<int64_t>> decision = {},
+                                        std::optional<PerfectTileSeed> seed = {});
   ExprRV SampleCategorical(const std::vector<int64_t>& candidates,
                            const std::vector<double>& probabilities,
                            std::optional<int64_t> decision = {});

@@ -1,8 +1,13 @@
-// auto_inline: removes elementwise stages by inlining them into a neighbour.
+// auto_inline: removes elementwise stages by inlining them into a neighbour. On a CPU a stage
+// that a consumer would recompute too often (a dense convolution's pad, read once per output
+// channel tile and tap: KeepsProducerSeparate, the default schedule's rule) stays a stage of
+// its own, as MetaSchedule's CPU space keeps its pads; on a GPU every stage that can be is
+// inlined.
 #include <functional>
 
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
+#include "kernels/default_schedule/scheduler.h"
 #include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/primitives.h"
 #include "kernels/search/components.h"
@@ -34,6 +39,8 @@ bool Legal(const std::function<void()>& trial) {
 
 class AutoInline : public ScheduleRule {
  public:
+  explicit AutoInline(bool keep_reused_stages) : keep_reused_stages_(keep_reused_stages) {}
+
   std::string name() const override { return "auto_inline"; }
 
   std::vector<Schedule> Apply(const Schedule& schedule, const BlockRV& block) const override {
@@ -45,13 +52,15 @@ class AutoInline : public ScheduleRule {
       return {schedule};
     }
     Schedule s = schedule;
-    bool into_reduction = false;
+    bool into_reduction = false, keep = false;
     for (const std::string& consumer : ConsumersOf(fn, realize->block)) {
       const ir::BlockRealizeNode* c = FindRealize(fn, consumer);
       into_reduction = into_reduction || (c && IsReduction(c->block));
+      keep = keep || (keep_reused_stages_ && c &&
+                      default_schedule::KeepsProducerSeparate(realize->block, c->block));
     }
     // Trials on the bare function first, so the trace holds only steps that apply.
-    if (!(into_reduction && CallsIntrinsic(realize->block)) &&
+    if (!keep && !(into_reduction && CallsIntrinsic(realize->block)) &&
         Legal([&] { primitive::ComputeInline(fn, name); })) {
       search::TrySteps(s, [&] { s.ComputeInline(block); });
       return {s};
@@ -61,12 +70,15 @@ class AutoInline : public ScheduleRule {
     }
     return {s};
   }
+
+ private:
+  bool keep_reused_stages_;
 };
 
 }  // namespace
 
-ScheduleRulePtr MakeAutoInline(const SearchTarget&) {
-  return std::make_shared<AutoInline>();
+ScheduleRulePtr MakeAutoInline(const SearchTarget& target) {
+  return std::make_shared<AutoInline>(/*keep_reused_stages=*/!target.gpu);
 }
 
 }  // namespace tandem::kernels

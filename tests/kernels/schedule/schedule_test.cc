@@ -195,8 +195,10 @@ TEST(Schedule, IllegalUsesAreErrorsAndChangeNothing) {
   BlockRV conv = c.GetBlock("conv2d");
   auto pad_loops = c.GetLoops(pad);
   auto conv_loops = c.GetLoops(conv);
-  ExpectIllegal(c, [&] { c.ComputeAt(conv, pad_loops[0]); }, "compute_at of block 'conv2d'");
-  ExpectIllegal(c, [&] { c.DecomposeReduction(pad, conv_loops[0]); }, "no init");
+  ExpectIllegal(
+      c, [&] { c.ComputeAt(conv, pad_loops[0]); }, "compute_at of block 'conv2d'");
+  ExpectIllegal(
+      c, [&] { c.DecomposeReduction(pad, conv_loops[0]); }, "no init");
 }
 
 TEST(Schedule, TraceRoundTripAndReplay) {
@@ -256,6 +258,49 @@ TEST(Schedule, SamplingIsDeterministicInTheSeed) {
     EXPECT_EQ(f[0] * f[1] * f[2], 96);
     EXPECT_LE(f[2], 8);
   }
+}
+
+// A seeded sample_perfect_tile: with its switch on, the innermost factor is the largest divisor
+// of the extent at most the seed and the bound (64 rows, seed 6: 4; bound 2: 2), the outer ones
+// sampled; with it off, the factors are sampled as usual. The switch is the instruction's second
+// input and the seed an attribute, so the trace round-trips through JSON and replays exactly;
+// a seed below 1 is an error.
+TEST(Schedule, SeededPerfectTileTakesTheSeedAsItsInnermostFactor) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    Schedule s(Matmul(64, 48, 32), seed);
+    auto loops = s.GetLoops(s.GetBlock("matmul"));
+    ExprRV on = s.SampleCategorical({0, 1}, {0.0, 1.0});
+    ExprRV off = s.SampleCategorical({0, 1}, {1.0, 0.0});
+    auto rows = s.SamplePerfectTile(loops[0], 4, 16, {}, Schedule::PerfectTileSeed{on, 6});
+    auto bounded = s.SamplePerfectTile(loops[1], 3, 2, {}, Schedule::PerfectTileSeed{on, 6});
+    auto free = s.SamplePerfectTile(loops[2], 2, 16, {}, Schedule::PerfectTileSeed{off, 32});
+    int64_t product = 1;
+    for (const ExprRV& v : rows) product *= s.Value(v);
+    EXPECT_EQ(product, 64);
+    EXPECT_EQ(s.Value(rows.back()), 4);
+    EXPECT_EQ(s.Value(bounded.back()), 2);
+    EXPECT_EQ(s.Value(free[0]) * s.Value(free[1]), 32);
+    EXPECT_LE(s.Value(free[1]), 16);
+    size_t first = 0;
+    while (s.trace().instructions()[first].kind != "sample_perfect_tile") ++first;
+    const ir::Instruction& inst = s.trace().instructions()[first];
+    EXPECT_EQ(inst.inputs.size(), 2u);
+    EXPECT_EQ(inst.attrs.GetInt("seed_innermost"), 6);
+    ir::Trace parsed = ir::Trace::FromJson(s.trace().ToJson());
+    EXPECT_EQ(parsed, s.trace());
+    EXPECT_EQ(Schedule::Replay(s.original(), parsed).trace(), s.trace());
+    // Sampled anew, the switch's decision still decides.
+    ir::Trace fresh = s.trace();
+    for (size_t i = first; i < fresh.size(); ++i) fresh.mutable_instructions()[i].decision.reset();
+    Schedule again = Schedule::Replay(s.original(), fresh, seed + 100);
+    EXPECT_EQ(std::get<std::vector<int64_t>>(*again.trace().instructions()[first].decision).back(),
+              4);
+  }
+  Schedule s(Matmul(8, 8, 8));
+  auto loops = s.GetLoops(s.GetBlock("matmul"));
+  ExprRV on = s.SampleCategorical({0, 1}, {0.0, 1.0});
+  EXPECT_THROW(s.SamplePerfectTile(loops[0], 2, 8, {}, Schedule::PerfectTileSeed{on, 0}),
+               ir::Error);
 }
 
 TEST(Schedule, RandomStateIsPortable) {

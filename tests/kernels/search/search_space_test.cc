@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "ir/kernel/kernel_structural.h"
 #include "kernels/compute/lower.h"
 #include "kernels/default_schedule.h"
+#include "kernels/default_schedule/register_tiling.h"
 #include "kernels/schedule/tree_util.h"
 #include "kernels/search/search_space.h"
 #include "kernels/search/search_util.h"
@@ -437,6 +439,91 @@ TEST(MultiLevelTiling, PanelsOuterPutsAConvolutionsOutputChannelsFirst) {
     EXPECT_EQ(feeds_co, decision == 1) << ir::PrintKernel(s.function());
     EXPECT_EQ(loops[1]->extent, decision == 1 ? 1 : 2) << ir::PrintKernel(s.function());
     ExpectComputesKernel(kernel, s.function());
+  }
+}
+
+// The seed switch of multi_level_tiling: drawn anew with the switch on, every sample's S3
+// factors are the default schedule's register tile along each spatial loop (the largest divisor
+// at most it) and the reductions other than the input channels (kh, kw: their loads step a
+// whole pixel) stay whole in R0; with it off the innermost factors vary. Both compute the
+// convolution.
+TEST(MultiLevelTiling, SeedSwitchStartsSamplesFromTheDefaultRegisterTile) {
+  ir::KernelFunction kernel =
+      LowerOp("conv2d", {testing::F32({1, 8, 8, 16}), testing::F32({3, 3, 16, 32})},
+              ir::Attrs{{"data_layout", std::string("NHWC")},
+                        {"kernel_layout", std::string("HWIO")},
+                        {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  SearchSpace space = Space();
+  std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 5);
+  ASSERT_EQ(spaces.size(), 1u);
+  ir::Trace design = search::DesignPart(spaces[0].trace());
+  // The switch: the sample_categorical whose value the tile samples take as their second input.
+  std::optional<size_t> seed_switch;
+  std::vector<size_t> tiles;
+  for (size_t i = 0; i < design.size(); ++i) {
+    const ir::Instruction& inst = design.instructions()[i];
+    if (inst.kind != "sample_perfect_tile") continue;
+    tiles.push_back(i);
+    if (inst.inputs.size() < 2) continue;
+    for (size_t j = 0; j < i; ++j) {
+      const std::vector<std::string>& outputs = design.instructions()[j].outputs;
+      if (std::find(outputs.begin(), outputs.end(), inst.inputs[1]) != outputs.end()) {
+        seed_switch = j;
+      }
+    }
+  }
+  ASSERT_TRUE(seed_switch.has_value()) << design.ToText();
+  ASSERT_EQ(tiles.size(), 6u) << design.ToText();  // h, w, co, ci, kh, kw
+  // The planned register tile of the pristine block, as the default schedule plans it.
+  const auto* realize = ir::As<ir::BlockRealizeNode>(GetBlockPath(kernel, "conv2d").target);
+  std::optional<default_schedule::RegisterTile> plan = default_schedule::PlanRegisterTile(
+      realize->block, SearchTarget{}.vector_lanes, 32, SearchTarget{}.num_cores);
+  ASSERT_TRUE(plan.has_value());
+  auto largest_divisor = [](int64_t extent, int64_t at_most) {
+    for (int64_t d = std::min(extent, at_most); d > 1; --d) {
+      if (extent % d == 0) return d;
+    }
+    return int64_t{1};
+  };
+  for (int64_t on : {1, 0}) {
+    SCOPED_TRACE(on);
+    ir::Trace trace = design.WithDecision(*seed_switch, on);
+    for (size_t i : tiles) trace.mutable_instructions()[i].decision.reset();
+    std::set<std::vector<int64_t>> innermost;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      Schedule s = Schedule::Replay(kernel, trace, seed);
+      std::vector<int64_t> inner;
+      std::vector<std::vector<int64_t>> factors;
+      for (size_t i : tiles) {
+        factors.push_back(std::get<std::vector<int64_t>>(*s.trace().instructions()[i].decision));
+        // The input channels' R1 (the fourth tile) is sampled either way.
+        if (factors.size() != 4) inner.push_back(factors.back().back());
+      }
+      innermost.insert(inner);
+      if (on == 1) {
+        // Iterators n (extent 1, not split), h, w, co, ci, kh, kw.
+        for (int axis = 1; axis <= 3; ++axis) {
+          int64_t tile = axis == plan->vector_axis      ? plan->vector_tile
+                         : axis == plan->broadcast_axis ? plan->broadcast_tile
+                         : axis == plan->second_axis    ? plan->second_tile
+                                                        : 1;
+          EXPECT_EQ(
+              inner[static_cast<size_t>(axis - 1)],
+              largest_divisor(realize->block->iter_vars[static_cast<size_t>(axis)].extent, tile))
+              << "axis " << axis;
+        }
+        EXPECT_EQ(factors[4], (std::vector<int64_t>{3, 1}));
+        EXPECT_EQ(factors[5], (std::vector<int64_t>{3, 1}));
+      }
+      std::optional<Schedule> program = ReplayProgram(kernel, s.trace(), space);
+      ASSERT_TRUE(program.has_value());
+      ExpectComputesKernel(kernel, program->function());
+    }
+    if (on == 1) {
+      EXPECT_EQ(innermost.size(), 1u);
+    } else {
+      EXPECT_GT(innermost.size(), 1u);
+    }
   }
 }
 

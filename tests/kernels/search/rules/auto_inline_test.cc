@@ -3,10 +3,16 @@
 // which cannot be inlined) it is reverse-inlined into its pointwise producer instead. Both
 // compute what the unscheduled kernel computes. Left alone: an exp feeding a sum (an intrinsic is
 // not inlined into a reduction, where it would be evaluated once per reduction step), the
-// reduction block itself and the root.
+// reduction block itself and the root. A dense convolution's pad stays a stage of its own on a
+// CPU (the convolution would recompute each padded element once per output-channel tile and
+// tap) and is inlined on a GPU; a depthwise convolution's pad, read as whole vectors along the
+// channels, is inlined on both.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "kernels/schedule/tree_util.h"
 #include "kernels/search/components.h"
+#include "tests/kernels/schedule_test_util.h"
 #include "tests/kernels/search/golden.h"
 
 namespace tandem::kernels {
@@ -48,6 +54,33 @@ TEST(AutoInlineGolden, LeavesIntrinsicFeedingReductionAndReductions) {
     SCOPED_TRACE(name);
     auto [schedule, block] = AtBlock(kernel, name);
     ExpectUnchanged(rule->Apply(schedule, block), schedule);
+  }
+}
+
+TEST(AutoInline, KeepsADenseConvolutionsPadSeparateOnACpu) {
+  auto conv = [](int64_t groups) {
+    int64_t in_channels = groups == 1 ? 16 : 1;
+    return testing::LowerOp("conv2d",
+                            {testing::F32({1, 8, 8, 16}), testing::F32({3, 3, in_channels, 16})},
+                            ir::Attrs{{"data_layout", std::string("NHWC")},
+                                      {"kernel_layout", std::string("HWIO")},
+                                      {"groups", groups},
+                                      {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  };
+  SearchTarget gpu = GoldenTarget();
+  gpu.gpu = true;
+  for (int64_t groups : {int64_t{1}, int64_t{16}}) {
+    ir::KernelFunction kernel = conv(groups);
+    for (bool on_gpu : {false, true}) {
+      SCOPED_TRACE(fmt::format("groups {}, {}", groups, on_gpu ? "GPU" : "CPU"));
+      ScheduleRulePtr rule = MakeAutoInline(on_gpu ? gpu : GoldenTarget());
+      auto [schedule, block] = AtBlock(kernel, "pad");
+      std::vector<Schedule> out = rule->Apply(schedule, block);
+      ASSERT_EQ(out.size(), 1u);
+      bool kept = FindBlock(out[0].function(), "pad").has_value();
+      EXPECT_EQ(kept, groups == 1 && !on_gpu);
+      ExpectSameOutputs(kernel, out[0].function());
+    }
   }
 }
 
