@@ -1,5 +1,7 @@
 #include "bench/fma_peak.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -106,7 +108,26 @@ FmaPeak MeasureFmaPeak(int threads, int lanes) {
     best = std::max(best, flops / seconds / 1e9);
   }
   peak.gflops = best;
+  peak.lowest_gflops = best;
   return peak;
+}
+
+void FmaPeak::Remeasure(int threads) {
+  FmaPeak again = MeasureFmaPeak(threads, lanes);
+  gflops = std::max(gflops, again.gflops);
+  lowest_gflops = std::min(lowest_gflops, again.gflops);
+  ++measurements;
+}
+
+std::string FmaPeak::Describe(int threads) const {
+  if (measurements <= 1) {
+    return fmt::format("{:.1f} GFLOP/s ({}, {} threads, measured by this run)", gflops, unit,
+                       threads);
+  }
+  return fmt::format(
+      "{:.1f} GFLOP/s ({}, {} threads; the highest of {} measurements over this run, before and "
+      "after each workload; the lowest was {:.1f})",
+      gflops, unit, threads, measurements, lowest_gflops);
 }
 
 }  // namespace tandem::bench

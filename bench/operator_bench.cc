@@ -149,10 +149,8 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
         "chunks no worker has claimed). Rerun on a quiet machine for numbers to publish.\n\n",
         cores);
   }
-  std::cout << fmt::format(
-      "FMA peak of this machine: {:.1f} GFLOP/s ({}, {} threads, measured by this run); % peak "
-      "= Tandem GFLOP/s over it.\n\n",
-      peak.gflops, peak.unit, options.threads);
+  std::cout << fmt::format("FMA peak of this machine: {}; % peak = Tandem GFLOP/s over it.\n\n",
+                           peak.Describe(options.threads));
   std::cout << "| workload | shapes | MFLOP | Tandem us | Tandem GFLOP/s | % peak | oneDNN us | "
                "oneDNN GFLOP/s | oneDNN/Tandem | rel. error |\n";
   std::cout << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -244,8 +242,11 @@ int Main(int argc, char** argv) {
     backends::ThreadPool::Global().SetNumThreads(options.threads);
     FmaPeak peak = MeasureFmaPeak(options.threads, backends::TargetVectorUnit("host").f32_lanes);
     OnednnContext context;
-    std::vector<Row> rows = RunEachWorkload<Row>(
-        names, [&](const std::string& name) { return RunWorkload(name, context, options); });
+    std::vector<Row> rows = RunEachWorkload<Row>(names, [&](const std::string& name) {
+      auto row = RunWorkload(name, context, options);
+      peak.Remeasure(options.threads);
+      return row;
+    });
     PrintTable(rows, options, load_at_start, peak);
     if (!options.csv.empty()) WriteCsv(rows, options.csv);
   } catch (const std::exception& e) {

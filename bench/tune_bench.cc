@@ -248,10 +248,8 @@ void PrintTable(const std::vector<Row>& rows, const Options& options,
     std::cout << "WARNING: other processes competed for the cores during this run; rerun on a "
                  "quiet machine for numbers to publish.\n\n";
   }
-  std::cout << fmt::format(
-      "FMA peak of this machine: {:.1f} GFLOP/s ({}, {} threads, measured by this run); % peak "
-      "= tuned GFLOP/s over it.\n\n",
-      peak.gflops, peak.unit, options.threads);
+  std::cout << fmt::format("FMA peak of this machine: {}; % peak = tuned GFLOP/s over it.\n\n",
+                           peak.Describe(options.threads));
   std::cout << "| workload | MFLOP | tuned us | tuned GFLOP/s | % peak | default us | oneDNN us | "
                "oneDNN/tuned | tuning s | measured (failed) | trials to 95% (xgboost"
             << (options.compare_random ? " / random" : "") << ") | rel. error |\n"
@@ -344,7 +342,12 @@ int Main(int argc, char** argv) {
     FmaPeak peak = MeasureFmaPeak(options.threads, backends::TargetVectorUnit("host").f32_lanes);
     OnednnContext context;
     std::vector<Row> rows = RunEachWorkload<Row>(
-        names, [&](const std::string& name) { return RunWorkload(name, context, options); },
+        names,
+        [&](const std::string& name) {
+          auto row = RunWorkload(name, context, options);
+          peak.Remeasure(options.threads);
+          return row;
+        },
         [&](const std::vector<Row>& done) { WriteSummary(done, options); });
     PrintTable(rows, options, load_at_start, peak);
   } catch (const std::exception& e) {

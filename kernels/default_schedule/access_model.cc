@@ -1,5 +1,8 @@
 #include "kernels/default_schedule/access_model.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "ir/kernel/functor.h"
 #include "ir/kernel/simplify.h"
 #include "kernels/schedule/block_analysis.h"
@@ -80,6 +83,15 @@ int InnermostSpatialAxis(const ir::Block& block) {
     if (block->iter_vars[k].kind == ir::IterKind::kSpatial) innermost = static_cast<int>(k);
   }
   return innermost;
+}
+
+int64_t SmallestLoadStep(const AccessModel& model, int axis) {
+  int64_t step = std::numeric_limits<int64_t>::max();
+  for (const ir::Expr& load : model.loads()) {
+    std::optional<int64_t> stride = model.Stride(load, axis);
+    if (stride && *stride != 0) step = std::min(step, *stride < 0 ? -*stride : *stride);
+  }
+  return step;
 }
 
 bool WindowsOverlapAlong(const AccessModel& model, const ir::Block& block, int axis) {

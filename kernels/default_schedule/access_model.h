@@ -60,6 +60,11 @@ class AccessModel {
 // The block's innermost spatial iterator (the vector axis of its register tile), or -1.
 int InnermostSpatialAxis(const ir::Block& block);
 
+// The smallest nonzero step (elements, absolute) of a load of `model` along iterator `axis`; the
+// largest int64_t when no load moves along it by a constant step. The reduction loop with the
+// smallest walks a contiguous run of some operand: the default schedule puts it innermost.
+int64_t SmallestLoadStep(const AccessModel& model, int axis);
+
 // True when every load of `model` that moves along spatial iterator `axis` moves by the same
 // step along one of the block's reduction iterators: neighbouring outputs along `axis` read
 // overlapping windows (a stride-1 convolution's taps), so a tile along it with its taps

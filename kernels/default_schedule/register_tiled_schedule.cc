@@ -204,12 +204,7 @@ void DefaultScheduler::OrderReductionLoops(const ir::Block& block, const AccessM
   std::vector<std::pair<int64_t, LoopRV>> steps;
   for (size_t k = 0, r = 0; k < block->iter_vars.size(); ++k) {
     if (block->iter_vars[k].kind != ir::IterKind::kReduction) continue;
-    int64_t step = std::numeric_limits<int64_t>::max();
-    for (const ir::Expr& load : model.loads()) {
-      std::optional<int64_t> stride = model.Stride(load, static_cast<int>(k));
-      if (stride && *stride != 0) step = std::min(step, *stride < 0 ? -*stride : *stride);
-    }
-    steps.emplace_back(step, reduction[r++]);
+    steps.emplace_back(SmallestLoadStep(model, static_cast<int>(k)), reduction[r++]);
   }
   std::stable_sort(steps.begin(), steps.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -157,11 +157,7 @@ class MultiLevelTiling : public ScheduleRule {
     int64_t least = std::numeric_limits<int64_t>::max();
     for (size_t k = 0; k < b->iter_vars.size(); ++k) {
       if (b->iter_vars[k].kind != ir::IterKind::kReduction) continue;
-      int64_t step = std::numeric_limits<int64_t>::max();
-      for (const ir::Expr& load : model.loads()) {
-        std::optional<int64_t> stride = model.Stride(load, static_cast<int>(k));
-        if (stride && *stride != 0) step = std::min(step, *stride < 0 ? -*stride : *stride);
-      }
+      int64_t step = default_schedule::SmallestLoadStep(model, static_cast<int>(k));
       if (innermost < 0 || step < least) {
         innermost = static_cast<int>(k);
         least = step;
