@@ -312,7 +312,12 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   // 2. The lane limit.
   std::optional<int64_t> lane_limit = LaneLimit(model, plan.vector_axis, native);
   if (!lane_limit) return std::nullopt;
-  if (*lane_limit < kMaxVectorTile) model.AlignLanes(plan.vector_axis, *lane_limit);
+  // Steps are taken inside aligned tiles of the lane limit where it is below the widest tile, or
+  // where a load is contiguous only inside panels of exactly that width.
+  bool panels = false;
+  for (const ir::Expr& load : model.loads())
+    panels = panels || !model.Stride(load, plan.vector_axis);
+  if (*lane_limit < kMaxVectorTile || panels) model.AlignLanes(plan.vector_axis, *lane_limit);
   // 3. Vector operands and broadcasts.
   std::optional<LoadMix> mix = ClassifyLoads(model, plan.vector_axis);
   if (!mix) return std::nullopt;

@@ -681,6 +681,14 @@ TEST(DefaultSchedule, ConvolutionTilesUseMoreOfTheRegisterFileThanGemmTiles) {
   ir::KernelFunction gemm =
       LowerOp("matmul", {testing::F32({112, 8}), testing::F32({8, 32})}, ir::Attrs{});
   EXPECT_EQ(accumulators(conv, 16, 32), 28);
+  // Weights in panels of exactly the widest vector tile (OHWI64o, as PackConvWeights(block=64)
+  // makes them) are contiguous only inside a panel: the tile is planned within one.
+  ir::KernelFunction panels =
+      LowerOp("conv2d", {testing::F32({1, 7, 7, 16}), testing::F32({2, 3, 3, 16, 64})},
+              ir::Attrs{{"data_layout", std::string("NHWC")},
+                        {"kernel_layout", std::string("OHWI64o")},
+                        {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  EXPECT_GE(accumulators(panels, 16, 32), 14);
   EXPECT_GT(accumulators(gemm, 16, 32), 12);
   EXPECT_LE(accumulators(gemm, 16, 32), 24);
   EXPECT_GT(accumulators(conv, 8, 16), 4);
