@@ -403,15 +403,19 @@ TEST(MultiLevelTiling, PanelsOuterDecisionOrdersTheParallelLoopByWeightPanels) {
   EXPECT_TRUE(flipped);
 }
 
+// A 3x3 channels-last convolution, 16 to 32 channels on an 8x8 map, padded by one.
+ir::KernelFunction ChannelsLastConvolution3x3() {
+  return LowerOp("conv2d", {testing::F32({1, 8, 8, 16}), testing::F32({3, 3, 16, 32})},
+                 ir::Attrs{{"data_layout", std::string("NHWC")},
+                           {"kernel_layout", std::string("HWIO")},
+                           {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+}
+
 // A channels-last convolution of a batch of one: its S0 loops are n (extent 1, bound to no
 // iterator), h0, w0 and co0. Panels outer puts co0 (the weights move with it) first and keeps
 // the others in order; iterator order leaves n first. Both compute the convolution.
 TEST(MultiLevelTiling, PanelsOuterPutsAConvolutionsOutputChannelsFirst) {
-  ir::KernelFunction kernel =
-      LowerOp("conv2d", {testing::F32({1, 8, 8, 16}), testing::F32({3, 3, 16, 32})},
-              ir::Attrs{{"data_layout", std::string("NHWC")},
-                        {"kernel_layout", std::string("HWIO")},
-                        {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::KernelFunction kernel = ChannelsLastConvolution3x3();
   SearchSpace space = Space();
   std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
   ASSERT_EQ(spaces.size(), 1u);
@@ -448,11 +452,7 @@ TEST(MultiLevelTiling, PanelsOuterPutsAConvolutionsOutputChannelsFirst) {
 // whole pixel) stay whole in R0; with it off the innermost factors vary. Both compute the
 // convolution.
 TEST(MultiLevelTiling, SeedSwitchStartsSamplesFromTheDefaultRegisterTile) {
-  ir::KernelFunction kernel =
-      LowerOp("conv2d", {testing::F32({1, 8, 8, 16}), testing::F32({3, 3, 16, 32})},
-              ir::Attrs{{"data_layout", std::string("NHWC")},
-                        {"kernel_layout", std::string("HWIO")},
-                        {"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::KernelFunction kernel = ChannelsLastConvolution3x3();
   SearchSpace space = Space();
   std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 5);
   ASSERT_EQ(spaces.size(), 1u);
