@@ -1,14 +1,18 @@
 // tandem_kernel_bench: one op lowered to a kernel, scheduled by hand or by the default schedule,
 // compiled and timed on its own (no graph, no oneDNN). For studying what limits generated code:
-// it can print the scheduled kernel IR, the optimized LLVM IR and the assembly.
+// it can print the scheduled kernel IR, the optimized LLVM IR and the assembly, and replay a
+// schedule trace (one `tandem db export` recorded, or one --save-trace wrote, its decisions
+// edited by hand) to time a variant of a searched program.
 //
 //   tandem_kernel_bench --op gmm --shape 512 --schedule hand --threads 1 --asm /tmp/gmm.s
+//   tandem_kernel_bench --workload CVL-256x256x14-k3s1 --schedule trace --trace best.json
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +29,8 @@
 #include "kernels/compute/lower.h"
 #include "kernels/default_schedule.h"
 #include "kernels/legalize.h"
+#include "kernels/schedule/schedule.h"
+#include "kernels/search/search_space.h"
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 
@@ -39,6 +45,8 @@ struct Options {
       "FuseOps";
   std::vector<int64_t> shape;
   std::string schedule = "hand";
+  std::string trace_path;       // --schedule trace: a schedule trace (JSON) to replay
+  std::string save_trace_path;  // the schedule's trace written here (JSON)
   std::vector<int64_t> tiles;
   int threads = 1;
   int vector_lanes = 0;      // 0: the host's
@@ -50,6 +58,9 @@ struct Options {
   int64_t evict_mib = 0;  // > 0: caches evicted before every timed run (see --evict-caches)
   bool prefetch = true;   // false: the schedule's prefetch annotations dropped
 };
+
+// Largest relative error of a scheduled kernel's result against the unscheduled kernel's.
+constexpr double kMaxRelativeError = 1e-4;
 
 // Drops every loop's ir::kPrefetchDistanceKey annotation (to time a schedule without its
 // prefetches).
@@ -151,7 +162,12 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--shape", options.shape,
                  "gmm: M [N K]; conv: C O H W kernel stride pad (default per op)");
-  app.add_option("--schedule", options.schedule, "none, default or hand");
+  app.add_option("--schedule", options.schedule, "none, default, hand or trace");
+  app.add_option("--trace", options.trace_path,
+                 "with --schedule trace: a schedule trace (JSON, as `tandem db export` writes in "
+                 "trace_json) replayed on the kernel, its recorded decisions kept");
+  app.add_option("--save-trace", options.save_trace_path,
+                 "write the schedule's trace (JSON) here, for --schedule trace to replay");
   app.add_option("--tiles", options.tiles,
                  "tile sizes of the hand schedule (see hand_schedules.h)");
   app.add_option("--threads", options.threads, "threads");
@@ -212,18 +228,36 @@ int Main(int argc, char** argv) {
     backends::ThreadPool::Global().SetNumThreads(options.threads);
     double total = 0;
     for (const ir::KernelFunction& kernel : kernels) {
-      ir::KernelFunction scheduled = kernel;
+      std::optional<kernels::Schedule> schedule;
       if (options.schedule == "default") {
-        scheduled = kernels::ApplyDefaultSchedule(kernel, defaults).function();
+        schedule = kernels::ApplyDefaultSchedule(kernel, defaults);
       } else if (options.schedule == "hand" && hand) {
-        scheduled = ApplyHandSchedule(*hand, options.tiles).function();
+        schedule = ApplyHandSchedule(*hand, options.tiles);
+      } else if (options.schedule == "trace") {
+        std::ifstream file(options.trace_path);
+        if (!file) throw ir::Error(fmt::format("cannot read --trace '{}'", options.trace_path));
+        std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        // A sampled trace is replayed from its design part and postprocessed for this host, as
+        // the search does; a fixed one (a default schedule's) as it is.
+        kernels::SearchTarget target;
+        target.vector_lanes = static_cast<int>(defaults.vector_lanes);
+        target.num_cores = options.threads;
+        std::string why;
+        std::optional<kernels::Schedule> replayed = kernels::ReplayProgram(
+            kernel, ir::Trace::FromJson(text), kernels::DefaultCpuSearchSpace(target), &why);
+        if (!replayed) throw ir::Error(fmt::format("the trace does not apply: {}", why));
+        schedule = std::move(replayed);
       } else if (options.schedule != "none") {
         throw ir::Error(fmt::format("unknown schedule '{}' here", options.schedule));
       }
+      ir::KernelFunction scheduled = schedule ? schedule->function() : kernel;
       if (!options.prefetch) scheduled.body = DropPrefetch().VisitStmt(scheduled.body);
       if (options.print) std::cout << ir::PrintKernel(scheduled) << "\n";
       std::string suffix = kernels.size() > 1 ? "." + kernel.name : "";
       if (!options.ir_path.empty()) WriteFile(options.ir_path + suffix, ir::PrintKernel(scheduled));
+      if (!options.save_trace_path.empty() && schedule) {
+        WriteFile(options.save_trace_path + suffix, schedule->trace().ToJson());
+      }
       if (!options.llvm_path.empty()) {
         WriteFile(options.llvm_path + suffix, backends::EmitLlvmIr({scheduled}));
       }
@@ -235,6 +269,12 @@ int Main(int argc, char** argv) {
       std::cout << fmt::format(
           "  {}: best {:.1f} us, median {:.1f} us, compile {:.2f} s, rel. error {:.1e}\n",
           kernel.name, t.best * 1e6, t.median * 1e6, t.compile, t.error);
+      if (t.error > kMaxRelativeError) {
+        throw ir::Error(
+            fmt::format("kernel '{}' scheduled computes a different result (relative "
+                        "error {:.1e} against the unscheduled kernel)",
+                        kernel.name, t.error));
+      }
     }
     std::cout << fmt::format("{} schedule={} threads={}: {:.1f} us ({:.1f} GFLOP/s)\n", description,
                              options.schedule, options.threads, total * 1e6, flops / total / 1e9);
