@@ -315,8 +315,9 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   // Steps are taken inside aligned tiles of the lane limit where it is below the widest tile, or
   // where a load is contiguous only inside panels of exactly that width.
   bool panels = false;
-  for (const ir::Expr& load : model.loads())
+  for (const ir::Expr& load : model.loads()) {
     panels = panels || !model.Stride(load, plan.vector_axis);
+  }
   if (*lane_limit < kMaxVectorTile || panels) model.AlignLanes(plan.vector_axis, *lane_limit);
   // 3. Vector operands and broadcasts.
   std::optional<LoadMix> mix = ClassifyLoads(model, plan.vector_axis);
