@@ -307,6 +307,13 @@ ir::Trace ForcedMatmulTrace(const ir::Trace& design) {
   return trace;
 }
 
+// The matmul's one design space (seed 3) with its decisions forced (ForcedMatmulTrace).
+ir::Trace ForcedMatmulDesign(const ir::KernelFunction& kernel, const SearchSpace& space) {
+  std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
+  EXPECT_EQ(spaces.size(), 1u);
+  return ForcedMatmulTrace(spaces.at(0).trace());
+}
+
 std::vector<const ir::ForNode*> LoopsOf(const ir::KernelFunction& fn, const std::string& block) {
   return EnclosingLoops(GetBlockPath(fn, block));
 }
@@ -314,9 +321,7 @@ std::vector<const ir::ForNode*> LoopsOf(const ir::KernelFunction& fn, const std:
 TEST(MultiLevelTiling, MatmulGetsTheSsrsrsLoopNest) {
   ir::KernelFunction kernel = testing::Matmul(64, 96, 128);
   SearchSpace space = Space();
-  std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
-  ASSERT_EQ(spaces.size(), 1u);
-  ir::Trace trace = ForcedMatmulTrace(spaces[0].trace());
+  ir::Trace trace = ForcedMatmulDesign(kernel, space);
 
   // Before postprocessing: S0 S1 R0 S2 R1 S3 with the forced extents, the write-back of the
   // local accumulator under the last S1 loop.
@@ -373,9 +378,7 @@ std::optional<size_t> PanelsOuterDecision(const ir::Trace& trace) {
 TEST(MultiLevelTiling, PanelsOuterDecisionOrdersTheParallelLoopByWeightPanels) {
   ir::KernelFunction kernel = testing::Matmul(64, 96, 128);
   SearchSpace space = Space();
-  std::vector<Schedule> spaces = GenerateDesignSpaces(kernel, space, 3);
-  ASSERT_EQ(spaces.size(), 1u);
-  ir::Trace forced = ForcedMatmulTrace(spaces[0].trace());
+  ir::Trace forced = ForcedMatmulDesign(kernel, space);
   std::optional<size_t> panels = PanelsOuterDecision(forced);
   ASSERT_TRUE(panels.has_value()) << forced.ToText();
   for (int64_t decision : {0, 1}) {
