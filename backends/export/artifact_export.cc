@@ -175,7 +175,7 @@ ExportSummary ExportArtifact(const ir::IRModule& module, const BuildOptions& opt
   // 1. Legalized and planned as Build does.
   ir::IRModule legalized = LegalizeForBuild(module, options);
   const ir::GraphFunction& fn = legalized.Get(options.function);
-  ExecutionPlan plan = PlanExecution(fn, kArtifactAlignment);
+  ExecutionPlan plan = PlanExecution(fn, kArtifactAlignment, &legalized);
   CodegenOptions codegen = CodegenOptionsFor(legalized, options.codegen);
 
   Artifact artifact;

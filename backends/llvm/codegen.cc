@@ -15,6 +15,7 @@
 #include "backends/llvm/kernel_object_cache.h"
 #include "backends/runtime/thread_pool.h"
 #include "ir/error.h"
+#include "ir/kernel/in_place.h"
 #include "ir/kernel/kernel_structural.h"
 #include "ir/structural.h"
 
@@ -51,6 +52,10 @@ void KernelCodegen::Generate() {
     ScalarType(buffer->dtype);  // rejects unsupported dtypes early
   }
   access_counts_ = CountAccesses(kernel_.body);
+  for (const ir::InPlacePair& pair : ir::InPlacePairs(kernel_)) {
+    may_alias_.insert(kernel_.params[static_cast<size_t>(pair.input)].get());
+    may_alias_.insert(kernel_.params[static_cast<size_t>(pair.output)].get());
+  }
   std::set<const ir::BufferNode*> written;
   ir::VisitStmtTree(kernel_.body, [&](const ir::Stmt& s) {
     if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
@@ -69,7 +74,7 @@ void KernelCodegen::Generate() {
   for (size_t k = 0; k < kernel_.params.size(); ++k) {
     const ir::Buffer& buffer = kernel_.params[k];
     unsigned arg = static_cast<unsigned>(k);
-    impl->addParamAttr(arg, llvm::Attribute::NoAlias);
+    if (!may_alias_.count(buffer.get())) impl->addParamAttr(arg, llvm::Attribute::NoAlias);
     impl->addParamAttr(arg, llvm::Attribute::NoCapture);
     impl->addParamAttr(arg, llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
     int64_t bytes = ir::NumElements(buffer->shape) * ir::SizeOf(buffer->dtype);
@@ -227,12 +232,18 @@ void CompiledModule::Run(const std::string& kernel_name,
     }
     pointers.push_back(data);
   }
-  // Written buffers are noalias: they must not share storage with any other argument.
+  // Written buffers are noalias: they must not share storage with any other argument, except
+  // an output computed in place of its input (ir::InPlacePairs), in exactly the same bytes.
+  std::vector<ir::InPlacePair> in_place = ir::InPlacePairs(kernel);
   for (size_t i = first_output; i < args.size(); ++i) {
     auto begin_i = reinterpret_cast<uintptr_t>(pointers[i]);
     uintptr_t end_i = begin_i + static_cast<uintptr_t>(args[i].num_bytes());
     for (size_t j = 0; j < args.size(); ++j) {
       if (j == i || args[i].num_bytes() == 0 || args[j].num_bytes() == 0) continue;
+      bool paired = std::find(in_place.begin(), in_place.end(),
+                              ir::InPlacePair{static_cast<int>(j), static_cast<int>(i)}) !=
+                    in_place.end();
+      if (paired && pointers[i] == pointers[j]) continue;
       auto begin_j = reinterpret_cast<uintptr_t>(pointers[j]);
       uintptr_t end_j = begin_j + static_cast<uintptr_t>(args[j].num_bytes());
       if (begin_i < end_j && begin_j < end_i) {

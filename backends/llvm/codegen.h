@@ -73,7 +73,7 @@ namespace tandem::backends {
 // records are keyed by it, and records of another version are kept but never served.
 // tests/backends/llvm/codegen_version_test.cc fails when the emitted code of a pinned set of
 // kernels changes while this stays the same.
-inline constexpr int kCodegenVersion = 14;
+inline constexpr int kCodegenVersion = 15;
 
 struct CodegenOptions {
   // LLVM CPU name: "host" (the CPU this process runs on, with its features), or e.g. "znver4",

@@ -319,6 +319,8 @@ class KernelCodegen {
   std::vector<llvm::Function*> functions_;
   // Number of loads and stores of each buffer in the whole kernel.
   std::unordered_map<const ir::BufferNode*, int> access_counts_;
+  // Parameters an executable may pass in one another's memory (ir::InPlacePairs): not noalias.
+  std::unordered_set<const ir::BufferNode*> may_alias_;
 };
 
 // A rough size of the code `s` becomes after LLVM's full unrolling of short loops: expression

@@ -624,7 +624,9 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
   body->addFnAttr(llvm::Attribute::AlwaysInline);
   for (size_t k = 0; k < captured_buffers.size(); ++k) {
     unsigned arg = static_cast<unsigned>(2 + captured_vars.size() + k);
-    body->addParamAttr(arg, llvm::Attribute::NoAlias);
+    if (!may_alias_.count(captured_buffers[k].first.get())) {
+      body->addParamAttr(arg, llvm::Attribute::NoAlias);
+    }
     body->addParamAttr(arg, llvm::Attribute::NoCapture);
     body->addParamAttr(arg, llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
   }

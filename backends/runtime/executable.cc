@@ -127,7 +127,7 @@ std::unique_ptr<Executable> BuildLegalized(ir::IRModule legalized, const BuildOp
   auto exe = std::unique_ptr<Executable>(new Executable());
   exe->compiled_ = CompileKernels(KernelsOf(module), CodegenOptionsFor(module, options.codegen));
 
-  ExecutionPlan plan = PlanExecution(fn, kAlignment);
+  ExecutionPlan plan = PlanExecution(fn, kAlignment, &module);
   exe->slots_ = std::move(plan.slots);
   exe->output_copies_ = std::move(plan.output_copies);
   exe->input_types_ = std::move(plan.input_types);

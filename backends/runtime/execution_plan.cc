@@ -7,6 +7,7 @@
 
 #include "ir/checked_math.h"
 #include "ir/error.h"
+#include "ir/kernel/in_place.h"
 
 namespace tandem::backends {
 
@@ -55,14 +56,54 @@ int64_t PlanArena(std::vector<Lifetime>& lifetimes) {
   return total;
 }
 
+// With `kernels`, gives each kernel result that its kernel may compute in place of an input the
+// input's slot, when the input is an arena slot no later call reads (in calling order, so that
+// a chain of in-place calls shares one slot). Rewrites the calls' arguments; returns, for each
+// slot, the slot whose memory it uses (itself when none).
+std::vector<int> ShareInPlaceSlots(const ir::GraphFunction& fn, const ir::IRModule& kernels,
+                                   ExecutionPlan& plan) {
+  std::vector<int> memory_of(plan.slots.size());
+  for (size_t s = 0; s < memory_of.size(); ++s) memory_of[s] = static_cast<int>(s);
+  std::vector<int> last_use(plan.slots.size(), -1);
+  for (size_t c = 0; c < plan.calls.size(); ++c) {
+    for (int s : plan.calls[c].args) last_use[static_cast<size_t>(s)] = static_cast<int>(c);
+  }
+  for (size_t c = 0; c < plan.calls.size(); ++c) {
+    ExecutionPlan::Call& call = plan.calls[c];
+    const ir::Node& node = fn.node(call.node);
+    for (int& s : call.args) s = memory_of[static_cast<size_t>(s)];
+    if (node.kind != ir::NodeKind::kCallKernel || !kernels.HasKernel(node.callee)) continue;
+    const ir::KernelFunction& kernel = kernels.GetKernel(node.callee);
+    if (kernel.params.size() != call.args.size()) continue;
+    for (const ir::InPlacePair& pair : ir::InPlacePairs(kernel)) {
+      int input = call.args[static_cast<size_t>(pair.input)];
+      int output = call.args[static_cast<size_t>(pair.output)];
+      const ExecutionPlan::Slot& in = plan.slots[static_cast<size_t>(input)];
+      const ExecutionPlan::Slot& out = plan.slots[static_cast<size_t>(output)];
+      if (in.kind != ExecutionPlan::SlotKind::kArena ||
+          out.kind != ExecutionPlan::SlotKind::kArena || in.bytes != out.bytes ||
+          last_use[static_cast<size_t>(input)] != static_cast<int>(c) ||
+          std::count(call.args.begin(), call.args.end(), input) != 1) {
+        continue;
+      }
+      memory_of[static_cast<size_t>(output)] = input;
+      last_use[static_cast<size_t>(input)] = last_use[static_cast<size_t>(output)];
+    }
+    for (int& s : call.args) s = memory_of[static_cast<size_t>(s)];
+  }
+  return memory_of;
+}
+
 }  // namespace
 
 // Steps:
 //   1. a slot per tensor value: inputs, constants, call results (tuples map to their fields'
 //      slots), and the calls with their argument slots;
 //   2. results that are returned become output slots; returned inputs and constants are copied;
-//   3. each arena slot's lifetime over the calls, then best-fit placement in one arena.
-ExecutionPlan PlanExecution(const ir::GraphFunction& fn, int64_t alignment) {
+//   3. with `kernels`, results computed in place take their input's slot;
+//   4. each arena slot's lifetime over the calls, then best-fit placement in one arena.
+ExecutionPlan PlanExecution(const ir::GraphFunction& fn, int64_t alignment,
+                            const ir::IRModule* kernels) {
   ExecutionPlan plan;
   // Slots for every tensor value; tuples map to the slots of their fields.
   std::vector<std::vector<int>> value_slots(fn.nodes.size());
@@ -157,6 +198,9 @@ ExecutionPlan PlanExecution(const ir::GraphFunction& fn, int64_t alignment) {
     }
   }
 
+  std::vector<int> memory_of;
+  if (kernels) memory_of = ShareInPlaceSlots(fn, *kernels, plan);
+
   // Liveness of arena slots over the steps, then placement.
   std::map<int, Lifetime> lifetimes;
   for (size_t st = 0; st < plan.calls.size(); ++st) {
@@ -175,6 +219,10 @@ ExecutionPlan PlanExecution(const ir::GraphFunction& fn, int64_t alignment) {
   }
   plan.arena_bytes = PlanArena(list);
   for (const Lifetime& l : list) plan.slots[static_cast<size_t>(l.slot)].index = l.offset;
+  for (size_t s = 0; s < memory_of.size(); ++s) {
+    auto shared = static_cast<size_t>(memory_of[s]);
+    if (shared != s) plan.slots[s].index = plan.slots[shared].index;
+  }
   return plan;
 }
 

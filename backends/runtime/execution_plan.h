@@ -41,7 +41,11 @@ struct ExecutionPlan {
 
 // Plans `function`, whose every call is a call_kernel or call_extern (Error naming the node of an
 // op call left). Arena offsets are multiples of `alignment`, and two intermediates share bytes
-// only when no call uses both; an arena size overflowing int64 is an Error.
-ExecutionPlan PlanExecution(const ir::GraphFunction& function, int64_t alignment);
+// only when no call uses both, or, with `kernels` (the module holding the called kernels), when
+// a kernel computes an output in place of an input (ir::InPlacePairs) that no later call and no
+// output of the function uses: the output then takes the input's slot. An arena size overflowing
+// int64 is an Error.
+ExecutionPlan PlanExecution(const ir::GraphFunction& function, int64_t alignment,
+                            const ir::IRModule* kernels = nullptr);
 
 }  // namespace tandem::backends
