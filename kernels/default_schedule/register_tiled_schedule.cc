@@ -132,9 +132,10 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
 // Splits the block's spatial loops by the tile of `plan` and groups the loops. Outer loops
 // along which the vector operands stay the same go innermost among the outer loops, so that
 // consecutive iterations (and each thread's chunk) reuse them from cache; unless the vector
-// operands are so small that they stay in L1 anyway (a grouped convolution's weights): then
-// the loops that move them go innermost, so that the broadcast operands (the input pixels,
-// whose cache lines hold the channels of several groups) are reused instead.
+// operands stay close anyway (a grouped convolution's weights in L1, a convolution's weights
+// of up to kL2ResidentConvolutionWeightBytes in L2): then the loops that move them go
+// innermost, so that the broadcast operands (the input pixels, whose cache lines hold the
+// channels of several groups or output-channel blocks) are reused instead.
 DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
                                                              const ir::Block& block,
                                                              const AccessModel& model,
@@ -182,7 +183,14 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
     int64_t iterations = (block->iter_vars[k].extent + t - 1) / t;
     (vector_depends ? depend_iterations : free_iterations) *= iterations;
   }
-  bool vector_operands_stay = vector_operand_bytes <= kL1ResidentOperandBytes;
+  // A convolution (several reduction iterators) whose weights stay in L2 gets the same order:
+  // each position's input is then read once from beyond L1 for all its output channels, and
+  // its output channels are written together. (Measured on 1x1 and 3x3 convolutions of up to
+  // 256 KB of weights: as fast or up to 25% faster; on 2.4 MB of weights, slower.)
+  bool convolution = CountIterators(block, ir::IterKind::kReduction) > 1;
+  bool vector_operands_stay =
+      vector_operand_bytes <= kL1ResidentOperandBytes ||
+      (convolution && vector_operand_bytes <= kL2ResidentConvolutionWeightBytes);
   if (vector_operands_stay) std::swap(vector_loads_depend, vector_loads_free);
   out.outer_iterations = depend_iterations * free_iterations;
   // A panel reused by several iterations streams in bursts (the first of them misses): that is

@@ -22,6 +22,14 @@ inline constexpr int64_t kMinVectorTile = 4;
 // loop over tiles that shares them panel by panel prefetches the next panel.
 inline constexpr int64_t kL1ResidentOperandBytes = int64_t{16} << 10;
 
+// Bytes of a convolution's weights that stay in L2 while the tiles of one output position cycle
+// through all of them: half of the smallest L2 of the CPUs we target (512 KB on Zen 3), the
+// other half for the input rows and output lines passing through. Up to this size a
+// convolution's tile loops visit every output-channel block of one position before moving on
+// (SplitTileLoops), which reuses the position's input from L1 and writes each output pixel's
+// channels together.
+inline constexpr int64_t kL2ResidentConvolutionWeightBytes = int64_t{256} << 10;
+
 // Accumulators of a tile whose taps are unrolled over overlapping windows (UnrollsWindowTaps),
 // whatever the register file: the overlapping windows keep tile + taps - 1 input vectors of a
 // tap row live beside the accumulators, and their addresses and masks the general registers.

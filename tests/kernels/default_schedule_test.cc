@@ -178,6 +178,31 @@ TEST(DefaultSchedule, StreamedWeightPanelsArePrefetchedOnePanelAhead) {
   EXPECT_EQ(PrefetchDistance(conv).first, 0) << conv.trace().ToText();
 }
 
+// A convolution whose weights stay in L2 (up to kL2ResidentConvolutionWeightBytes) visits all
+// its output-channel blocks at one position before the next position (the fused outer loop
+// ends with the output-channel blocks, and no panel prefetch); larger weights keep the
+// output-channel blocks outermost, each panel serving every position. Both compute the
+// convolution.
+TEST(DefaultSchedule, ConvolutionsWithWeightsInL2VisitEveryOutputChannelBlockPerPosition) {
+  DefaultScheduleOptions options{.vector_lanes = 16, .vector_registers = 32, .num_threads = 2};
+  auto pointwise = [](int64_t in_channels) {
+    return LowerOp(
+        "conv2d", {F32({1, 4, 4, in_channels}), F32({1, 1, in_channels, 256})},
+        ir::Attrs{{"data_layout", std::string("NHWC")}, {"kernel_layout", std::string("HWIO")}});
+  };
+  ir::KernelFunction in_l2 = pointwise(64);    // 64 KB of weights
+  ir::KernelFunction beyond = pointwise(288);  // 288 KB
+  for (const ir::KernelFunction* kernel : {&in_l2, &beyond}) {
+    Schedule s = ApplyDefaultSchedule(*kernel, options);
+    std::string text = ir::PrintKernel(s.function());
+    bool stays = kernel == &in_l2;
+    EXPECT_EQ(text.find("w_co_0_fused") != std::string::npos, stays) << text;
+    EXPECT_EQ(text.find("co_0_n_h_0_w_fused") != std::string::npos, !stays) << text;
+    EXPECT_EQ(PrefetchDistance(s).first == 0, stays) << s.trace().ToText();
+    EXPECT_LT(CompareKernels(*kernel, s.function()), 1e-5) << s.trace().ToText();
+  }
+}
+
 // A depthwise convolution reads each input element 9 times: on a large image its pad is a
 // stage of its own (the taps then load without a bounds select), on a small one, where the
 // border is a large part of the padded buffer, it is inlined into the taps.
