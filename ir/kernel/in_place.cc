@@ -19,9 +19,9 @@ struct BufferUses {
   struct StoreSite {
     const StoreNode* store;
     const BlockNode* block;
-    // Whether each element of the block's domain is stored once: no enclosing block reduces,
-    // and every enclosing loop of extent above 1 feeds the block's bindings (a loop that does
-    // not would repeat the store).
+    // Whether each element is stored once: no enclosing block reduces or has an init, every
+    // loop of extent above 1 around a block feeds its bindings, and every loop or iterator
+    // since the innermost block feeds the store's indices (one that does not repeats it).
     bool once;
   };
   struct LoadSite {
@@ -51,9 +51,18 @@ class UseCollector {
         break;
       case StmtKind::kStore: {
         const auto* store = As<StoreNode>(s);
-        for (const Expr& index : store->indices) Loads(index, nullptr);
+        std::unordered_set<const ExprNode*> indexed;
+        for (const Expr& index : store->indices) {
+          Loads(index, nullptr);
+          CollectVars(index, indexed);
+        }
         Loads(store->value, store);
-        uses[store->buffer.get()].stores.push_back({store, block, once});
+        // A loop since the innermost block (or one of its iterators) that the indices do not
+        // use repeats the store.
+        bool store_once = once && std::all_of(loops_.begin(), loops_.end(), [&](const ExprNode* v) {
+                            return indexed.count(v) > 0;
+                          });
+        uses[store->buffer.get()].stores.push_back({store, block, store_once});
         break;
       }
       case StmtKind::kIfThenElse: {
@@ -69,9 +78,7 @@ class UseCollector {
         std::unordered_set<const ExprNode*> bound;
         for (const Expr& value : realize->iter_values) {
           Loads(value, nullptr);
-          VisitExprTree(value, [&](const Expr& x) {
-            if (x->kind == ExprKind::kVar) bound.insert(x.get());
-          });
+          CollectVars(value, bound);
         }
         Loads(realize->predicate, nullptr);
         bool inner_once =
@@ -98,6 +105,12 @@ class UseCollector {
  private:
   // Loops of extent above 1 (and iterators) since the innermost enclosing block.
   std::vector<const ExprNode*> loops_;
+
+  static void CollectVars(const Expr& e, std::unordered_set<const ExprNode*>& vars) {
+    VisitExprTree(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kVar) vars.insert(x.get());
+    });
+  }
 
   void Loads(const Expr& e, const StoreNode* in_value_of) {
     if (!e.defined()) return;

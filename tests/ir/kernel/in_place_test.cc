@@ -103,6 +103,21 @@ TEST(InPlacePairs, OutputsWrittenMoreThanOnceOrReadBackHaveNoPair) {
       }
     })"),
             (std::vector<InPlacePair>{{0, 1}}));
+  // The same without blocks: a repeating loop around the store rules it out too.
+  EXPECT_TRUE(Pairs(R"(
+    kernel @again(%a: f32[8]) -> (%out: f32[8]) {
+      block root() {
+        for %r in 2 { for %i in 8 { %out[%i] = %a[%i] * 2.0 } }
+      }
+    })")
+                  .empty());
+  EXPECT_EQ(Pairs(R"(
+    kernel @once(%a: f32[8]) -> (%out: f32[8]) {
+      block root() {
+        for %i in 8 { %out[%i] = %a[%i] * 2.0 }
+      }
+    })"),
+            (std::vector<InPlacePair>{{0, 1}}));
   // Another dtype or shape never pairs.
   EXPECT_TRUE(Pairs(R"(
     kernel @cast(%a: i32[8], %b: f32[2,4]) -> (%out: f32[8]) {
