@@ -153,7 +153,8 @@ BuiltModule BuildModule(const std::vector<ir::KernelFunction>& kernels,
       throw Error(fmt::format("codegen: two kernel functions are named '{}'", kernel.name));
     }
     try {
-      ir::KernelFunction compacted = codegen::CompactLocalBuffers(VersionInteriorTiles(RelaxLocalPredicates(kernel)));
+      ir::KernelFunction compacted =
+          codegen::CompactLocalBuffers(VersionInteriorTiles(RelaxLocalPredicates(kernel)));
       codegen::KernelCodegen(*built.module, compacted, options, attributes).Generate();
     } catch (const Error& e) {
       throw Error(fmt::format("kernel '{}': {}", kernel.name, e.message()), e.where());
@@ -233,17 +234,20 @@ void CompiledModule::Run(const std::string& kernel_name,
     pointers.push_back(data);
   }
   // Written buffers are noalias: they must not share storage with any other argument, except
-  // an output computed in place of its input (ir::InPlacePairs), in exactly the same bytes.
-  std::vector<ir::InPlacePair> in_place = ir::InPlacePairs(kernel);
+  // an output computed in place of its input (ir::InPlacePairs), in exactly the same bytes. (The
+  // pairs are looked up only when storage is shared: this runs on every call.)
+  auto in_place = [&](size_t input, size_t output) {
+    std::vector<ir::InPlacePair> pairs = ir::InPlacePairs(kernel);
+    return std::find(pairs.begin(), pairs.end(),
+                     ir::InPlacePair{static_cast<int>(input), static_cast<int>(output)}) !=
+           pairs.end();
+  };
   for (size_t i = first_output; i < args.size(); ++i) {
     auto begin_i = reinterpret_cast<uintptr_t>(pointers[i]);
     uintptr_t end_i = begin_i + static_cast<uintptr_t>(args[i].num_bytes());
     for (size_t j = 0; j < args.size(); ++j) {
       if (j == i || args[i].num_bytes() == 0 || args[j].num_bytes() == 0) continue;
-      bool paired = std::find(in_place.begin(), in_place.end(),
-                              ir::InPlacePair{static_cast<int>(j), static_cast<int>(i)}) !=
-                    in_place.end();
-      if (paired && pointers[i] == pointers[j]) continue;
+      if (pointers[i] == pointers[j] && in_place(j, i)) continue;
       auto begin_j = reinterpret_cast<uintptr_t>(pointers[j]);
       uintptr_t end_j = begin_j + static_cast<uintptr_t>(args[j].num_bytes());
       if (begin_i < end_j && begin_j < end_i) {

@@ -11,13 +11,12 @@
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/executable.h"
 #include "ir/parser.h"
+#include "tests/backends/kernel_test_util.h"
 
 namespace tandem::backends {
 namespace {
 
-ir::TensorType F32(ir::Shape shape) {
-  return ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""};
-}
+using testing::F32;
 
 // Two residual blocks: relu(conv(relu(conv(x))) + skip), the second's skip the first's output.
 ir::IRModule ResidualBlocks() {
