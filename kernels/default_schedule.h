@@ -45,12 +45,28 @@
 
 namespace tandem::kernels {
 
+// What the default schedules know of a CPU core besides its vector width and registers. A field
+// of 0 is not known; the register tiles are then planned as for the cores whose measurements
+// set the planner's constants (two FMAs of the widest vector per cycle, no cache limit).
+struct CpuCoreModel {
+  // FMAs of the widest vector the core starts per cycle: 2 on AVX2 cores and Intel's AVX-512
+  // server cores, 1 where the core splits its widest vectors into two halves (Zen 4's 512-bit
+  // vectors).
+  double fma_per_cycle = 0;
+  // Ways and bytes of the L1 data cache.
+  int l1_data_ways = 0;
+  int64_t l1_data_bytes = 0;
+
+  bool operator==(const CpuCoreModel& other) const = default;
+};
+
 struct DefaultScheduleOptions {
   // f32 lanes of the widest vector (16 on AVX-512, 8 on AVX2) and vector registers of the ISA
   // (32 on AVX-512, 16 on AVX2); 0: not given (backends::Build resolves them from its code
   // generation target, ApplyDefaultSchedule takes AVX-512's).
   int vector_lanes = 0;
   int vector_registers = 0;
+  CpuCoreModel core;
   int64_t parallel_min_work = 16384;  // elements below which a kernel runs on one thread
   int num_threads = 0;                // 0: hardware concurrency
 };

@@ -171,11 +171,16 @@ void EmitObjectFile(const std::vector<ir::KernelFunction>& kernels, const std::s
 std::string DescribeTarget(const CodegenOptions& options = {});
 
 // The vector unit of a CPU (`cpu` and `features` as in CodegenOptions): f32 lanes of its widest
-// vector and its number of vector registers. AVX-512F: 16 lanes and 32 registers; AVX/AVX2: 8
-// and 16; otherwise 4 and 16. Error on an unknown CPU or feature.
+// vector and its number of vector registers (AVX-512F: 16 lanes and 32 registers; AVX/AVX2: 8
+// and 16; otherwise 4 and 16), and what the default schedules know of its cores: FMAs of the
+// widest vector per cycle (2 times the ratio of the 256-bit FMA's throughput to the widest one's
+// in LLVM's scheduling model of the CPU: 1 on Zen 4, 2 elsewhere), and for the host CPU its L1
+// data cache (from /sys/devices/system/cpu/cpu0/cache; unknown for another CPU, or when not
+// readable). Error on an unknown CPU or feature.
 struct VectorUnit {
   int f32_lanes = 16;
   int registers = 32;
+  kernels::CpuCoreModel core;
 };
 VectorUnit TargetVectorUnit(const std::string& cpu = "host", const std::string& features = "");
 

@@ -7,6 +7,8 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/MCInstrInfo.h>
+#include <llvm/MC/MCSchedule.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -262,6 +265,58 @@ void* JitEngine::Lookup(const std::string& name) {
   return address->toPtr<void*>();
 }
 
+namespace {
+
+// The reciprocal throughput (cycles per instruction) of the instruction named `opcode` in the
+// scheduling model of `info`'s CPU; 0 when the model does not say.
+double FmaReciprocalThroughput(const llvm::MCSubtargetInfo& info,
+                               const llvm::MCInstrInfo& instructions, llvm::StringRef opcode) {
+  const llvm::MCSchedModel& model = info.getSchedModel();
+  if (!model.hasInstrSchedModel()) return 0;
+  for (unsigned op = 0; op < instructions.getNumOpcodes(); ++op) {
+    if (instructions.getName(op) != opcode) continue;
+    const llvm::MCSchedClassDesc* desc =
+        model.getSchedClassDesc(instructions.get(op).getSchedClass());
+    if (desc == nullptr || !desc->isValid() || desc->isVariant()) return 0;
+    return llvm::MCSchedModel::getReciprocalThroughput(info, *desc);
+  }
+  return 0;
+}
+
+// A number read from a sysfs file ("8", "48K"); 0 when unreadable.
+int64_t ReadSysfsSize(const std::string& path) {
+  std::ifstream file(path);
+  int64_t value = 0;
+  std::string unit;
+  if (!(file >> value)) return 0;
+  file >> unit;
+  if (unit == "K") value <<= 10;
+  if (unit == "M") value <<= 20;
+  return value;
+}
+
+// `core` with the host's L1 data cache (the first level-1 data cache of cpu0 in sysfs), left as
+// it is when sysfs does not describe one.
+kernels::CpuCoreModel WithHostL1DataCache(kernels::CpuCoreModel core) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
+    std::ifstream type_file(dir + "type");
+    std::string type;
+    if (!(type_file >> type)) break;
+    if (type != "Data" || ReadSysfsSize(dir + "level") != 1) continue;
+    int64_t ways = ReadSysfsSize(dir + "ways_of_associativity");
+    int64_t bytes = ReadSysfsSize(dir + "size");
+    if (ways > 0 && bytes > 0) {
+      core.l1_data_ways = static_cast<int>(ways);
+      core.l1_data_bytes = bytes;
+    }
+    break;
+  }
+  return core;
+}
+
+}  // namespace
+
 VectorUnit TargetVectorUnit(const std::string& cpu, const std::string& features) {
   static std::mutex mutex;
   static std::map<std::string, VectorUnit> cache;
@@ -280,6 +335,14 @@ VectorUnit TargetVectorUnit(const std::string& cpu, const std::string& features)
   } else if (info && info->checkFeatures("+avx")) {
     unit = {8, 16};
   }
+  if (info && unit.f32_lanes >= 8) {
+    std::unique_ptr<llvm::MCInstrInfo> instructions(LookupTarget(spec.triple)->createMCInstrInfo());
+    double widest = FmaReciprocalThroughput(
+        *info, *instructions, unit.f32_lanes >= 16 ? "VFMADD231PSZr" : "VFMADD231PSYr");
+    double ymm = FmaReciprocalThroughput(*info, *instructions, "VFMADD231PSYr");
+    if (widest > 0 && ymm > 0) unit.core.fma_per_cycle = std::clamp(2 * ymm / widest, 1.0, 2.0);
+  }
+  if (cpu == "host" || cpu.empty()) unit.core = WithHostL1DataCache(unit.core);
   return cache.emplace(cpu + "|" + features, unit).first->second;
 }
 
@@ -288,6 +351,7 @@ kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& targ
   VectorUnit unit = TargetVectorUnit(target.cpu, target.features);
   options.vector_lanes = target.vector_bits > 0 ? target.vector_bits / 32 : unit.f32_lanes;
   options.vector_registers = unit.registers;
+  options.core = unit.core;
   options.num_threads = target.num_threads;
   return options;
 }

@@ -98,6 +98,7 @@ ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& op
     if (legalize.schedule.vector_lanes <= 0) legalize.schedule.vector_lanes = unit.f32_lanes;
     if (legalize.schedule.vector_registers <= 0)
       legalize.schedule.vector_registers = unit.registers;
+    if (legalize.schedule.core == kernels::CpuCoreModel{}) legalize.schedule.core = unit.core;
   }
   ir::IRModule legalized = kernels::Legalize(module, legalize);
   ir::Verify(legalized);

@@ -84,8 +84,9 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
   bool parallel = threads_ > 1 && (SpatialExtent(block) >= options_.parallel_min_work ||
                                    SpatialExtent(block) * reduction_work >= kParallelMinMacs ||
                                    OperandBytes(block) >= kParallelMinOperandBytes);
-  std::optional<RegisterTile> plan = PlanRegisterTile(
-      block, options_.vector_lanes, options_.vector_registers, parallel ? threads_ : 1);
+  std::optional<RegisterTile> plan =
+      PlanRegisterTile(block, options_.vector_lanes, options_.vector_registers,
+                       parallel ? threads_ : 1, options_.core);
   if (!plan) return false;
   bool ok = TrySteps(s_, [&] {
     // 2. The loop nest.

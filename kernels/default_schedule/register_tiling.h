@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "ir/kernel/stmt.h"
+#include "kernels/default_schedule.h"
 
 namespace tandem::kernels::default_schedule {
 
@@ -60,8 +61,12 @@ struct RegisterTile {
 // most useful lanes per cycle wins (ties: more accumulators, then fewer loads). `native`: f32
 // lanes of a vector register; `min_tiles`: tiles the block must have at least (its threads).
 // nullopt when the innermost spatial iterator cannot be vectorized with loads (a load would
-// be a gather) or the output is not contiguous along it.
+// be a gather) or the output is not contiguous along it. `core`: where the core starts one FMA
+// of the widest vector per cycle, a tile that wastes lanes on padding no longer pays for itself
+// by its larger size; where the L1 ways are known, no tile reads more rows of a broadcast
+// operand that fall into one cache set than there are ways.
 std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
-                                             int64_t vector_registers, int64_t min_tiles);
+                                             int64_t vector_registers, int64_t min_tiles,
+                                             const CpuCoreModel& core = {});
 
 }  // namespace tandem::kernels::default_schedule

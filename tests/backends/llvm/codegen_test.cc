@@ -507,6 +507,25 @@ TEST(Codegen, NamedCpuTargets) {
           .empty());
 }
 
+TEST(Codegen, VectorUnitsOfNamedCpus) {
+  backends::VectorUnit zen4 = backends::TargetVectorUnit("znver4");
+  EXPECT_EQ(zen4.f32_lanes, 16);
+  EXPECT_EQ(zen4.registers, 32);
+  // Zen 4 splits a 512-bit FMA into two 256-bit halves: one per cycle where AVX2 starts two.
+  EXPECT_EQ(zen4.core.fma_per_cycle, 1);
+  EXPECT_EQ(backends::TargetVectorUnit("sapphirerapids").core.fma_per_cycle, 2);
+  EXPECT_EQ(backends::TargetVectorUnit("skylake-avx512").core.fma_per_cycle, 2);
+  backends::VectorUnit avx2 = backends::TargetVectorUnit("x86-64-v3");
+  EXPECT_EQ(avx2.f32_lanes, 8);
+  EXPECT_EQ(avx2.core.fma_per_cycle, 2);
+  // The L1 cache is known for the host only: a named CPU's is left unknown.
+  EXPECT_EQ(zen4.core.l1_data_ways, 0);
+  EXPECT_EQ(avx2.core.l1_data_bytes, 0);
+  backends::VectorUnit host = backends::TargetVectorUnit("host");
+  EXPECT_GE(host.core.l1_data_ways, 0);
+  if (host.core.l1_data_ways > 0) EXPECT_GE(host.core.l1_data_bytes, 16 << 10);
+}
+
 // The message of the Error `fn` throws (empty when it does not throw).
 template <typename Fn>
 std::string ErrorOf(Fn fn) {
