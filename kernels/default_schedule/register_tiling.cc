@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "kernels/default_schedule/access_model.h"
@@ -178,25 +179,35 @@ std::vector<Candidate> TileAxisCandidates(const ir::Block& block, const AccessMo
   return candidates;
 }
 
-// False when a tile of `rows` along `axis` reads, through one broadcast operand, more rows
-// whose lines fall into one L1 set than the cache has ways: the rows then evict each other
-// within a few reduction steps (rows 12 KB apart, a GEMM with K = 3072: a 12-row tile ran 8%
-// slower than an 8-row one on Zen 4's 8-way L1). True when the cache is not known.
+// False when a tile of `rows` along `axis` (and `second_rows` along `second_axis`, -1 for none)
+// reads, through one broadcast operand, more rows whose lines fall into one L1 set than the cache
+// has ways: the rows then evict each other within a few reduction steps (rows 12 KB apart, a GEMM
+// with K = 3072: a 12-row tile ran 8% slower than an 8-row one on Zen 4's 8-way L1). True when
+// the cache is not known.
 bool RowsFitL1Sets(const AccessModel& model, const LoadMix& mix, int axis, int64_t rows,
-                   const CpuCoreModel& core) {
+                   int second_axis, int64_t second_rows, const CpuCoreModel& core) {
   if (core.l1_data_ways <= 0 || core.l1_data_bytes <= 0) return true;
   int64_t sets = core.l1_data_bytes / core.l1_data_ways / kCacheLineBytes;
-  if (sets <= 0 || rows <= core.l1_data_ways) return true;
+  if (sets <= 0 || rows * second_rows <= core.l1_data_ways) return true;
   for (size_t l = 0; l < model.loads().size(); ++l) {
     if (mix.is_vector[l]) continue;
-    std::optional<int64_t> stride = model.Stride(model.loads()[l], axis);
-    if (!stride || *stride == 0) continue;
-    int64_t row_bytes = std::abs(*stride) * ir::SizeOf(model.load_exprs()[l]->dtype);
-    std::map<int64_t, int64_t> rows_per_set;
+    int64_t bytes = ir::SizeOf(model.load_exprs()[l]->dtype);
+    auto step = [&](int along) -> int64_t {
+      if (along < 0) return 0;
+      std::optional<int64_t> stride = model.Stride(model.loads()[l], along);
+      return stride ? std::abs(*stride) * bytes : 0;
+    };
+    int64_t step_first = step(axis), step_second = step(second_axis);
+    // Lines the tile's rows start at, counted once each, by the set they fall into.
+    std::set<int64_t> lines;
     for (int64_t r = 0; r < rows; ++r) {
-      if (++rows_per_set[r * row_bytes / kCacheLineBytes % sets] > core.l1_data_ways) {
-        return false;
+      for (int64_t q = 0; q < second_rows; ++q) {
+        lines.insert((r * step_first + q * step_second) / kCacheLineBytes);
       }
+    }
+    std::map<int64_t, int64_t> lines_per_set;
+    for (int64_t line : lines) {
+      if (++lines_per_set[line % sets] > core.l1_data_ways) return false;
     }
   }
   return true;
@@ -267,8 +278,8 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
     if (accumulators + operands >= vector_registers_) return;
   }
   if (SpatialExtent(block_) / (vector_tile * tb * tv) < min_tiles_) return;
-  if ((b && !RowsFitL1Sets(model_, mix_, b->axis, tb, core_)) ||
-      (v && v->broadcast && !RowsFitL1Sets(model_, mix_, v->axis, tv, core_))) {
+  if (b && !RowsFitL1Sets(model_, mix_, b->axis, tb, v && v->broadcast ? v->axis : -1,
+                          v && v->broadcast ? tv : 1, core_)) {
     return;
   }
   // A second axis the broadcasts move along (a convolution's w next to its h) multiplies the

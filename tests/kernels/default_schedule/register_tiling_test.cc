@@ -48,5 +48,32 @@ TEST(RegisterTiling, RowsOfABroadcastOperandInOneL1SetStayWithinItsWays) {
   EXPECT_EQ(GemmTileRows(360, 768, eight_ways), 12);
 }
 
+// Pixels (input rows the broadcasts come from) of the register tile planned for a channels-last
+// 1x1 convolution of `channels` input channels at 14x14 to 32 output channels.
+int64_t ConvolutionTilePixels(int64_t channels, const CpuCoreModel& core) {
+  ir::KernelFunction kernel = testing::LowerOp(
+      "conv2d", {testing::F32({1, 14, 14, channels}), testing::F32({1, 1, channels, 32})},
+      ir::Attrs{{"data_layout", std::string("NHWC")}, {"kernel_layout", std::string("HWIO")}});
+  const auto* realize = ir::As<ir::BlockRealizeNode>(GetBlockPath(kernel, "conv2d").target);
+  std::optional<default_schedule::RegisterTile> plan =
+      default_schedule::PlanRegisterTile(realize->block, 16, 32, 2, core);
+  EXPECT_TRUE(plan.has_value());
+  if (!plan) return 0;
+  EXPECT_EQ(plan->vector_axis, 3);  // n, h, w, o
+  int64_t pixels = 1;
+  if (plan->broadcast_axis == 1 || plan->broadcast_axis == 2) pixels *= plan->broadcast_tile;
+  if (plan->second_axis == 1 || plan->second_axis == 2) pixels *= plan->second_tile;
+  return pixels;
+}
+
+TEST(RegisterTiling, PixelsAlongBothAxesOfAConvolutionTileCountTowardTheL1Ways) {
+  CpuCoreModel eight_ways{.l1_data_ways = 8, .l1_data_bytes = 32 << 10};
+  // Pixels of 1024 channels lie 4 KB apart: every pixel of a tile, along h or w, in one set.
+  EXPECT_GT(ConvolutionTilePixels(1024, CpuCoreModel{}), 8);
+  EXPECT_LE(ConvolutionTilePixels(1024, eight_ways), 8);
+  // Pixels of 64 channels (256 bytes apart) spread over the sets.
+  EXPECT_EQ(ConvolutionTilePixels(64, eight_ways), ConvolutionTilePixels(64, CpuCoreModel{}));
+}
+
 }  // namespace
 }  // namespace tandem::kernels
