@@ -33,6 +33,7 @@
 
 #include "ir/kernel/stmt.h"
 #include "ir/trace.h"
+#include "kernels/default_schedule.h"
 #include "kernels/schedule/schedule.h"
 
 namespace tandem::kernels {
@@ -42,6 +43,9 @@ namespace tandem::kernels {
 struct SearchTarget {
   int vector_lanes = 16;  // f32 lanes of the widest vector
   int num_cores = 2;      // cores parallel loops are spread over
+  // What the default schedules know of the cores (kernels/default_schedule.h); the seeded tile
+  // samples of multi-level tiling start from the register tile planned with it.
+  CpuCoreModel core;
   int64_t max_innermost_factor = 64;
   std::vector<int64_t> unroll_depths = {0, 16, 64, 512};  // candidates for auto-unroll
 

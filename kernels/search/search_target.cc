@@ -31,6 +31,9 @@ SearchTarget GpuSearchTarget(const std::string& arch) {
 std::string SearchTargetToJson(const SearchTarget& target) {
   nlohmann::json json = {{"vector_lanes", target.vector_lanes},
                          {"num_cores", target.num_cores},
+                         {"fma_per_cycle", target.core.fma_per_cycle},
+                         {"l1_data_ways", target.core.l1_data_ways},
+                         {"l1_data_bytes", target.core.l1_data_bytes},
                          {"max_innermost_factor", target.max_innermost_factor},
                          {"unroll_depths", target.unroll_depths},
                          {"gpu", target.gpu},
@@ -66,6 +69,9 @@ SearchTarget SearchTargetFromJson(const std::string& text) {
   SearchTarget target;
   Read(json, "vector_lanes", target.vector_lanes);
   Read(json, "num_cores", target.num_cores);
+  Read(json, "fma_per_cycle", target.core.fma_per_cycle);
+  Read(json, "l1_data_ways", target.core.l1_data_ways);
+  Read(json, "l1_data_bytes", target.core.l1_data_bytes);
   Read(json, "max_innermost_factor", target.max_innermost_factor);
   Read(json, "unroll_depths", target.unroll_depths);
   Read(json, "gpu", target.gpu);

@@ -143,7 +143,7 @@ class MultiLevelTiling : public ScheduleRule {
     int64_t lanes = std::max(1, target_.vector_lanes);
     int64_t registers = lanes >= 16 ? 32 : 16;  // AVX-512 and AVX2
     std::optional<default_schedule::RegisterTile> plan =
-        default_schedule::PlanRegisterTile(b, lanes, registers, target_.num_cores);
+        default_schedule::PlanRegisterTile(b, lanes, registers, target_.num_cores, target_.core);
     if (!plan) return {};
     std::vector<int64_t> inner(b->iter_vars.size(), 1);
     inner[static_cast<size_t>(plan->vector_axis)] = plan->vector_tile;
