@@ -225,7 +225,7 @@ int Main(int argc, char** argv) {
     defaults.vector_lanes = options.vector_lanes > 0 ? options.vector_lanes : host.f32_lanes;
     defaults.vector_registers =
         options.vector_registers > 0 ? options.vector_registers : host.registers;
-    defaults.core = host.core;
+    defaults.core = host.CoreAt(defaults.vector_lanes);
     backends::ThreadPool::Global().SetNumThreads(options.threads);
     double total = 0;
     for (const ir::KernelFunction& kernel : kernels) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "backends/llvm/codegen_internal.h"
@@ -235,12 +236,13 @@ void CompiledModule::Run(const std::string& kernel_name,
   }
   // Written buffers are noalias: they must not share storage with any other argument, except
   // an output computed in place of its input (ir::InPlacePairs), in exactly the same bytes. (The
-  // pairs are looked up only when storage is shared: this runs on every call.)
+  // pairs are looked up only when storage is shared, and once: this runs on every call.)
+  std::optional<std::vector<ir::InPlacePair>> pairs;
   auto in_place = [&](size_t input, size_t output) {
-    std::vector<ir::InPlacePair> pairs = ir::InPlacePairs(kernel);
-    return std::find(pairs.begin(), pairs.end(),
+    if (!pairs) pairs = ir::InPlacePairs(kernel);
+    return std::find(pairs->begin(), pairs->end(),
                      ir::InPlacePair{static_cast<int>(input), static_cast<int>(output)}) !=
-           pairs.end();
+           pairs->end();
   };
   for (size_t i = first_output; i < args.size(); ++i) {
     auto begin_i = reinterpret_cast<uintptr_t>(pointers[i]);

@@ -181,6 +181,14 @@ struct VectorUnit {
   int f32_lanes = 16;
   int registers = 32;
   kernels::CpuCoreModel core;
+
+  // The core model for vectors of `lanes` f32 lanes: the FMA rate is the widest vector's, so for
+  // narrower vectors (a target's vector_bits below the widest) it is left unknown.
+  kernels::CpuCoreModel CoreAt(int lanes) const {
+    kernels::CpuCoreModel at = core;
+    if (lanes < f32_lanes) at.fma_per_cycle = 0;
+    return at;
+  }
 };
 VectorUnit TargetVectorUnit(const std::string& cpu = "host", const std::string& features = "");
 

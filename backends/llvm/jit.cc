@@ -351,7 +351,7 @@ kernels::DefaultScheduleOptions DefaultScheduleOptionsFor(const ir::Target& targ
   VectorUnit unit = TargetVectorUnit(target.cpu, target.features);
   options.vector_lanes = target.vector_bits > 0 ? target.vector_bits / 32 : unit.f32_lanes;
   options.vector_registers = unit.registers;
-  options.core = unit.core;
+  options.core = unit.CoreAt(options.vector_lanes);
   options.num_threads = target.num_threads;
   return options;
 }

@@ -93,12 +93,15 @@ CodegenOptions CodegenOptionsFor(const ir::IRModule& module, CodegenOptions opti
 
 ir::IRModule LegalizeForBuild(const ir::IRModule& module, const BuildOptions& options) {
   kernels::LegalizeOptions legalize = options.legalize;
-  if (legalize.schedule.vector_lanes <= 0 || legalize.schedule.vector_registers <= 0) {
+  if (legalize.schedule.vector_lanes <= 0 || legalize.schedule.vector_registers <= 0 ||
+      legalize.schedule.core == kernels::CpuCoreModel{}) {
     VectorUnit unit = TargetVectorUnit(options.codegen.cpu, options.codegen.features);
     if (legalize.schedule.vector_lanes <= 0) legalize.schedule.vector_lanes = unit.f32_lanes;
     if (legalize.schedule.vector_registers <= 0)
       legalize.schedule.vector_registers = unit.registers;
-    if (legalize.schedule.core == kernels::CpuCoreModel{}) legalize.schedule.core = unit.core;
+    if (legalize.schedule.core == kernels::CpuCoreModel{}) {
+      legalize.schedule.core = unit.CoreAt(legalize.schedule.vector_lanes);
+    }
   }
   ir::IRModule legalized = kernels::Legalize(module, legalize);
   ir::Verify(legalized);

@@ -181,7 +181,7 @@ kernels::SearchSpace SearchSpaceFor(const ir::Target& target, const std::string&
     // A descriptor written before they named the vector width: the enabled features.
     search.vector_lanes = descriptor.find("+avx512f") != std::string::npos ? 16 : 8;
   }
-  if (target.kind != "cuda") search.core = backends::DefaultScheduleOptionsFor(target).core;
+  search.core = backends::DefaultScheduleOptionsFor(target).core;
   search.num_cores = target.num_threads > 0
                          ? target.num_threads
                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -513,6 +513,9 @@ TEST(Codegen, VectorUnitsOfNamedCpus) {
   EXPECT_EQ(zen4.registers, 32);
   // Zen 4 splits a 512-bit FMA into two 256-bit halves: one per cycle where AVX2 starts two.
   EXPECT_EQ(zen4.core.fma_per_cycle, 1);
+  // Narrower vectors than the widest (a target's vector_bits) leave the FMA rate unknown.
+  EXPECT_EQ(zen4.CoreAt(16).fma_per_cycle, 1);
+  EXPECT_EQ(zen4.CoreAt(8).fma_per_cycle, 0);
   EXPECT_EQ(backends::TargetVectorUnit("sapphirerapids").core.fma_per_cycle, 2);
   EXPECT_EQ(backends::TargetVectorUnit("skylake-avx512").core.fma_per_cycle, 2);
   backends::VectorUnit avx2 = backends::TargetVectorUnit("x86-64-v3");
