@@ -56,6 +56,9 @@ struct CpuCoreModel {
   // Ways and bytes of the L1 data cache.
   int l1_data_ways = 0;
   int64_t l1_data_bytes = 0;
+  // Ways and bytes of the core's own L2 cache.
+  int l2_ways = 0;
+  int64_t l2_bytes = 0;
 
   bool operator==(const CpuCoreModel& other) const = default;
 };

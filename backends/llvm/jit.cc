@@ -295,22 +295,25 @@ int64_t ReadSysfsSize(const std::string& path) {
   return value;
 }
 
-// `core` with the host's L1 data cache (the first level-1 data cache of cpu0 in sysfs), left as
-// it is when sysfs does not describe one.
-kernels::CpuCoreModel WithHostL1DataCache(kernels::CpuCoreModel core) {
+// `core` with the host's L1 data and L2 caches (cpu0's in sysfs); a level sysfs does not
+// describe is left as it is.
+kernels::CpuCoreModel WithHostCaches(kernels::CpuCoreModel core) {
   for (int index = 0; index < 8; ++index) {
     std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", index);
     std::ifstream type_file(dir + "type");
     std::string type;
     if (!(type_file >> type)) break;
-    if (type != "Data" || ReadSysfsSize(dir + "level") != 1) continue;
+    int64_t level = ReadSysfsSize(dir + "level");
     int64_t ways = ReadSysfsSize(dir + "ways_of_associativity");
     int64_t bytes = ReadSysfsSize(dir + "size");
-    if (ways > 0 && bytes > 0) {
+    if (ways <= 0 || bytes <= 0) continue;
+    if (level == 1 && type == "Data") {
       core.l1_data_ways = static_cast<int>(ways);
       core.l1_data_bytes = bytes;
+    } else if (level == 2 && (type == "Unified" || type == "Data")) {
+      core.l2_ways = static_cast<int>(ways);
+      core.l2_bytes = bytes;
     }
-    break;
   }
   return core;
 }
@@ -342,7 +345,7 @@ VectorUnit TargetVectorUnit(const std::string& cpu, const std::string& features)
     double ymm = FmaReciprocalThroughput(*info, *instructions, "VFMADD231PSYr");
     if (widest > 0 && ymm > 0) unit.core.fma_per_cycle = std::clamp(2 * ymm / widest, 1.0, 2.0);
   }
-  if (cpu == "host" || cpu.empty()) unit.core = WithHostL1DataCache(unit.core);
+  if (cpu == "host" || cpu.empty()) unit.core = WithHostCaches(unit.core);
   return cache.emplace(cpu + "|" + features, unit).first->second;
 }
 

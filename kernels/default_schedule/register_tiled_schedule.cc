@@ -36,20 +36,23 @@ int64_t OperandBytes(const ir::Block& block) {
   for (const ir::BufferRegion& read : block->reads) bytes += BufferBytes(read.buffer);
   return bytes;
 }
-// The cache geometry PanelOverflowsItsSets assumes: x86 L2 caches of the last decade index
-// 1024 or more sets of 64-byte lines with at least 8 ways.
 constexpr int64_t kCacheLineBytes = 64;
-constexpr int64_t kL2Sets = 1024;
-constexpr int64_t kL2Ways = 8;
 
 // Whether a register tile's column panel of a row-major operand (`rows` cache lines, one per
-// row, `row_bytes` apart) is evicted from L2 between the tiles that reuse it: rows a multiple of
-// a line apart fall into only kL2Sets / gcd(row_lines, kL2Sets) sets, which hold that many
-// times kL2Ways lines; the panel must fit in half of them (the other operands use the rest).
-bool PanelOverflowsItsSets(int64_t row_bytes, int64_t rows) {
+// row, `row_bytes` apart) is evicted from `core`'s L2 between the tiles that reuse it: rows a
+// multiple of a line apart fall into only sets / gcd(row_lines, sets) of the L2's sets, which
+// hold that many times its ways in lines; the panel must fit in half of them (the other
+// operands use the rest). An L2 of unknown geometry is taken as 1024 sets of 8 ways, the
+// smallest of x86 cores of the last decade.
+bool PanelOverflowsItsSets(int64_t row_bytes, int64_t rows, const CpuCoreModel& core) {
   if (row_bytes % kCacheLineBytes != 0) return false;  // lines straddle rows: sets spread
-  int64_t sets = kL2Sets / std::gcd(row_bytes / kCacheLineBytes, kL2Sets);
-  return rows > sets * kL2Ways / 2;
+  int64_t ways = 8, sets = 1024;
+  if (core.l2_ways > 0 && core.l2_bytes > 0) {
+    ways = core.l2_ways;
+    sets = std::max<int64_t>(1, core.l2_bytes / core.l2_ways / kCacheLineBytes);
+  }
+  int64_t row_sets = sets / std::gcd(row_bytes / kCacheLineBytes, sets);
+  return rows > row_sets * ways / 2;
 }
 
 }  // namespace
@@ -134,7 +137,7 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
 // along which the vector operands stay the same go innermost among the outer loops, so that
 // consecutive iterations (and each thread's chunk) reuse them from cache; unless the vector
 // operands stay close anyway (a grouped convolution's weights in L1, a convolution's weights
-// of up to kL2ResidentConvolutionWeightBytes in L2): then the loops that move them go
+// of up to L2ResidentConvolutionWeightBytes in L2): then the loops that move them go
 // innermost, so that the broadcast operands (the input pixels, whose cache lines hold the
 // channels of several groups or output-channel blocks) are reused instead.
 DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
@@ -191,7 +194,7 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
   bool convolution = CountIterators(block, ir::IterKind::kReduction) > 1;
   bool vector_operands_stay =
       vector_operand_bytes <= kL1ResidentOperandBytes ||
-      (convolution && vector_operand_bytes <= kL2ResidentConvolutionWeightBytes);
+      (convolution && vector_operand_bytes <= L2ResidentConvolutionWeightBytes(options_.core));
   if (vector_operands_stay) std::swap(vector_loads_depend, vector_loads_free);
   out.outer_iterations = depend_iterations * free_iterations;
   // A panel reused by several iterations streams in bursts (the first of them misses): that is
@@ -234,7 +237,7 @@ void DefaultScheduler::PackVectorOperands(const BlockRV& b, const ir::Block& blo
     if (rank < 2 || rank > 6 || !IsParam(s_.function(), buffer)) continue;
     int64_t row = buffer->shape.back();
     int64_t row_bytes = row * ir::SizeOf(buffer->dtype);
-    if (!PanelOverflowsItsSets(row_bytes, buffer->shape[rank - 2])) continue;
+    if (!PanelOverflowsItsSets(row_bytes, buffer->shape[rank - 2], options_.core)) continue;
     if (row % plan.vector_tile != 0) continue;
     if (!load->operands.back().same_as(lane_var)) continue;
     const ir::Expr& k = load->operands[rank - 2];

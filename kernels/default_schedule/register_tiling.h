@@ -24,12 +24,18 @@ inline constexpr int64_t kMinVectorTile = 4;
 inline constexpr int64_t kL1ResidentOperandBytes = int64_t{16} << 10;
 
 // Bytes of a convolution's weights that stay in L2 while the tiles of one output position cycle
-// through all of them: half of the smallest L2 of the CPUs we target (512 KB on Zen 3), the
-// other half for the input rows and output lines passing through. Up to this size a
-// convolution's tile loops visit every output-channel block of one position before moving on
-// (SplitTileLoops), which reuses the position's input from L1 and writes each output pixel's
-// channels together.
+// through all of them, on a core whose L2 size is not known: half of the smallest L2 of the CPUs
+// we target (512 KB on Zen 3), the other half for the input rows and output lines passing
+// through. Up to this size a convolution's tile loops visit every output-channel block of one
+// position before moving on (SplitTileLoops), which reuses the position's input from L1 and
+// writes each output pixel's channels together.
 inline constexpr int64_t kL2ResidentConvolutionWeightBytes = int64_t{256} << 10;
+
+// The same bound for `core`: half of its L2 where that is known, else
+// kL2ResidentConvolutionWeightBytes.
+inline int64_t L2ResidentConvolutionWeightBytes(const CpuCoreModel& core) {
+  return core.l2_bytes > 0 ? core.l2_bytes / 2 : kL2ResidentConvolutionWeightBytes;
+}
 
 // Accumulators of a tile whose taps are unrolled over overlapping windows (UnrollsWindowTaps),
 // whatever the register file: the overlapping windows keep tile + taps - 1 input vectors of a

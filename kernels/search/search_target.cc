@@ -34,6 +34,8 @@ std::string SearchTargetToJson(const SearchTarget& target) {
                          {"fma_per_cycle", target.core.fma_per_cycle},
                          {"l1_data_ways", target.core.l1_data_ways},
                          {"l1_data_bytes", target.core.l1_data_bytes},
+                         {"l2_ways", target.core.l2_ways},
+                         {"l2_bytes", target.core.l2_bytes},
                          {"max_innermost_factor", target.max_innermost_factor},
                          {"unroll_depths", target.unroll_depths},
                          {"gpu", target.gpu},
@@ -72,6 +74,8 @@ SearchTarget SearchTargetFromJson(const std::string& text) {
   Read(json, "fma_per_cycle", target.core.fma_per_cycle);
   Read(json, "l1_data_ways", target.core.l1_data_ways);
   Read(json, "l1_data_bytes", target.core.l1_data_bytes);
+  Read(json, "l2_ways", target.core.l2_ways);
+  Read(json, "l2_bytes", target.core.l2_bytes);
   Read(json, "max_innermost_factor", target.max_innermost_factor);
   Read(json, "unroll_depths", target.unroll_depths);
   Read(json, "gpu", target.gpu);

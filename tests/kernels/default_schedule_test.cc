@@ -178,28 +178,37 @@ TEST(DefaultSchedule, StreamedWeightPanelsArePrefetchedOnePanelAhead) {
   EXPECT_EQ(PrefetchDistance(conv).first, 0) << conv.trace().ToText();
 }
 
-// A convolution whose weights stay in L2 (up to kL2ResidentConvolutionWeightBytes) visits all
-// its output-channel blocks at one position before the next position (the fused outer loop
-// ends with the output-channel blocks, and no panel prefetch); larger weights keep the
-// output-channel blocks outermost, each panel serving every position. Both compute the
-// convolution.
+// A convolution whose weights stay in L2 (up to half the core's L2, or
+// kL2ResidentConvolutionWeightBytes where its size is unknown) visits all its output-channel
+// blocks at one position before the next position (the fused outer loop ends with the
+// output-channel blocks, and no panel prefetch); larger weights keep the output-channel blocks
+// outermost, each panel serving every position. Both compute the convolution.
 TEST(DefaultSchedule, ConvolutionsWithWeightsInL2VisitEveryOutputChannelBlockPerPosition) {
-  DefaultScheduleOptions options{.vector_lanes = 16, .vector_registers = 32, .num_threads = 2};
   auto pointwise = [](int64_t in_channels) {
     return LowerOp(
         "conv2d", {F32({1, 4, 4, in_channels}), F32({1, 1, in_channels, 256})},
         ir::Attrs{{"data_layout", std::string("NHWC")}, {"kernel_layout", std::string("HWIO")}});
   };
-  ir::KernelFunction in_l2 = pointwise(64);    // 64 KB of weights
-  ir::KernelFunction beyond = pointwise(288);  // 288 KB
-  for (const ir::KernelFunction* kernel : {&in_l2, &beyond}) {
-    Schedule s = ApplyDefaultSchedule(*kernel, options);
+  ir::KernelFunction small = pointwise(64);    // 64 KB of weights
+  ir::KernelFunction medium = pointwise(288);  // 288 KB
+  ir::KernelFunction large = pointwise(1152);  // 1.1 MB
+  CpuCoreModel unknown_l2;
+  CpuCoreModel l2_of_2mb{.l2_ways = 16, .l2_bytes = int64_t{2} << 20};
+  struct Case {
+    const ir::KernelFunction* kernel;
+    CpuCoreModel core;
+    bool stays;
+  };
+  for (const Case& c : {Case{&small, unknown_l2, true}, Case{&medium, unknown_l2, false},
+                        Case{&medium, l2_of_2mb, true}, Case{&large, l2_of_2mb, false}}) {
+    DefaultScheduleOptions options{
+        .vector_lanes = 16, .vector_registers = 32, .core = c.core, .num_threads = 2};
+    Schedule s = ApplyDefaultSchedule(*c.kernel, options);
     std::string text = ir::PrintKernel(s.function());
-    bool stays = kernel == &in_l2;
-    EXPECT_EQ(text.find("w_co_0_fused") != std::string::npos, stays) << text;
-    EXPECT_EQ(text.find("co_0_n_h_0_w_fused") != std::string::npos, !stays) << text;
-    EXPECT_EQ(PrefetchDistance(s).first == 0, stays) << s.trace().ToText();
-    EXPECT_LT(CompareKernels(*kernel, s.function()), 1e-5) << s.trace().ToText();
+    EXPECT_EQ(text.find("w_co_0_fused") != std::string::npos, c.stays) << text;
+    EXPECT_EQ(text.find("co_0_n_h_0_w_fused") != std::string::npos, !c.stays) << text;
+    EXPECT_EQ(PrefetchDistance(s).first == 0, c.stays) << s.trace().ToText();
+    EXPECT_LT(CompareKernels(*c.kernel, s.function()), 1e-5) << s.trace().ToText();
   }
 }
 

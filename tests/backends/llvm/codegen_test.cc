@@ -521,12 +521,18 @@ TEST(Codegen, VectorUnitsOfNamedCpus) {
   backends::VectorUnit avx2 = backends::TargetVectorUnit("x86-64-v3");
   EXPECT_EQ(avx2.f32_lanes, 8);
   EXPECT_EQ(avx2.core.fma_per_cycle, 2);
-  // The L1 cache is known for the host only: a named CPU's is left unknown.
+  // The caches are known for the host only: a named CPU's are left unknown.
   EXPECT_EQ(zen4.core.l1_data_ways, 0);
   EXPECT_EQ(avx2.core.l1_data_bytes, 0);
+  EXPECT_EQ(zen4.core.l2_bytes, 0);
   backends::VectorUnit host = backends::TargetVectorUnit("host");
   EXPECT_GE(host.core.l1_data_ways, 0);
   if (host.core.l1_data_ways > 0) EXPECT_GE(host.core.l1_data_bytes, 16 << 10);
+  // Where sysfs describes the host's L2, it is larger than its L1 and has ways.
+  if (host.core.l2_bytes > 0) {
+    EXPECT_GT(host.core.l2_ways, 0);
+    if (host.core.l1_data_bytes > 0) EXPECT_GT(host.core.l2_bytes, host.core.l1_data_bytes);
+  }
 }
 
 // The message of the Error `fn` throws (empty when it does not throw).

@@ -223,7 +223,11 @@ TEST(SearchTarget, GpuTargetsAndJsonRoundTrip) {
   SearchTarget cpu;
   cpu.vector_lanes = 8;
   cpu.unroll_depths = {0, 32};
-  cpu.core = CpuCoreModel{.fma_per_cycle = 1, .l1_data_ways = 8, .l1_data_bytes = 32 << 10};
+  cpu.core = CpuCoreModel{.fma_per_cycle = 1,
+                          .l1_data_ways = 8,
+                          .l1_data_bytes = 32 << 10,
+                          .l2_ways = 8,
+                          .l2_bytes = 1 << 20};
   for (const SearchTarget& target : {sm90, cpu}) {
     std::string json = SearchTargetToJson(target);
     EXPECT_EQ(SearchTargetFromJson(json), target) << json;
