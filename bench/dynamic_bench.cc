@@ -149,11 +149,11 @@ int Main(int argc, char** argv) {
   // 1. The dynamic build.
   auto start = std::chrono::steady_clock::now();
   backends::DynamicModuleSource source;
-  source.range = range;
-  source.make = [&](int64_t n) {
+  source.ranges = {range};
+  source.make = [&](const std::vector<int64_t>& n) {
     passes::PassContext context;
     return context.RunPipeline(*passes::ParsePipeline(graph_part),
-                               Import(bytes, o.model, bound_symbols, range.symbol, n));
+                               Import(bytes, o.model, bound_symbols, range.symbol, n.front()));
   };
   std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
   double dynamic_build = Seconds(start);
@@ -182,7 +182,7 @@ int Main(int argc, char** argv) {
     std::unique_ptr<backends::Executable> specialized = backends::Build(context.RunPipeline(
         *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, range.symbol, size.n)));
     double static_build = Seconds(start);
-    if (dynamic->SizeOf(inputs) != size.n) {
+    if (dynamic->SizesOf(inputs).front() != size.n) {
       throw ir::Error(
           fmt::format("the inputs in {} are not of {}={}", size.folder, range.symbol, size.n));
     }

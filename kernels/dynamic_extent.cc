@@ -68,11 +68,18 @@ std::vector<const ir::BlockRealizeNode*> LeafBlocks(const Stmt& body) {
   return blocks;
 }
 
-std::string ExtentText(const AxisExtent& e, const std::string& symbol) {
+std::string ExtentText(const AxisExtent& e, const DynamicRanges& ranges) {
+  const std::string& symbol = ranges.at(e.symbol).symbol;
   std::string text = e.scale == 1 ? symbol : fmt::format("{}*{}", e.scale, symbol);
   if (e.offset > 0) text += fmt::format("+{}", e.offset);
   if (e.offset < 0) text += fmt::format("-{}", -e.offset);
   return text;
+}
+
+// "dynamic axis 'seq'", or "dynamic axes 'batch', 'seq'": what an Error is about.
+std::string AxesText(const DynamicRanges& ranges) {
+  return fmt::format("dynamic ax{} '{}'", ranges.size() == 1 ? "is" : "es",
+                     fmt::join(SymbolsOf(ranges), "', '"));
 }
 
 // Analysis of one block (steps 1-4 of PlanDynamicIterators).
@@ -80,8 +87,8 @@ class BlockAnalysis {
  public:
   BlockAnalysis(const ir::BlockNode& block, std::map<const ir::BufferNode*, TensorExtents>& known,
                 const std::map<std::string, TensorExtents>& intermediates,
-                const DynamicRange& range)
-      : block_(block), known_(known), range_(range), extents_(block.iter_vars.size()) {
+                const DynamicRanges& ranges)
+      : block_(block), known_(known), ranges_(ranges), extents_(block.iter_vars.size()) {
     for (const Access& a : AccessesOf(block)) {
       auto given = intermediates.find(a.buffer->name);
       if (!known.count(a.buffer.get()) && given != intermediates.end()) {
@@ -137,9 +144,9 @@ class BlockAnalysis {
 
   [[noreturn]] void Fail(const std::string& buffer, const std::string& reason) const {
     throw ir::Error(
-        fmt::format("dynamic axis '{}': block '{}' {} '{}', so a result inside the "
+        fmt::format("{}: block '{}' {} '{}', so a result inside the "
                     "valid range could depend on positions past it",
-                    range_.symbol, block_.name, reason, buffer));
+                    AxesText(ranges_), block_.name, reason, buffer));
   }
 
   void Assign(size_t k, const AxisExtent& extent, const std::string& buffer) {
@@ -147,8 +154,8 @@ class BlockAnalysis {
       extents_[k] = extent;
     } else if (!(*extents_[k] == extent)) {
       Fail(buffer, fmt::format("walks axes of lengths {} and {} with the iterator '{}' of",
-                               ExtentText(*extents_[k], range_.symbol),
-                               ExtentText(extent, range_.symbol), block_.iter_vars[k].var->name));
+                               ExtentText(*extents_[k], ranges_), ExtentText(extent, ranges_),
+                               block_.iter_vars[k].var->name));
     }
   }
 
@@ -182,21 +189,29 @@ class BlockAnalysis {
              fmt::format("indexes the dynamic axis {} with loaded data, reading", axis));
       }
       // The index's largest value over the valid iterations stays inside the valid prefix for
-      // every n of the range.
-      for (int64_t n = range_.minimum; n <= range_.bound; ++n) {
+      // every size n of the axis's symbol. The iterators of other symbols range up to their
+      // bounds: their largest range bounds the index from above.
+      const DynamicRange& range = ranges_.at(axis_extent.symbol);
+      for (int64_t n = range.minimum; n <= range.bound; ++n) {
         ir::VarRanges ranges;
         for (size_t k = 0; k < extents_.size(); ++k) {
-          int64_t last = extents_[k] ? extents_[k]->At(n) - 1 : block_.iter_vars[k].extent - 1;
+          int64_t last = block_.iter_vars[k].extent - 1;
+          if (extents_[k]) {
+            const AxisExtent& e = *extents_[k];
+            last = e.At(e.symbol == axis_extent.symbol ? n : ranges_.at(e.symbol).bound) - 1;
+          }
           ranges[block_.iter_vars[k].var.get()] = {0, last};
         }
-        ir::IntInterval bound = ir::ConstIntBound(index, ranges);
+        // Simplified within the ranges first: a reshape's floordiv/floormod of a flattened
+        // index over several dynamic axes folds back to the plain iterator.
+        ir::IntInterval bound = ir::ConstIntBound(ir::Simplify(index, ranges), ranges);
         if (!bound.has_upper() || bound.max >= axis_extent.At(n)) {
           Fail(a.buffer->name,
-               fmt::format("reads axis {} (valid length {}) at an index that reaches {} at {}={}, "
-                           "in",
-                           axis, ExtentText(axis_extent, range_.symbol),
+               fmt::format("reads axis {} (valid length {}) at an index ({}) that reaches {} at "
+                           "{}={}, in",
+                           axis, ExtentText(axis_extent, ranges_), ir::PrintExpr(index),
                            bound.has_upper() ? fmt::format("{}", bound.max) : "any value",
-                           range_.symbol, n));
+                           range.symbol, n));
         }
       }
     }
@@ -204,7 +219,7 @@ class BlockAnalysis {
 
   const ir::BlockNode& block_;
   std::map<const ir::BufferNode*, TensorExtents>& known_;
-  const DynamicRange& range_;
+  const DynamicRanges& ranges_;
   std::unordered_map<const ir::ExprNode*, size_t> index_;
   std::vector<std::optional<AxisExtent>> extents_;
 };
@@ -219,11 +234,13 @@ bool IsDynamic(const TensorExtents& extents) {
 }
 
 std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape,
-                            const std::string& symbol) {
+                            const std::vector<std::string>& symbols) {
+  DynamicRanges named;
+  for (const std::string& symbol : symbols) named.push_back({symbol, 1, 1});
   std::vector<std::string> parts;
   for (size_t axis = 0; axis < shape.size(); ++axis) {
     if (axis < extents.size() && extents[axis].dynamic()) {
-      parts.push_back(ExtentText(extents[axis], symbol));
+      parts.push_back(ExtentText(extents[axis], named));
     } else {
       parts.push_back(fmt::format("{}", shape[axis]));
     }
@@ -264,6 +281,52 @@ DynamicRange ParseDynamicRange(const std::string& text) {
 
 std::string ToString(const DynamicRange& range) {
   return fmt::format("{} in [{}, {}]", range.symbol, range.minimum, range.bound);
+}
+
+std::vector<std::string> SymbolsOf(const DynamicRanges& ranges) {
+  std::vector<std::string> symbols;
+  for (const DynamicRange& range : ranges) symbols.push_back(range.symbol);
+  return symbols;
+}
+
+std::string ToString(const DynamicRanges& ranges) {
+  std::vector<std::string> parts;
+  for (const DynamicRange& range : ranges) parts.push_back(ToString(range));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void CheckDynamicRanges(const DynamicRanges& ranges) {
+  if (ranges.empty()) throw ir::Error("a dynamic build needs at least one dynamic symbol");
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const DynamicRange& range = ranges[k];
+    if (range.minimum < 1 || range.bound < range.minimum + 1) {
+      throw ir::Error(
+          fmt::format("dynamic axis '{}': the range [{}, {}] must have 1 <= minimum < bound",
+                      range.symbol, range.minimum, range.bound));
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (ranges[j].symbol == range.symbol) {
+        throw ir::Error(fmt::format("the dynamic symbol '{}' is given twice", range.symbol));
+      }
+    }
+  }
+}
+
+std::map<std::string, int64_t> SymbolSizes(const DynamicRanges& ranges,
+                                           const std::vector<int64_t>& sizes) {
+  if (sizes.size() != ranges.size()) {
+    throw ir::Error(fmt::format("{} sizes given for the {} symbols {}", sizes.size(), ranges.size(),
+                                ToString(ranges)));
+  }
+  std::map<std::string, int64_t> symbols;
+  for (size_t k = 0; k < ranges.size(); ++k) symbols[ranges[k].symbol] = sizes[k];
+  return symbols;
+}
+
+std::vector<int64_t> BoundsOf(const DynamicRanges& ranges) {
+  std::vector<int64_t> bounds;
+  for (const DynamicRange& range : ranges) bounds.push_back(range.bound);
+  return bounds;
 }
 
 std::string TupleElementName(const std::string& value, size_t element) {
@@ -316,7 +379,7 @@ bool DynamicPlan::has_dynamic_reduction() const {
 
 DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
                                  const std::vector<TensorExtents>& params,
-                                 const DynamicRange& range,
+                                 const DynamicRanges& ranges,
                                  const std::map<std::string, TensorExtents>& intermediates) {
   if (params.size() != kernel.params.size()) {
     throw ir::Error(fmt::format("kernel '{}' has {} parameters but {} extents were given",
@@ -330,12 +393,21 @@ DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
     }
     known[kernel.params[p].get()] = params[p];
   }
+  for (const TensorExtents& extents : params) {
+    for (const AxisExtent& e : extents) {
+      if (e.dynamic() && e.symbol >= ranges.size()) {
+        throw ir::Error(fmt::format("kernel '{}': an extent follows symbol {} of {}", kernel.name,
+                                    e.symbol, ranges.size()));
+      }
+    }
+  }
   DynamicPlan plan;
+  plan.symbols = ranges.size();
   plan.params = params;
   try {
     for (const ir::BlockRealizeNode* realize : LeafBlocks(kernel.body)) {
       plan.blocks.insert(realize->block->name);
-      BlockAnalysis(*realize->block, known, intermediates, range).Run(plan.iterators);
+      BlockAnalysis(*realize->block, known, intermediates, ranges).Run(plan.iterators);
     }
   } catch (const ir::Error& e) {
     throw ir::Error(fmt::format("kernel '{}': {}", kernel.name, e.what()));
@@ -455,9 +527,9 @@ bool HasDataDependentLoad(const ir::BlockNode& block) {
 //     then reduces partial results, which the skipped iterations left at their initial value).
 class ApplyPlan : public ir::StmtMutator {
  public:
-  ApplyPlan(const DynamicPlan& plan, const Expr& n,
+  ApplyPlan(const DynamicPlan& plan, const ir::Buffer& sizes,
             std::map<const ir::BufferNode*, TensorExtents> params)
-      : plan_(plan), n_(n), params_(std::move(params)) {}
+      : plan_(plan), sizes_(sizes), params_(std::move(params)) {}
 
   std::set<std::string> seen;
   std::map<std::string, std::vector<Guard>> guards;  // by block name
@@ -505,8 +577,11 @@ class ApplyPlan : public ir::StmtMutator {
     return ir::MakeBlockRealize(realize->iter_values, predicate, realize->block);
   }
 
+  // The valid length of `extent`: its scale times its symbol's size, loaded from the extent
+  // parameter, plus its offset.
   Expr Limit(const AxisExtent& extent) const {
-    return ir::Simplify(Expr(extent.scale) * n_ + Expr(extent.offset));
+    Expr n = ir::Load(sizes_, {Expr(static_cast<int64_t>(extent.symbol))});
+    return ir::Simplify(Expr(extent.scale) * n + Expr(extent.offset));
   }
 
  private:
@@ -590,7 +665,7 @@ class ApplyPlan : public ir::StmtMutator {
   }
 
   const DynamicPlan& plan_;
-  Expr n_;
+  ir::Buffer sizes_;
   std::map<const ir::BufferNode*, TensorExtents> params_;
 };
 
@@ -739,9 +814,9 @@ ir::KernelFunction ApplyDynamicIterators(const ir::KernelFunction& scheduled,
     params[scheduled.params[p].get()] = plan.params[p];
   }
   ir::KernelFunction out = scheduled;
-  ir::Buffer extent = ir::MakeBuffer(kDynamicExtentParam, ir::DataType::kInt64, {1});
-  Expr n = ir::Load(extent, {Expr(0)});
-  ApplyPlan apply(plan, n, std::move(params));
+  ir::Buffer extent = ir::MakeBuffer(kDynamicExtentParam, ir::DataType::kInt64,
+                                     {static_cast<int64_t>(plan.symbols)});
+  ApplyPlan apply(plan, extent, std::move(params));
   out.body = apply.VisitStmt(scheduled.body);
   for (const DynamicIterator& it : plan.iterators) {
     if (it.reduction && !apply.seen.count(it.block)) {

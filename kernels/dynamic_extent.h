@@ -1,8 +1,9 @@
-// Kernels for a dynamic axis: one kernel, compiled once at the axis's bound, that runs any size
-// n of the axis within [minimum, bound].
+// Kernels for dynamic axes: one kernel, compiled once at the bounds of one or more symbols (a
+// sequence length, a batch), that runs any sizes of them within their ranges [minimum, bound].
 //
-// A tensor of a dynamic build is allocated at the bound; along each dynamic axis only a prefix
-// of `scale * n + offset` positions is valid and the rest is junk (whatever an earlier kernel left
+// A tensor of a dynamic build is allocated at the bounds; along each dynamic axis only a prefix
+// of `scale * n + offset` positions is valid (n: the size of the axis's symbol; an axis follows
+// one symbol at most) and the rest is junk (whatever an earlier kernel left
 // there). A kernel computes the valid part correctly when no valid result depends on junk:
 //   - a block iterator that walks a dynamic axis with the plain iterator as index (out[i] = ...,
 //     a[i, k]) is a dynamic iterator; its iterations at or past the valid length are not needed:
@@ -32,21 +33,31 @@
 
 namespace tandem::kernels {
 
-// The valid length of a tensor axis at the dynamic size n: scale * n + offset (scale 0: a static
-// axis, always whole).
+// The valid length of a tensor axis: scale * n + offset, where n is the size of the build's
+// symbol number `symbol` (scale 0: a static axis, always whole).
 struct AxisExtent {
   int64_t scale = 0;
   int64_t offset = 0;
+  size_t symbol = 0;  // index into the build's symbols (DynamicRanges)
   bool dynamic() const { return scale != 0; }
+  // The length when the axis's own symbol has the size n.
   int64_t At(int64_t n) const { return scale * n + offset; }
+  // The length at the sizes of all the build's symbols, in their order.
+  int64_t At(const std::vector<int64_t>& sizes) const {
+    return dynamic() ? At(sizes.at(symbol)) : offset;
+  }
   bool operator==(const AxisExtent& other) const = default;
 };
 // One per axis of a tensor; empty for a tensor without a dynamic axis.
 using TensorExtents = std::vector<AxisExtent>;
 bool IsDynamic(const TensorExtents& extents);
-// "[1, 2*seq+1, 64]" for the shape at the bound and the symbol "seq".
+// "[batch, 2*seq+1, 64]" for the shape at the bounds and the symbols {"batch", "seq"}.
 std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape,
-                            const std::string& symbol);
+                            const std::vector<std::string>& symbols);
+inline std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape,
+                                   const std::string& symbol) {
+  return ExtentsToString(extents, shape, std::vector<std::string>{symbol});
+}
 
 // The dynamic size's symbol and range.
 struct DynamicRange {
@@ -61,6 +72,23 @@ DynamicRange ParseDynamicRange(const std::string& text);
 // "seq in [1, 128]".
 std::string ToString(const DynamicRange& range);
 
+// The symbols of one dynamic build, each with its range; an AxisExtent's `symbol` indexes them.
+// The first is the one a build by buckets splits. Names are distinct.
+using DynamicRanges = std::vector<DynamicRange>;
+// The symbols' names, in order.
+std::vector<std::string> SymbolsOf(const DynamicRanges& ranges);
+// "batch in [1, 8], seq in [1, 128]".
+std::string ToString(const DynamicRanges& ranges);
+// Error naming the range when one is empty (minimum < 1 or bound <= minimum) or a symbol
+// repeats.
+void CheckDynamicRanges(const DynamicRanges& ranges);
+// The symbols bound to `sizes` (one per range, in order), as an importer's symbol bindings take
+// them.
+std::map<std::string, int64_t> SymbolSizes(const DynamicRanges& ranges,
+                                           const std::vector<int64_t>& sizes);
+// Every symbol at its bound.
+std::vector<int64_t> BoundsOf(const DynamicRanges& ranges);
+
 // The buckets of a range: consecutive parts [minimum, b0], [b0 + 1, b1], ..., ending at the
 // range's bound, each built (and tuned) at its own bound and chosen at run time by size. `text`
 // lists the bucket bounds, increasing ("32,128"); the last must be the range's bound, and every
@@ -72,7 +100,8 @@ std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const Dyn
 // graph's values: "value#element" ('#' is not part of value names).
 std::string TupleElementName(const std::string& value, size_t element);
 
-// The name of the kernel parameter (i64[1], before the outputs) that holds n at run time.
+// The name of the kernel parameter (i64[number of symbols], before the outputs) that holds the
+// symbols' sizes at run time.
 inline constexpr const char* kDynamicExtentParam = "dynamic_extent";
 
 // A block iterator over a dynamic axis: its iterations from extent.At(n) on are skipped.
@@ -87,6 +116,7 @@ struct DynamicIterator {
 // The plan of one kernel: its dynamic iterators, and the names of all its blocks (a reduction
 // block that scheduling adds, as rfactor does, is not covered by the analysis).
 struct DynamicPlan {
+  size_t symbols = 1;                 // the length of the extent parameter
   std::vector<TensorExtents> params;  // the parameters' extents it was made for
   // The extents of the intermediates with a dynamic axis, by buffer name.
   std::map<std::string, TensorExtents> intermediates;
@@ -99,10 +129,10 @@ struct DynamicPlan {
 // parameter, in order; empty for a static one) and whose intermediates named in `intermediates`
 // have those (the values of a fused group; any other intermediate takes the extents of the
 // iterators that write it). Error (naming the block, the buffer and the reason) when a valid
-// result could depend on junk for some n in `range`.
+// result could depend on junk for some sizes within `ranges`.
 DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
                                  const std::vector<TensorExtents>& params,
-                                 const DynamicRange& range,
+                                 const DynamicRanges& ranges,
                                  const std::map<std::string, TensorExtents>& intermediates = {});
 
 // `scheduled` (a schedule of the kernel `plan` was made from) with the plan applied: the

@@ -155,12 +155,15 @@ class Legalizer {
     static const std::set<std::string> kLengthFree = {
         "matmul", "batch_matmul", "dense", "packed_matmul", "softmax", "log_softmax", "sum",
         "max",    "min",          "prod",  "argmax",        "argmin",  "cumsum"};
-    if (plan.has_dynamic_reduction() && !kLengthFree.count(op)) {
-      throw ir::Error(fmt::format("a dynamic build cannot lower '{}' over the dynamic axis '{}': "
-                                  "its result depends on the length of the axis it reduces",
-                                  op, options_.dynamic->range.symbol),
-                      ir::ErrorLocation{.op = op, .node = node});
+    if (!plan.has_dynamic_reduction() || kLengthFree.count(op)) return;
+    std::string symbol;
+    for (const DynamicIterator& it : plan.iterators) {
+      if (it.reduction) symbol = options_.dynamic->ranges.at(it.extent.symbol).symbol;
     }
+    throw ir::Error(fmt::format("a dynamic build cannot lower '{}' over the dynamic axis '{}': "
+                                "its result depends on the length of the axis it reduces",
+                                op, symbol),
+                    ir::ErrorLocation{.op = op, .node = node});
   }
 
   // CheckLengthFree for member `id` of a fusion group, planned on its own compute definition.
@@ -173,7 +176,7 @@ class Legalizer {
     ir::KernelFunction kernel =
         LowerOpCall(SafeName(node.op), node.op, node.attrs, inputs, node.type);
     CheckLengthFree(node.op, node.name,
-                    PlanDynamicIterators(kernel, extents, options_.dynamic->range));
+                    PlanDynamicIterators(kernel, extents, options_.dynamic->ranges));
   }
 
   // `unscheduled`, scheduled; for parameters with dynamic `extents`, planned and with the plan
@@ -185,7 +188,7 @@ class Legalizer {
                                      const ir::Node* check_op = nullptr) {
     if (extents.empty()) return Schedule(std::move(unscheduled));
     DynamicPlan plan =
-        PlanDynamicIterators(unscheduled, extents, options_.dynamic->range, intermediates);
+        PlanDynamicIterators(unscheduled, extents, options_.dynamic->ranges, intermediates);
     if (check_op) CheckLengthFree(check_op->op, check_op->name, plan);
     return ApplyDynamicIterators(Schedule(std::move(unscheduled)), plan);
   }

@@ -26,14 +26,15 @@ namespace tandem::kernels {
 using ScheduleProvider =
     std::function<std::optional<ir::KernelFunction>(const ir::KernelFunction& unscheduled)>;
 
-// Lowering for a dynamic build (kernels/dynamic_extent.h): the extents of the graph's dynamic
-// values by value name, and the graph parameter (i64[1]) holding the dynamic size n. A call
+// Lowering for a dynamic build (kernels/dynamic_extent.h): the build's symbols, the extents of
+// the graph's dynamic values by value name, and the graph parameter (i64[number of symbols])
+// holding the symbols' sizes. A call
 // touching a dynamic value becomes a kernel planned on its compute definition, scheduled, with
 // the plan applied; it takes that parameter before its output. Ops whose result depends on the
 // length of an axis they reduce (mean, layer_norm, pooling, ...) reducing a dynamic axis are an
 // Error naming the op.
 struct DynamicLowering {
-  DynamicRange range;
+  DynamicRanges ranges;
   std::map<std::string, TensorExtents> values;
   std::string extent_value;
 };

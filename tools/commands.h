@@ -68,12 +68,16 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
 // The target the result of RunPipeline is built for: --target, or the trace file's target.
 ir::Target PipelineTarget(const PipelineOptions& options);
 
-// --dynamic SYMBOL=MIN:MAX and --buckets B1,B2,...: the range of the model's symbolic dimension
-// SYMBOL, and the bounds of its buckets (none: the range is one bucket).
+// --dynamic SYMBOL=MIN:MAX (once per symbolic dimension) and --buckets B1,B2,...: the ranges of
+// the model's symbolic dimensions, and the bounds of the buckets of the first one (none: its
+// range is one bucket).
 struct DynamicOptions {
-  std::string range;
+  std::vector<std::string> ranges;
   std::string buckets;
+  bool enabled() const { return !ranges.empty(); }
 };
+// The parsed and checked ranges of `options` (kernels::CheckDynamicRanges).
+kernels::DynamicRanges ParseDynamicOptions(const DynamicOptions& options);
 // Adds --dynamic and --buckets.
 void AddDynamicOptions(CLI::App* command, DynamicOptions& options);
 // A model built for a range of sizes: the build, the pipeline text whose graph part it ran, the

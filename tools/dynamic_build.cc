@@ -1,8 +1,9 @@
 // BuildDynamicModel and AddDynamicOptions: `--dynamic` and `--buckets` of `tandem run`,
 // `tandem compile` and `tandem tune` (whose tuning per bucket is RunTuneDynamic in
-// tune_command.cc). A model is built once per bucket of its symbolic
-// dimension's range (backends/runtime/bucketed_executable.h); the kernels take their schedules
-// from a trace file of `tandem tune --dynamic`, from the tuning database, or the defaults.
+// tune_command.cc). A model is built once per bucket of its first symbolic dimension's range,
+// for the whole ranges of any others (backends/runtime/bucketed_executable.h); the kernels take
+// their schedules from a trace file of `tandem tune --dynamic`, from the tuning database, or the
+// defaults.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -88,21 +89,34 @@ std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceF
 
 }  // namespace
 
+kernels::DynamicRanges ParseDynamicOptions(const DynamicOptions& options) {
+  kernels::DynamicRanges ranges;
+  for (const std::string& text : options.ranges) {
+    ranges.push_back(kernels::ParseDynamicRange(text));
+  }
+  kernels::CheckDynamicRanges(ranges);
+  return ranges;
+}
+
 void AddDynamicOptions(CLI::App* command, DynamicOptions& options) {
-  command->add_option("--dynamic", options.range,
-                      "SYMBOL=MIN:MAX: build once for every size of the model's symbolic "
-                      "dimension SYMBOL in the range (the pipeline must end with Legalize; with "
-                      "`tandem tune`, with TuneKernels), run at the size the inputs have");
+  command
+      ->add_option("--dynamic", options.ranges,
+                   "SYMBOL=MIN:MAX: build once for every size of the model's symbolic dimension "
+                   "SYMBOL in the range, run at the size the inputs have; repeat it for several "
+                   "symbols (--dynamic batch=1:8 --dynamic seq=1:128). The pipeline must end "
+                   "with Legalize; with `tandem tune`, with TuneKernels")
+      ->allow_extra_args(false);
   command->add_option("--buckets", options.buckets,
-                      "with --dynamic: B1,B2,...,MAX splits the range into buckets [MIN, B1], "
-                      "[B1+1, B2], ..., each built (and tuned) at its own bound; a run goes to "
-                      "the bucket holding its size");
+                      "with --dynamic: B1,B2,...,MAX splits the range of the first --dynamic "
+                      "symbol into buckets [MIN, B1], [B1+1, B2], ..., each built (and tuned) at "
+                      "its own bound; a run goes to the bucket holding its size");
 }
 
 DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions& pipeline,
                                const DynamicOptions& dynamic, const std::string& records_target) {
-  // 1. The range, the buckets, and where the schedules come from.
-  kernels::DynamicRange range = kernels::ParseDynamicRange(dynamic.range);
+  // 1. The ranges, the buckets, and where the schedules come from.
+  kernels::DynamicRanges ranges = ParseDynamicOptions(dynamic);
+  const kernels::DynamicRange& range = ranges.front();
   if (fs::path(model.path).extension() != ".onnx") {
     throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
   }
@@ -113,6 +127,11 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   std::string descriptor;
   bool from_trace = !pipeline.trace.empty();
   if (from_trace) {
+    if (ranges.size() > 1) {
+      throw ir::Error(
+          fmt::format("--trace replays the buckets of one dynamic symbol; {} were given (use --db)",
+                      ranges.size()));
+    }
     passes::TraceFile file = passes::ReadTraceFile(pipeline.trace);
     decisions = BucketsFromTrace(file, pipeline.trace, range, dynamic.buckets, model);
     result.pipeline = file.pipeline;
@@ -141,17 +160,17 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   graph_part.trace.clear();
   graph_part.text = GraphPart(result.pipeline, from_trace || context.tuning != nullptr);
   backends::DynamicModuleSource source{
-      range, [&](int64_t n) {
-        return RunPipeline(LoadModel(model, {{range.symbol, n}}), graph_part);
+      ranges, [&](const std::vector<int64_t>& sizes) {
+        return RunPipeline(LoadModel(model, kernels::SymbolSizes(ranges, sizes)), graph_part);
       }};
 
   // 3. One build per bucket, each with its schedules: the trace's, or the database's best
   //    (what each bucket took is kept for the trace).
   auto start = std::chrono::steady_clock::now();
-  std::vector<kernels::DynamicRange> ranges;
-  for (const tuning::DynamicBucketDecision& bucket : decisions) ranges.push_back(bucket.range);
+  std::vector<kernels::DynamicRange> buckets;
+  for (const tuning::DynamicBucketDecision& bucket : decisions) buckets.push_back(bucket.range);
   std::vector<std::shared_ptr<tuning::HistoryBestStats>> stats;
-  result.executable = backends::BuildBucketed(source, ranges, [&](const kernels::DynamicRange&) {
+  result.executable = backends::BuildBucketed(source, buckets, [&](const kernels::DynamicRange&) {
     tuning::DynamicBucketDecision& bucket = decisions[stats.size()];
     stats.push_back(std::make_shared<tuning::HistoryBestStats>());
     backends::BuildOptions build = backends::BuildOptionsFor(target);
@@ -177,7 +196,7 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   result.trace = tuning::DynamicBucketTrace(decisions);
   std::cerr << fmt::format(
       "dynamic build for {} ({} bucket{}: bounds {}): {:.2f} s\n  inputs: {}\n  outputs: {}\n",
-      ToString(range), decisions.size(), decisions.size() == 1 ? "" : "s",
+      ToString(ranges), decisions.size(), decisions.size() == 1 ? "" : "s",
       fmt::join(decisions | std::views::transform([](const auto& d) { return d.range.bound; }),
                 ","),
       SecondsSince(start), fmt::join(result.executable->InputSignatures(), ", "),

@@ -145,7 +145,7 @@ Command AddCompileCommand(CLI::App& app) {
   AddDynamicOptions(cmd, *dynamic);
   return [cmd, model, pipeline, full, emit, kernel, dynamic]() {
     if (!*cmd) return -1;
-    if (!dynamic->range.empty()) {
+    if (dynamic->enabled()) {
       // The module of each bucket's build: kernels lowered, guarded, with their dynamic_extent
       // parameter.
       if (*emit != "ir") throw ir::Error("--dynamic prints --emit ir only");
@@ -154,8 +154,7 @@ Command AddCompileCommand(CLI::App& app) {
       DynamicModel built = BuildDynamicModel(*model, *pipeline, *dynamic);
       for (const auto& bucket : built.executable->buckets()) {
         if (built.executable->buckets().size() > 1) {
-          std::cout << fmt::format("// bucket {} in [{}, {}]\n", bucket->range().symbol,
-                                   bucket->range().minimum, bucket->range().bound);
+          std::cout << fmt::format("// bucket {}\n", kernels::ToString(bucket->range()));
         }
         std::cout << ir::PrintModule(bucket->executable().module(), options);
       }

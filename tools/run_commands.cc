@@ -214,11 +214,12 @@ std::vector<ir::Tensor> RunOnCpu(const ir::IRModule& optimized, const ir::Target
   double profiled_wall = Seconds(start);
   double in_kernels = 0;
   for (const backends::KernelProfile& kernel : exe->Profile()) in_kernels += kernel.total_seconds;
-  fmt::print("per-kernel profile ({} runs; kernels {:.3f} ms of {:.3f} ms wall per run, {:.1f}% "
-             "outside kernels):\n{}",
-             profiled_runs, in_kernels / profiled_runs * 1e3, profiled_wall / profiled_runs * 1e3,
-             profiled_wall > 0 ? 100.0 * (1.0 - in_kernels / profiled_wall) : 0.0,
-             exe->ProfileTable(KernelFlops(exe->module())));
+  fmt::print(
+      "per-kernel profile ({} runs; kernels {:.3f} ms of {:.3f} ms wall per run, {:.1f}% "
+      "outside kernels):\n{}",
+      profiled_runs, in_kernels / profiled_runs * 1e3, profiled_wall / profiled_runs * 1e3,
+      profiled_wall > 0 ? 100.0 * (1.0 - in_kernels / profiled_wall) : 0.0,
+      exe->ProfileTable(KernelFlops(exe->module())));
   if (!exe->external_functions().empty()) {
     fmt::print("external functions (implementation; activation reorders per call):\n");
     for (const auto& [name, function] : exe->external_functions()) {
@@ -259,11 +260,17 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
                int repeat, bool no_reference, const DynamicOptions& dynamic) {
   DynamicModel built = BuildDynamicModel(model, pipeline, dynamic);
   backends::BucketedExecutable& executable = *built.executable;
-  const kernels::DynamicRange& range = executable.range();
-  auto load = [&](int64_t n) { return LoadModel(model, {{range.symbol, n}}); };
-  std::vector<ir::Tensor> inputs = Inputs(load(range.bound).Get(io.function), io);
-  int64_t n = executable.SizeOf(inputs);
-  backends::DynamicExecutable& bucket = executable.BucketFor(n);
+  kernels::DynamicRanges ranges = executable.ranges();
+  auto load = [&](const std::vector<int64_t>& sizes) {
+    return LoadModel(model, kernels::SymbolSizes(ranges, sizes));
+  };
+  std::vector<ir::Tensor> inputs = Inputs(load(kernels::BoundsOf(ranges)).Get(io.function), io);
+  std::vector<int64_t> sizes = executable.SizesOf(inputs);
+  std::string at;  // "batch=2, seq=77"
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    at += fmt::format("{}{}={}", k ? ", " : "", ranges[k].symbol, sizes[k]);
+  }
+  backends::DynamicExecutable& bucket = executable.BucketFor(sizes.front());
   std::vector<ir::Tensor> outputs = executable.Run(inputs);
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {
@@ -272,7 +279,7 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
     times.push_back(Seconds(start));
   }
   std::sort(times.begin(), times.end());
-  fmt::print("{}={} (bucket [{}, {}]): latency median {:.3f} ms over {} runs\n", range.symbol, n,
+  fmt::print("{} (bucket [{}, {}]): latency median {:.3f} ms over {} runs\n", at,
              bucket.range().minimum, bucket.range().bound, times[times.size() / 2] * 1e3,
              times.size());
   bucket.executable().set_profiling(true);
@@ -284,8 +291,8 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
   WriteOutputs(outputs, io.outputs_dir);
   bool ok = true;
   if (!no_reference) {
-    ok = Compare(outputs, backends::RunReference(load(n), inputs, io.function),
-                 fmt::format("the reference interpreter ({}={})", range.symbol, n), io.tolerance);
+    ok = Compare(outputs, backends::RunReference(load(sizes), inputs, io.function),
+                 fmt::format("the reference interpreter ({})", at), io.tolerance);
   }
   if (!io.check_dir.empty()) {
     ok = Compare(outputs, frontend::ReadTensorProtoDirectory(io.check_dir, "output"), io.check_dir,
@@ -322,7 +329,7 @@ Command AddRunCommand(CLI::App& app) {
     if (!*cmd) return -1;
     if (*threads > 0) backends::ThreadPool::Global().SetNumThreads(*threads);
     PrepareOutputsDir(io->outputs_dir);
-    if (!dynamic->range.empty()) {
+    if (dynamic->enabled()) {
       return RunDynamic(*model, *pipeline, *io, *repeat, *no_reference, *dynamic);
     }
     ir::IRModule module = LoadModel(*model);

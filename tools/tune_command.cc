@@ -6,6 +6,7 @@
 // replays it instead of tuning. A run killed before it finished is resumed by the same command:
 // the job's spent trials are kept in the database and only the rest of the budget is measured.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <ranges>
 
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/thread_pool.h"
@@ -221,10 +223,10 @@ TunedModel TuneModel(const ir::IRModule& model, const TuneOptions& options,
 
 namespace {
 
-// Median latency of the bucketed build at size n, on random inputs.
+// Median latency of the bucketed build at the symbols' sizes `sizes`, on random inputs.
 double DynamicLatency(backends::BucketedExecutable& executable, const ModelOptions& model,
-                      int64_t n) {
-  ir::IRModule at_n = LoadModel(model, {{executable.range().symbol, n}});
+                      const std::vector<int64_t>& sizes) {
+  ir::IRModule at_n = LoadModel(model, kernels::SymbolSizes(executable.ranges(), sizes));
   std::vector<ir::Tensor> inputs = backends::RandomInputs(at_n.Get("main"), 0);
   std::vector<double> times;
   for (int r = 0; r < 11; ++r) {
@@ -238,13 +240,15 @@ double DynamicLatency(backends::BucketedExecutable& executable, const ModelOptio
 }
 
 // `tandem tune --dynamic`: steps atop.
-//   1. Each bucket's kernels are tuned on the model bound to the bucket's bound (a tuning run
-//      of the pipeline, which must end with TuneKernels, under the whole --trials budget).
+//   1. Each bucket's kernels are tuned on the model bound to the bucket's bound, any other
+//      symbols at theirs (a tuning run of the pipeline, which must end with TuneKernels, under
+//      the whole --trials budget).
 //   2. The dynamic build by buckets takes their best schedules from the database; its latency
 //      at each bucket's ends is printed.
 //   3. --save-trace writes the buckets and their schedules (a dynamic bucket trace).
 int RunTuneDynamic(TuneOptions& options) {
-  kernels::DynamicRange range = kernels::ParseDynamicRange(options.dynamic.range);
+  kernels::DynamicRanges ranges = ParseDynamicOptions(options.dynamic);
+  const kernels::DynamicRange& range = ranges.front();
   std::vector<kernels::DynamicRange> buckets =
       kernels::ParseDynamicBuckets(options.dynamic.buckets, range);
   if (options.pipeline.database.empty()) {
@@ -255,16 +259,30 @@ int RunTuneDynamic(TuneOptions& options) {
   if (!options.output.empty() || !options.pipeline.trace.empty()) {
     throw ir::Error("tune --dynamic takes no --output or --trace (use --save-trace)");
   }
+  if (!options.trace_file.empty() && ranges.size() > 1) {
+    throw ir::Error(
+        "--save-trace records the buckets of one dynamic symbol; the schedules of a build with "
+        "several stay in --db");
+  }
+  // The symbols' sizes with the first at `n`, the others at their bounds.
+  auto with_first = [&](int64_t n) {
+    std::vector<int64_t> sizes = kernels::BoundsOf(ranges);
+    sizes.front() = n;
+    return sizes;
+  };
   bool ok = true;
   std::string records_target;  // the tuning runs' target descriptor (measurement settings too)
   for (const kernels::DynamicRange& bucket : buckets) {
-    std::cerr << fmt::format("bucket {}: tuning the model at {}={}\n", kernels::ToString(bucket),
-                             bucket.symbol, bucket.bound);
+    std::map<std::string, int64_t> symbols = kernels::SymbolSizes(ranges, with_first(bucket.bound));
+    std::string at =
+        fmt::format("{}", fmt::join(symbols | std::views::transform([](const auto& symbol) {
+                                      return fmt::format("{}={}", symbol.first, symbol.second);
+                                    }),
+                                    ","));
+    std::cerr << fmt::format("bucket {}: tuning the model at {}\n", kernels::ToString(bucket), at);
     TuneOptions at_bound = options;
-    at_bound.model.name =
-        fmt::format("{}@{}={}", ModelName(options.model), bucket.symbol, bucket.bound);
-    TunedModel tuned =
-        TuneModel(LoadModel(options.model, {{bucket.symbol, bucket.bound}}), at_bound);
+    at_bound.model.name = fmt::format("{}@{}", ModelName(options.model), at);
+    TunedModel tuned = TuneModel(LoadModel(options.model, symbols), at_bound);
     PrintRun(tuned.run, *tuned.database, tuned.pipeline_label);
     ok = ok && tuned.ok;
     records_target = tuned.run.target;
@@ -276,7 +294,7 @@ int RunTuneDynamic(TuneOptions& options) {
     for (int64_t n : {bucket->range().minimum, bucket->range().bound}) {
       fmt::print("  {}={:<6} bucket [{}, {}]  {:.3f} ms\n", range.symbol, n,
                  bucket->range().minimum, bucket->range().bound,
-                 DynamicLatency(*built.executable, options.model, n) * 1e3);
+                 DynamicLatency(*built.executable, options.model, with_first(n)) * 1e3);
     }
   }
   if (!options.trace_file.empty()) {
@@ -290,7 +308,7 @@ int RunTuneDynamic(TuneOptions& options) {
 }
 
 int RunTune(TuneOptions& options) {
-  if (!options.dynamic.range.empty()) return RunTuneDynamic(options);
+  if (options.dynamic.enabled()) return RunTuneDynamic(options);
   ir::IRModule model = LoadModel(options.model);
   TunedModel tuned = TuneModel(model, options);
   PrintRun(tuned.run, *tuned.database, tuned.pipeline_label);

@@ -16,6 +16,16 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
   for (size_t b = 1; b < buckets_.size(); ++b) {
     const DynamicExecutable& bucket = *buckets_[b];
     const kernels::DynamicRange& previous = buckets_[b - 1]->range();
+    bool same_others = bucket.ranges().size() == first.ranges().size();
+    for (size_t k = 1; same_others && k < first.ranges().size(); ++k) {
+      const kernels::DynamicRange& a = first.ranges()[k];
+      const kernels::DynamicRange& b = bucket.ranges()[k];
+      same_others = a.symbol == b.symbol && a.minimum == b.minimum && a.bound == b.bound;
+    }
+    if (!same_others) {
+      throw ir::Error(fmt::format("the bucket {} has other symbols than the bucket {}",
+                                  ToString(bucket.ranges()), ToString(first.ranges())));
+    }
     if (bucket.range().symbol != first.range().symbol ||
         bucket.range().minimum != previous.bound + 1) {
       throw ir::Error(fmt::format("the bucket {} does not follow the bucket {}",
@@ -37,9 +47,9 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
   range_ = {first.range().symbol, first.range().minimum, buckets_.back()->range().bound};
 }
 
-int64_t BucketedExecutable::SizeOf(const std::vector<ir::Tensor>& inputs) const {
+std::vector<int64_t> BucketedExecutable::SizesOf(const std::vector<ir::Tensor>& inputs) const {
   // Every bucket reads sizes alike (equal signatures); the first one checks the whole range.
-  return buckets_[0]->SizeWithin(inputs, range_);
+  return buckets_[0]->SizesWithin(inputs, range_);
 }
 
 DynamicExecutable& BucketedExecutable::BucketFor(int64_t n) {
@@ -50,8 +60,8 @@ DynamicExecutable& BucketedExecutable::BucketFor(int64_t n) {
 }
 
 std::vector<ir::Tensor> BucketedExecutable::Run(const std::vector<ir::Tensor>& inputs) {
-  int64_t n = SizeOf(inputs);
-  return BucketFor(n).RunAt(inputs, n);
+  std::vector<int64_t> sizes = SizesOf(inputs);
+  return BucketFor(sizes.front()).RunAt(inputs, sizes);
 }
 
 std::unique_ptr<BucketedExecutable> BuildBucketed(const DynamicModuleSource& source,
@@ -65,12 +75,15 @@ std::unique_ptr<BucketedExecutable> BuildBucketed(
     const std::function<BuildOptions(const kernels::DynamicRange& bucket)>& options_for) {
   std::vector<std::unique_ptr<DynamicExecutable>> builds;
   for (const kernels::DynamicRange& bucket : buckets) {
-    if (bucket.symbol != source.range.symbol || bucket.minimum < source.range.minimum ||
-        bucket.bound > source.range.bound) {
+    const kernels::DynamicRange& whole = source.ranges.at(0);
+    if (bucket.symbol != whole.symbol || bucket.minimum < whole.minimum ||
+        bucket.bound > whole.bound) {
       throw ir::Error(fmt::format("the bucket {} is not part of the range {}", ToString(bucket),
-                                  ToString(source.range)));
+                                  ToString(whole)));
     }
-    builds.push_back(BuildDynamic({bucket, source.make}, options_for(bucket)));
+    DynamicModuleSource part = source;
+    part.ranges.front() = bucket;
+    builds.push_back(BuildDynamic(part, options_for(bucket)));
   }
   return std::make_unique<BucketedExecutable>(std::move(builds));
 }

@@ -1,6 +1,7 @@
 #include "backends/runtime/dynamic_executable.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 #include <map>
@@ -39,29 +40,40 @@ void CopyPrefix(const uint8_t* from, const ir::Shape& from_shape, uint8_t* to,
   }
 }
 
-ir::Shape ShapeAt(const ir::Shape& bound_shape, const TensorExtents& extents, int64_t n) {
+ir::Shape ShapeAt(const ir::Shape& bound_shape, const TensorExtents& extents,
+                  const std::vector<int64_t>& sizes) {
   ir::Shape shape = bound_shape;
   for (size_t a = 0; a < extents.size(); ++a) {
-    if (extents[a].dynamic()) shape[a] = extents[a].At(n);
+    if (extents[a].dynamic()) shape[a] = extents[a].At(sizes);
   }
   return shape;
 }
 
+// "seq=127", or "batch=8, seq=127": the symbols at `sizes`.
+std::string SizesText(const kernels::DynamicRanges& ranges, const std::vector<int64_t>& sizes) {
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    parts.push_back(fmt::format("{}={}", ranges[k].symbol, sizes[k]));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
 // Steps of BuildDynamic's comparison: the extents of one value from its types at the sizes.
+// sizes[0] has every symbol at its bound, sizes[1 + k] symbol k one below it; any further ones
+// check the extents found from those.
 class Comparison {
  public:
-  Comparison(const kernels::DynamicRange& range, std::vector<int64_t> sizes,
+  Comparison(const kernels::DynamicRanges& ranges, std::vector<std::vector<int64_t>> sizes,
              std::vector<const ir::GraphFunction*> functions)
-      : range_(range), sizes_(std::move(sizes)), functions_(std::move(functions)) {}
+      : ranges_(ranges), sizes_(std::move(sizes)), functions_(std::move(functions)) {}
 
   std::map<std::string, TensorExtents> Run() {
     const ir::GraphFunction& main = *functions_[0];
     for (size_t f = 1; f < functions_.size(); ++f) {
       if (functions_[f]->nodes.size() != main.nodes.size() ||
           functions_[f]->params.size() != main.params.size()) {
-        Fail(fmt::format("the graph has {} nodes at {}={} but {} at {}={}", main.nodes.size(),
-                         range_.symbol, sizes_[0], functions_[f]->nodes.size(), range_.symbol,
-                         sizes_[f]));
+        Fail(fmt::format("the graph has {} nodes at {} but {} at {}", main.nodes.size(), At(0),
+                         functions_[f]->nodes.size(), At(f)));
       }
     }
     std::map<std::string, TensorExtents> values;
@@ -70,8 +82,7 @@ class Comparison {
       for (size_t f = 1; f < functions_.size(); ++f) {
         const ir::Node& other = functions_[f]->nodes[i];
         if (other.kind != node.kind || other.op != node.op || other.name != node.name) {
-          Fail(fmt::format("node %{} at {}={} is %{} at {}={}", node.name, range_.symbol, sizes_[0],
-                           other.name, range_.symbol, sizes_[f]));
+          Fail(fmt::format("node %{} at {} is %{} at {}", node.name, At(0), other.name, At(f)));
         }
       }
       if (node.type.is_tuple()) {
@@ -100,8 +111,11 @@ class Comparison {
 
  private:
   [[noreturn]] void Fail(const std::string& reason) const {
-    throw ir::Error(fmt::format("dynamic axis '{}': {}", range_.symbol, reason));
+    throw ir::Error(fmt::format("dynamic ax{} '{}': {}", ranges_.size() == 1 ? "is" : "es",
+                                fmt::join(kernels::SymbolsOf(ranges_), "', '"), reason));
   }
+
+  std::string At(size_t f) const { return SizesText(ranges_, sizes_[f]); }
 
   // The type of node i at size f: the node's, or its element `element` (of a tuple).
   const ir::TensorType* TypeAt(size_t f, size_t i, int element) const {
@@ -126,35 +140,45 @@ class Comparison {
     for (size_t f = 1; f < functions_.size(); ++f) {
       const ir::TensorType* type = TypeAt(f, i, element);
       if (!type || type->shape.size() != bound.shape.size() || type->dtype != bound.dtype) {
-        Fail(fmt::format("%{} is {} at {}={} but {} at {}={}", name, ir::ToString(node.type),
-                         range_.symbol, sizes_[0], ir::ToString(functions_[f]->nodes[i].type),
-                         range_.symbol, sizes_[f]));
+        Fail(fmt::format("%{} is {} at {} but {} at {}", name, ir::ToString(node.type), At(0),
+                         ir::ToString(functions_[f]->nodes[i].type), At(f)));
       }
       types.push_back(type);
     }
     for (size_t a = 0; a < bound.shape.size(); ++a) {
-      // sizes_[0] = bound, sizes_[1] = bound - 1: the slope and offset; the rest check them.
-      int64_t scale = bound.shape[a] - types[1]->shape[a];
-      AxisExtent extent{scale, bound.shape[a] - scale * sizes_[0]};
-      for (size_t f = 2; f < functions_.size(); ++f) {
+      // The slope in each symbol (its size one below the bound); one symbol at most moves it.
+      AxisExtent extent{0, bound.shape[a], 0};
+      for (size_t k = 0; k < ranges_.size(); ++k) {
+        int64_t scale = bound.shape[a] - types[1 + k]->shape[a];
+        if (scale == 0) continue;
+        if (extent.dynamic()) {
+          Fail(fmt::format("axis {} of %{} changes with both {} and {}", a, name,
+                           ranges_[extent.symbol].symbol, ranges_[k].symbol));
+        }
+        if (scale < 0) {
+          Fail(fmt::format("axis {} of %{} shrinks as {} grows", a, name, ranges_[k].symbol));
+        }
+        extent = {scale, bound.shape[a] - scale * ranges_[k].bound, k};
+      }
+      for (size_t f = 1 + ranges_.size(); f < functions_.size(); ++f) {
         if (types[f]->shape[a] != extent.At(sizes_[f])) {
-          Fail(fmt::format("axis {} of %{} is not an affine function of {}", a, name,
-                           range_.symbol));
+          Fail(
+              fmt::format("axis {} of %{} is not an affine function of {}", a, name,
+                          extent.dynamic()
+                              ? ranges_[extent.symbol].symbol
+                              : fmt::format("{}", fmt::join(kernels::SymbolsOf(ranges_), " or "))));
         }
       }
-      if (scale < 0) {
-        Fail(fmt::format("axis {} of %{} shrinks as {} grows", a, name, range_.symbol));
-      }
-      if (scale > 0 && extent.At(range_.minimum) < 0) {
-        Fail(fmt::format("axis {} of %{} has a negative length at {}={}", a, name, range_.symbol,
-                         range_.minimum));
+      if (extent.dynamic() && extent.At(ranges_[extent.symbol].minimum) < 0) {
+        Fail(fmt::format("axis {} of %{} has a negative length at {}={}", a, name,
+                         ranges_[extent.symbol].symbol, ranges_[extent.symbol].minimum));
       }
       extents[a] = extent;
     }
     return extents;
   }
 
-  // A constant that changes with n must be the valid prefix of its value at the bound.
+  // A constant that changes with the sizes must be the valid prefix of its value at the bounds.
   void CheckConstant(size_t i, const TensorExtents& extents) const {
     const ir::Tensor& bound = functions_[0]->nodes[i].value;
     for (size_t f = 1; f < functions_.size(); ++f) {
@@ -165,29 +189,29 @@ class Comparison {
                  ir::SizeOf(small.dtype()));
       if (small.num_bytes() > 0 && std::memcmp(prefix.raw_data(), small.raw_data(),
                                                static_cast<size_t>(small.num_bytes()))) {
-        Fail(
-            fmt::format("the constant %{} {} at {}={} is not the leading part of its value at "
-                        "{}={}",
-                        functions_[0]->nodes[i].name,
-                        kernels::ExtentsToString(extents, bound.shape(), range_.symbol),
-                        range_.symbol, sizes_[f], range_.symbol, sizes_[0]));
+        Fail(fmt::format(
+            "the constant %{} {} at {} is not the leading part of its value at {}",
+            functions_[0]->nodes[i].name,
+            kernels::ExtentsToString(extents, bound.shape(), kernels::SymbolsOf(ranges_)), At(f),
+            At(0)));
       }
     }
   }
 
-  const kernels::DynamicRange& range_;
-  std::vector<int64_t> sizes_;
+  const kernels::DynamicRanges& ranges_;
+  std::vector<std::vector<int64_t>> sizes_;
   std::vector<const ir::GraphFunction*> functions_;
 };
 
-// `fn` with a new first node, the parameter `name` of type i64[1], listed last among the
+// `fn` with a new first node, the parameter `name` of type i64[symbols], listed last among the
 // parameters.
-ir::GraphFunction WithExtentParameter(const ir::GraphFunction& fn, const std::string& name) {
+ir::GraphFunction WithExtentParameter(const ir::GraphFunction& fn, const std::string& name,
+                                      size_t symbols) {
   ir::GraphFunction out = fn;
   ir::Node param;
   param.kind = ir::NodeKind::kInput;
   param.name = name;
-  param.type = ir::TensorType{{1}, ir::DataType::kInt64, ""};
+  param.type = ir::TensorType{{static_cast<int64_t>(symbols)}, ir::DataType::kInt64, ""};
   out.nodes.insert(out.nodes.begin(), param);
   for (size_t i = 1; i < out.nodes.size(); ++i) {
     for (ir::ValueId& in : out.nodes[i].inputs) ++in;
@@ -202,37 +226,47 @@ ir::GraphFunction WithExtentParameter(const ir::GraphFunction& fn, const std::st
 
 std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& source,
                                                 const BuildOptions& options) {
-  const kernels::DynamicRange& range = source.range;
-  if (range.minimum < 1 || range.bound < range.minimum + 1) {
-    throw ir::Error(
-        fmt::format("dynamic axis '{}': the range [{}, {}] must have 1 <= minimum < "
-                    "bound",
-                    range.symbol, range.minimum, range.bound));
+  const kernels::DynamicRanges& ranges = source.ranges;
+  kernels::CheckDynamicRanges(ranges);
+  // 1. The module at the bounds, at each symbol one below its bound, and at the minimums,
+  //    compared.
+  std::vector<std::vector<int64_t>> sizes = {kernels::BoundsOf(ranges)};
+  bool minimums_differ = false;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    sizes.push_back(sizes[0]);
+    --sizes.back()[k];
+    minimums_differ = minimums_differ || ranges[k].minimum < ranges[k].bound - 1 || k > 0;
   }
-  // 1. The module at the bound, one below it and at the minimum, compared.
-  std::vector<int64_t> sizes = {range.bound, range.bound - 1};
-  if (range.minimum < range.bound - 1) sizes.push_back(range.minimum);
+  if (minimums_differ) {
+    std::vector<int64_t> minimums;
+    for (const kernels::DynamicRange& range : ranges) minimums.push_back(range.minimum);
+    sizes.push_back(minimums);
+  }
   std::vector<ir::IRModule> modules;
-  for (int64_t n : sizes) modules.push_back(source.make(n));
+  for (const std::vector<int64_t>& at : sizes) modules.push_back(source.make(at));
   std::vector<const ir::GraphFunction*> functions;
   for (const ir::IRModule& m : modules) functions.push_back(&m.Get(options.function));
-  std::map<std::string, TensorExtents> values = Comparison(range, sizes, functions).Run();
+  std::map<std::string, TensorExtents> values = Comparison(ranges, sizes, functions).Run();
   const ir::GraphFunction& main = *functions[0];
 
   auto exe = std::unique_ptr<DynamicExecutable>(new DynamicExecutable());
-  exe->range_ = range;
-  bool any_dynamic_input = false;
+  exe->ranges_ = ranges;
+  std::vector<bool> followed(ranges.size(), false);
   for (ir::ValueId p : main.params) {
     const ir::Node& param = main.node(p);
     exe->input_names_.push_back(param.name);
     exe->input_types_.push_back(param.type.tensor());
     auto it = values.find(param.name);
     exe->input_extents_.push_back(it == values.end() ? TensorExtents{} : it->second);
-    any_dynamic_input = any_dynamic_input || it != values.end();
+    for (const kernels::AxisExtent& e : exe->input_extents_.back()) {
+      if (e.dynamic()) followed[e.symbol] = true;
+    }
   }
-  if (!any_dynamic_input) {
-    throw ir::Error(
-        fmt::format("dynamic axis '{}': no input of the model changes with it", range.symbol));
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    if (!followed[k]) {
+      throw ir::Error(fmt::format("dynamic axis '{}': no input of the model changes with it",
+                                  ranges[k].symbol));
+    }
   }
   std::vector<ir::ValueId> results = {main.output};
   if (main.node(main.output).kind == ir::NodeKind::kTuple) results = main.node(main.output).inputs;
@@ -253,9 +287,9 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
     extent_name = fmt::format("{}_{}", kernels::kDynamicExtentParam, k);
   }
   ir::IRModule module = modules[0];
-  module.Add(WithExtentParameter(main, extent_name));
+  module.Add(WithExtentParameter(main, extent_name, ranges.size()));
   auto lowering = std::make_shared<kernels::DynamicLowering>();
-  lowering->range = range;
+  lowering->ranges = ranges;
   lowering->values = std::move(values);
   lowering->extent_value = extent_name;
   BuildOptions dynamic_options = options;
@@ -269,31 +303,34 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
   for (const ir::TensorType& type : exe->executable_->output_types()) {
     exe->staged_outputs_.emplace_back(type);
   }
-  exe->extent_ = ir::Tensor::FromInt64s({1}, {range.bound});
+  exe->extent_ = ir::Tensor::FromInt64s({static_cast<int64_t>(ranges.size())}, sizes[0]);
   return exe;
 }
 
-int64_t DynamicExecutable::SizeOf(const std::vector<ir::Tensor>& inputs) const {
-  return SizeWithin(inputs, range_);
+std::vector<int64_t> DynamicExecutable::SizesOf(const std::vector<ir::Tensor>& inputs) const {
+  return SizesWithin(inputs, ranges_.front());
 }
 
-int64_t DynamicExecutable::SizeWithin(const std::vector<ir::Tensor>& inputs,
-                                      const kernels::DynamicRange& allowed) const {
+std::vector<int64_t> DynamicExecutable::SizesWithin(const std::vector<ir::Tensor>& inputs,
+                                                    const kernels::DynamicRange& allowed) const {
   if (inputs.size() != input_types_.size()) {
     throw ir::Error(fmt::format("the model takes {} inputs but {} were given", input_types_.size(),
                                 inputs.size()));
   }
-  int64_t n = -1;
-  std::string from;
+  kernels::DynamicRanges within = ranges_;
+  within.front() = allowed;
+  std::vector<int64_t> sizes(ranges_.size(), -1);
+  std::vector<std::string> from(ranges_.size());
+  std::vector<std::string> symbols = kernels::SymbolsOf(ranges_);
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ir::TensorType& bound = input_types_[k];
     const ir::Tensor& input = inputs[k];
-    std::string expected = kernels::ExtentsToString(input_extents_[k], bound.shape, range_.symbol);
     auto mismatch = [&] {
       return ir::Error(fmt::format(
-          "input '{}' is {}{} but the model takes {}{} with {} in [{}, {}]", input_names_[k],
+          "input '{}' is {}{} but the model takes {}{} with {}", input_names_[k],
           ir::ToString(input.dtype()), ir::ShapeToString(input.shape()), ir::ToString(bound.dtype),
-          expected, range_.symbol, allowed.minimum, allowed.bound));
+          kernels::ExtentsToString(input_extents_[k], bound.shape, symbols),
+          kernels::ToString(within)));
     };
     if (input.dtype() != bound.dtype || input.shape().size() != bound.shape.size()) {
       throw mismatch();
@@ -307,26 +344,30 @@ int64_t DynamicExecutable::SizeWithin(const std::vector<ir::Tensor>& inputs,
         if (size != bound.shape[a]) throw mismatch();
         continue;
       }
+      const kernels::DynamicRange& range = within[e->symbol];
       int64_t scaled = size - e->offset;
       if (scaled % e->scale != 0) throw mismatch();
       int64_t here = scaled / e->scale;
-      if (here < allowed.minimum || here > allowed.bound) throw mismatch();
+      if (here < range.minimum || here > range.bound) throw mismatch();
+      int64_t& n = sizes[e->symbol];
       if (n >= 0 && here != n) {
         throw ir::Error(fmt::format("input '{}' gives {}={} but input '{}' gives {}={}",
-                                    input_names_[k], range_.symbol, here, from, range_.symbol, n));
+                                    input_names_[k], range.symbol, here, from[e->symbol],
+                                    range.symbol, n));
       }
       n = here;
-      from = input_names_[k];
+      from[e->symbol] = input_names_[k];
     }
   }
-  return n;
+  return sizes;
 }
 
 std::vector<ir::Tensor> DynamicExecutable::Run(const std::vector<ir::Tensor>& inputs) {
-  return RunAt(inputs, SizeOf(inputs));
+  return RunAt(inputs, SizesOf(inputs));
 }
 
-std::vector<ir::Tensor> DynamicExecutable::RunAt(const std::vector<ir::Tensor>& inputs, int64_t n) {
+std::vector<ir::Tensor> DynamicExecutable::RunAt(const std::vector<ir::Tensor>& inputs,
+                                                 const std::vector<int64_t>& sizes) {
   std::vector<ir::Tensor> arguments;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (!staged_inputs_[k].defined() || !kernels::IsDynamic(input_extents_[k])) {
@@ -341,13 +382,13 @@ std::vector<ir::Tensor> DynamicExecutable::RunAt(const std::vector<ir::Tensor>& 
                ir::SizeOf(staged.dtype()));
     arguments.push_back(staged);
   }
-  extent_.data<int64_t>()[0] = n;
+  for (size_t k = 0; k < sizes.size(); ++k) extent_.data<int64_t>()[k] = sizes[k];
   arguments.push_back(extent_);
   executable_->RunInto(arguments, staged_outputs_);
   std::vector<ir::Tensor> outputs;
   for (size_t k = 0; k < staged_outputs_.size(); ++k) {
     const ir::Tensor& full = staged_outputs_[k];
-    ir::Tensor out(ir::TensorType{ShapeAt(full.shape(), output_extents_[k], n), full.dtype(),
+    ir::Tensor out(ir::TensorType{ShapeAt(full.shape(), output_extents_[k], sizes), full.dtype(),
                                   full.type().layout});
     CopyPrefix(static_cast<const uint8_t*>(full.raw_data()), full.shape(),
                static_cast<uint8_t*>(out.raw_data()), out.shape(), ir::SizeOf(full.dtype()));
@@ -359,9 +400,9 @@ std::vector<ir::Tensor> DynamicExecutable::RunAt(const std::vector<ir::Tensor>& 
 std::vector<std::string> DynamicExecutable::InputSignatures() const {
   std::vector<std::string> out;
   for (size_t k = 0; k < input_types_.size(); ++k) {
-    out.push_back(fmt::format(
-        "{}: {}{}", input_names_[k], ir::ToString(input_types_[k].dtype),
-        kernels::ExtentsToString(input_extents_[k], input_types_[k].shape, range_.symbol)));
+    out.push_back(fmt::format("{}: {}{}", input_names_[k], ir::ToString(input_types_[k].dtype),
+                              kernels::ExtentsToString(input_extents_[k], input_types_[k].shape,
+                                                       kernels::SymbolsOf(ranges_))));
   }
   return out;
 }
@@ -370,9 +411,9 @@ std::vector<std::string> DynamicExecutable::OutputSignatures() const {
   std::vector<std::string> out;
   for (size_t k = 0; k < staged_outputs_.size(); ++k) {
     const ir::Tensor& t = staged_outputs_[k];
-    out.push_back(
-        fmt::format("{}{}", ir::ToString(t.dtype()),
-                    kernels::ExtentsToString(output_extents_[k], t.shape(), range_.symbol)));
+    out.push_back(fmt::format(
+        "{}{}", ir::ToString(t.dtype()),
+        kernels::ExtentsToString(output_extents_[k], t.shape(), kernels::SymbolsOf(ranges_))));
   }
   return out;
 }

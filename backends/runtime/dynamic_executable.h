@@ -1,20 +1,22 @@
-// DynamicExecutable: a model built once for every size n in [minimum, bound] of one dynamic axis
-// (a sequence length, a batch), instead of once per size.
+// DynamicExecutable: a model built once for every size within the ranges of one or more dynamic
+// symbols (a sequence length, a batch), instead of once per size.
 //
 // BuildDynamic:
-//   1. makes the module at n = bound, bound - 1 and minimum through the caller's `make` (the
-//      same import and graph pipeline each time, stopping before kernels are lowered) and
-//      compares them value by value: every extent must be scale * n + offset (scale >= 0), the
-//      graphs must otherwise be the same, and a constant that changes with n must be, at each
-//      smaller size, the valid prefix of its value at the bound (a position table sliced to n
-//      is; a table computed from n may not be);
-//   2. adds the graph parameter `dynamic_extent` (i64[1], last) and builds the module at the
-//      bound with kernels::DynamicLowering: every kernel touching a dynamic value is planned on
-//      its compute definition and guarded so that only the valid prefix is computed
-//      (kernels/dynamic_extent.h); what cannot be (a window or a concatenation along the axis,
-//      a mean over it) is an Error naming the op and the reason.
-// Run finds n from the inputs' shapes, copies the inputs into tensors at the bound, runs, and
-// returns the valid prefixes of the outputs.
+//   1. makes the module through the caller's `make` (the same import and graph pipeline each
+//      time, stopping before kernels are lowered) with every symbol at its bound, then with one
+//      symbol at a time one below it, then with all at their minimum, and compares them value
+//      by value: every extent must be scale * n + offset (scale >= 0) in the size n of one
+//      symbol at most, the graphs must otherwise be the same, and a constant that changes with
+//      a size must be, at the smaller sizes, the valid prefix of its value at the bounds (a
+//      position table sliced to n is; a table computed from n may not be);
+//   2. adds the graph parameter `dynamic_extent` (i64[number of symbols], last) and builds the
+//      module at the bounds with kernels::DynamicLowering: every kernel touching a dynamic
+//      value is planned on its compute definition and guarded so that only the valid prefix is
+//      computed (kernels/dynamic_extent.h); what cannot be (a window or a concatenation along a
+//      dynamic axis, a mean over it, an axis merging two symbols) is an Error naming the op or
+//      value and the reason.
+// Run finds the sizes from the inputs' shapes, copies the inputs into tensors at the bounds,
+// runs, and returns the valid prefixes of the outputs.
 #pragma once
 
 #include <functional>
@@ -30,38 +32,44 @@
 namespace tandem::backends {
 
 struct DynamicModuleSource {
-  kernels::DynamicRange range;
-  // The module for the dynamic size n: graph-level passes applied, op calls not yet lowered.
-  std::function<ir::IRModule(int64_t n)> make;
+  // The symbols and their ranges (kernels::CheckDynamicRanges); BuildBucketed splits the first.
+  kernels::DynamicRanges ranges;
+  // The module at the symbols' sizes (in the order of `ranges`): graph-level passes applied, op
+  // calls not yet lowered.
+  std::function<ir::IRModule(const std::vector<int64_t>& sizes)> make;
 };
 
 class DynamicExecutable {
  public:
-  // Inputs in parameter order, each of the shape its extents give at one n within the range
-  // (Error naming the input otherwise). Returns the outputs at that n.
+  // Inputs in parameter order, each of the shape its extents give at sizes within the ranges
+  // (Error naming the input otherwise). Returns the outputs at those sizes.
   std::vector<ir::Tensor> Run(const std::vector<ir::Tensor>& inputs);
-  // The n the inputs' shapes give (the same Errors as Run).
-  int64_t SizeOf(const std::vector<ir::Tensor>& inputs) const;
-  // The same within `allowed` instead of this build's range (for a caller choosing among the
-  // builds of several ranges of the same symbol, BucketedExecutable).
-  int64_t SizeWithin(const std::vector<ir::Tensor>& inputs,
-                     const kernels::DynamicRange& allowed) const;
+  // The symbols' sizes the inputs' shapes give, in the order of ranges() (the same Errors as
+  // Run).
+  std::vector<int64_t> SizesOf(const std::vector<ir::Tensor>& inputs) const;
+  // The same with the first symbol within `allowed` instead of its range in this build (for a
+  // caller choosing among the builds of several ranges of it, BucketedExecutable).
+  std::vector<int64_t> SizesWithin(const std::vector<ir::Tensor>& inputs,
+                                   const kernels::DynamicRange& allowed) const;
 
-  const kernels::DynamicRange& range() const { return range_; }
+  const kernels::DynamicRanges& ranges() const { return ranges_; }
+  // The first symbol's range (the one buckets split).
+  const kernels::DynamicRange& range() const { return ranges_.front(); }
   Executable& executable() { return *executable_; }
-  // "[1, seq]" per input and output.
+  // "ids: i64[batch, seq]" per input, "f32[batch, seq, 64]" per output.
   std::vector<std::string> InputSignatures() const;
   std::vector<std::string> OutputSignatures() const;
 
  private:
   friend class BucketedExecutable;  // runs a bucket at the size it checked itself
-  // Run at n, which the inputs' shapes give (SizeOf or SizeWithin checked them).
-  std::vector<ir::Tensor> RunAt(const std::vector<ir::Tensor>& inputs, int64_t n);
+  // Run at `sizes`, which the inputs' shapes give (SizesOf or SizesWithin checked them).
+  std::vector<ir::Tensor> RunAt(const std::vector<ir::Tensor>& inputs,
+                                const std::vector<int64_t>& sizes);
 
   friend std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& source,
                                                          const BuildOptions& options);
 
-  kernels::DynamicRange range_;
+  kernels::DynamicRanges ranges_;
   std::unique_ptr<Executable> executable_;
   std::vector<std::string> input_names_;
   std::vector<ir::TensorType> input_types_;  // at the bound

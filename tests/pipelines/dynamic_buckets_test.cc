@@ -93,7 +93,7 @@ TEST(DynamicBuckets, EachLengthRunsInItsBucketToTheStoredOutputs) {
     SCOPED_TRACE("sequence length " + std::to_string(length));
     std::vector<ir::Tensor> inputs =
         testing::RandomTokenInputs(length, 40 + static_cast<uint64_t>(length), 4, 1000);
-    ir::Tensor expected = backends::RunReference(source.make(length), inputs).at(0);
+    ir::Tensor expected = backends::RunReference(source.make({length}), inputs).at(0);
     EXPECT_LT(ir::RelativeError(bucketed->Run(inputs).at(0), expected), 1e-4);
   }
   ir::Tensor too_long(ir::TensorType{{1, 129}, ir::DataType::kInt64, ""});
@@ -110,7 +110,7 @@ TEST(DynamicBuckets, BucketsMustFollowOneAnother) {
   std::vector<std::unique_ptr<backends::DynamicExecutable>> builds;
   for (const kernels::DynamicRange& bucket :
        {kernels::DynamicRange{"sequence", 1, 8}, kernels::DynamicRange{"sequence", 10, 16}}) {
-    builds.push_back(backends::BuildDynamic({bucket, source.make}));
+    builds.push_back(backends::BuildDynamic({{bucket}, source.make}));
   }
   testing::ExpectErrorContaining(
       [&] { backends::BucketedExecutable bucketed(std::move(builds)); },

@@ -66,7 +66,7 @@ TEST(DynamicBuild, InputsOutsideTheRangeOrDisagreeingAreErrors) {
                "input 'attention_mask' gives seq=9 but input 'input_ids' "
                "gives seq=8");
   expect_error({ids(8)}, "the model takes 2 inputs but 1 were given");
-  EXPECT_EQ(dynamic->SizeOf({ids(4), ids(4)}), 4);
+  EXPECT_EQ(dynamic->SizesOf({ids(4), ids(4)}), std::vector<int64_t>{4});
 }
 
 // Self-attention over n tokens of width 16 with a position table sliced to n, a residual and a
@@ -107,11 +107,11 @@ std::unique_ptr<backends::DynamicExecutable> BuildGraph(
     const std::function<ir::IRModule(int64_t)>& make, int64_t minimum, int64_t bound,
     const std::string& pipeline) {
   backends::DynamicModuleSource source;
-  source.range = {.symbol = "n", .minimum = minimum, .bound = bound};
-  source.make = [make, pipeline](int64_t n) {
-    if (pipeline.empty()) return make(n);
+  source.ranges = {{.symbol = "n", .minimum = minimum, .bound = bound}};
+  source.make = [make, pipeline](const std::vector<int64_t>& n) {
+    if (pipeline.empty()) return make(n.front());
     passes::PassContext context;
-    return context.RunPipeline(*passes::ParsePipeline(pipeline), make(n));
+    return context.RunPipeline(*passes::ParsePipeline(pipeline), make(n.front()));
   };
   return backends::BuildDynamic(source);
 }
@@ -159,10 +159,10 @@ TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
       return std::nullopt;
     };
     backends::DynamicModuleSource source;
-    source.range = {.symbol = "n", .minimum = 1, .bound = 48};
-    source.make = [&](int64_t n) {
+    source.ranges = {{.symbol = "n", .minimum = 1, .bound = 48}};
+    source.make = [&](const std::vector<int64_t>& n) {
       passes::PassContext context;
-      return context.RunPipeline(*passes::ParsePipeline(heuristic), Attention(n));
+      return context.RunPipeline(*passes::ParsePipeline(heuristic), Attention(n.front()));
     };
     std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source, options);
     EXPECT_GT(sampled, 3);

@@ -73,11 +73,11 @@ struct TokenExample {
     std::string graph_part = pipelines::WithoutFinalLegalize(
         pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
     backends::DynamicModuleSource source;
-    source.range = range;
-    source.make = [example = *this, bytes, graph_part, binding](int64_t n) {
+    source.ranges = {range};
+    source.make = [example = *this, bytes, graph_part, binding](const std::vector<int64_t>& n) {
       passes::PassContext context;
       return context.RunPipeline(*passes::ParsePipeline(graph_part),
-                                 example.ImportAt(bytes, n, binding));
+                                 example.ImportAt(bytes, n.front(), binding));
     };
     return source;
   }

@@ -35,8 +35,8 @@ ir::KernelFunction Dynamic(const std::string& op, const std::vector<ir::TensorTy
   std::vector<ir::Type> types(inputs.begin(), inputs.end());
   ir::Type output = ir::InferCallType(op, types, attrs);
   ir::KernelFunction kernel = kernels::LowerOpCall(op, op, attrs, inputs, output);
-  kernels::DynamicPlan plan =
-      kernels::PlanDynamicIterators(kernel, extents, {.symbol = "n", .minimum = 1, .bound = bound});
+  kernels::DynamicPlan plan = kernels::PlanDynamicIterators(
+      kernel, extents, {{.symbol = "n", .minimum = 1, .bound = bound}});
   kernels::DefaultScheduleOptions options;
   options.parallel_min_work = 1;
   options.num_threads = 2;
@@ -148,7 +148,7 @@ TEST(CodegenDynamicExtent, PlansRefuseWindowsAlongTheAxisAndStaticOutputs) {
     ir::Type output = ir::InferCallType(op, types, attrs);
     ir::KernelFunction kernel = kernels::LowerOpCall(op, op, attrs, inputs, output);
     try {
-      kernels::PlanDynamicIterators(kernel, extents, {.symbol = "n", .minimum = 1, .bound = 8});
+      kernels::PlanDynamicIterators(kernel, extents, {{.symbol = "n", .minimum = 1, .bound = 8}});
     } catch (const ir::Error& e) {
       return std::string(e.what());
     }
