@@ -107,15 +107,16 @@ struct TokenExample {
   }
 };
 
-// Inputs [1, length] for a run at a length with no stored data: ids drawn from [0, vocabulary)
-// with seed `ids_seed` and a random 0/1 attention mask (seed `mask_seed`) whose first token is
-// valid.
+// Inputs [batch, length] for a run at a size with no stored data: ids drawn from
+// [0, vocabulary) with seed `ids_seed` and a random 0/1 attention mask (seed `mask_seed`) whose
+// first token in each row is valid.
 inline std::vector<ir::Tensor> RandomTokenInputs(int64_t length, uint64_t ids_seed,
-                                                 uint64_t mask_seed, int64_t vocabulary) {
-  ir::TensorType type{{1, length}, ir::DataType::kInt64, ""};
+                                                 uint64_t mask_seed, int64_t vocabulary,
+                                                 int64_t batch = 1) {
+  ir::TensorType type{{batch, length}, ir::DataType::kInt64, ""};
   ir::Tensor ids = ir::Tensor::Random(type, ids_seed, 0, static_cast<double>(vocabulary));
   ir::Tensor mask = ir::Tensor::Random(type, mask_seed, 0, 2);
-  mask.data<int64_t>()[0] = 1;
+  for (int64_t row = 0; row < batch; ++row) mask.data<int64_t>()[row * length] = 1;
   return {ids, mask};
 }
 

@@ -159,7 +159,7 @@ TEST(CodegenDynamicExtent, PlansRefuseWindowsAlongTheAxisAndStaticOutputs) {
       "max_pool2d", {F32({1, 1, 8, 4})},
       {{"pool_size", std::vector<int64_t>{3, 1}}, {"padding", std::vector<int64_t>{1, 0, 1, 0}}},
       {{{}, {}, {1, 0}, {}}, {{}, {}, {1, 0}, {}}});
-  EXPECT_NE(window.find("reads axis 2 (valid length n) at an index that reaches"),
+  EXPECT_NE(window.find("reads axis 2 (valid length n) at an index (%h - 1) that reaches"),
             std::string::npos)
       << window;
   // A sum over the dynamic axis into a static output is fine (guarded) ...
