@@ -68,18 +68,13 @@ std::vector<const ir::BlockRealizeNode*> LeafBlocks(const Stmt& body) {
   return blocks;
 }
 
-std::string ExtentText(const AxisExtent& e, const DynamicRanges& ranges) {
-  const std::string& symbol = ranges.at(e.symbol).symbol;
+// "2*seq+1": the valid length of an axis named by its symbol among `symbols`.
+std::string ExtentText(const AxisExtent& e, const std::vector<std::string>& symbols) {
+  const std::string& symbol = symbols.at(e.symbol);
   std::string text = e.scale == 1 ? symbol : fmt::format("{}*{}", e.scale, symbol);
   if (e.offset > 0) text += fmt::format("+{}", e.offset);
   if (e.offset < 0) text += fmt::format("-{}", -e.offset);
   return text;
-}
-
-// "dynamic axis 'seq'", or "dynamic axes 'batch', 'seq'": what an Error is about.
-std::string AxesText(const DynamicRanges& ranges) {
-  return fmt::format("dynamic ax{} '{}'", ranges.size() == 1 ? "is" : "es",
-                     fmt::join(SymbolsOf(ranges), "', '"));
 }
 
 // Analysis of one block (steps 1-4 of PlanDynamicIterators).
@@ -154,7 +149,8 @@ class BlockAnalysis {
       extents_[k] = extent;
     } else if (!(*extents_[k] == extent)) {
       Fail(buffer, fmt::format("walks axes of lengths {} and {} with the iterator '{}' of",
-                               ExtentText(*extents_[k], ranges_), ExtentText(extent, ranges_),
+                               ExtentText(*extents_[k], SymbolsOf(ranges_)),
+                               ExtentText(extent, SymbolsOf(ranges_)),
                                block_.iter_vars[k].var->name));
     }
   }
@@ -209,7 +205,7 @@ class BlockAnalysis {
           Fail(a.buffer->name,
                fmt::format("reads axis {} (valid length {}) at an index ({}) that reaches {} at "
                            "{}={}, in",
-                           axis, ExtentText(axis_extent, ranges_), ir::PrintExpr(index),
+                           axis, ExtentText(axis_extent, SymbolsOf(ranges_)), ir::PrintExpr(index),
                            bound.has_upper() ? fmt::format("{}", bound.max) : "any value",
                            range.symbol, n));
         }
@@ -235,12 +231,10 @@ bool IsDynamic(const TensorExtents& extents) {
 
 std::string ExtentsToString(const TensorExtents& extents, const ir::Shape& shape,
                             const std::vector<std::string>& symbols) {
-  DynamicRanges named;
-  for (const std::string& symbol : symbols) named.push_back({symbol, 1, 1});
   std::vector<std::string> parts;
   for (size_t axis = 0; axis < shape.size(); ++axis) {
     if (axis < extents.size() && extents[axis].dynamic()) {
-      parts.push_back(ExtentText(extents[axis], named));
+      parts.push_back(ExtentText(extents[axis], symbols));
     } else {
       parts.push_back(fmt::format("{}", shape[axis]));
     }
@@ -327,6 +321,19 @@ std::vector<int64_t> BoundsOf(const DynamicRanges& ranges) {
   std::vector<int64_t> bounds;
   for (const DynamicRange& range : ranges) bounds.push_back(range.bound);
   return bounds;
+}
+
+std::string AxesText(const DynamicRanges& ranges) {
+  return fmt::format("dynamic ax{} '{}'", ranges.size() == 1 ? "is" : "es",
+                     fmt::join(SymbolsOf(ranges), "', '"));
+}
+
+std::string SizesText(const DynamicRanges& ranges, const std::vector<int64_t>& sizes) {
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    parts.push_back(fmt::format("{}={}", ranges[k].symbol, sizes.at(k)));
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string TupleElementName(const std::string& value, size_t element) {

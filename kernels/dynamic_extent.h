@@ -88,6 +88,10 @@ std::map<std::string, int64_t> SymbolSizes(const DynamicRanges& ranges,
                                            const std::vector<int64_t>& sizes);
 // Every symbol at its bound.
 std::vector<int64_t> BoundsOf(const DynamicRanges& ranges);
+// "dynamic axis 'seq'", or "dynamic axes 'batch', 'seq'": what an Error about a build is about.
+std::string AxesText(const DynamicRanges& ranges);
+// "seq=127", or "batch=8, seq=127": the symbols at `sizes` (one per range, in order).
+std::string SizesText(const DynamicRanges& ranges, const std::vector<int64_t>& sizes);
 
 // The buckets of a range: consecutive parts [minimum, b0], [b0 + 1, b1], ..., ending at the
 // range's bound, each built (and tuned) at its own bound and chosen at run time by size. `text`

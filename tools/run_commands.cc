@@ -266,10 +266,7 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
   };
   std::vector<ir::Tensor> inputs = Inputs(load(kernels::BoundsOf(ranges)).Get(io.function), io);
   std::vector<int64_t> sizes = executable.SizesOf(inputs);
-  std::string at;  // "batch=2, seq=77"
-  for (size_t k = 0; k < ranges.size(); ++k) {
-    at += fmt::format("{}{}={}", k ? ", " : "", ranges[k].symbol, sizes[k]);
-  }
+  std::string at = kernels::SizesText(ranges, sizes);  // "batch=2, seq=77"
   backends::DynamicExecutable& bucket = executable.BucketFor(sizes.front());
   std::vector<ir::Tensor> outputs = executable.Run(inputs);
   std::vector<double> times;

@@ -49,15 +49,6 @@ ir::Shape ShapeAt(const ir::Shape& bound_shape, const TensorExtents& extents,
   return shape;
 }
 
-// "seq=127", or "batch=8, seq=127": the symbols at `sizes`.
-std::string SizesText(const kernels::DynamicRanges& ranges, const std::vector<int64_t>& sizes) {
-  std::vector<std::string> parts;
-  for (size_t k = 0; k < ranges.size(); ++k) {
-    parts.push_back(fmt::format("{}={}", ranges[k].symbol, sizes[k]));
-  }
-  return fmt::format("{}", fmt::join(parts, ", "));
-}
-
 // Steps of BuildDynamic's comparison: the extents of one value from its types at the sizes.
 // sizes[0] has every symbol at its bound, sizes[1 + k] symbol k one below it; any further ones
 // check the extents found from those.
@@ -111,11 +102,10 @@ class Comparison {
 
  private:
   [[noreturn]] void Fail(const std::string& reason) const {
-    throw ir::Error(fmt::format("dynamic ax{} '{}': {}", ranges_.size() == 1 ? "is" : "es",
-                                fmt::join(kernels::SymbolsOf(ranges_), "', '"), reason));
+    throw ir::Error(fmt::format("{}: {}", kernels::AxesText(ranges_), reason));
   }
 
-  std::string At(size_t f) const { return SizesText(ranges_, sizes_[f]); }
+  std::string At(size_t f) const { return kernels::SizesText(ranges_, sizes_[f]); }
 
   // The type of node i at size f: the node's, or its element `element` (of a tuple).
   const ir::TensorType* TypeAt(size_t f, size_t i, int element) const {
