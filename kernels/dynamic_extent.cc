@@ -148,10 +148,10 @@ class BlockAnalysis {
     if (!extents_[k]) {
       extents_[k] = extent;
     } else if (!(*extents_[k] == extent)) {
-      Fail(buffer, fmt::format("walks axes of lengths {} and {} with the iterator '{}' of",
-                               ExtentText(*extents_[k], SymbolsOf(ranges_)),
-                               ExtentText(extent, SymbolsOf(ranges_)),
-                               block_.iter_vars[k].var->name));
+      Fail(buffer,
+           fmt::format("walks axes of lengths {} and {} with the iterator '{}' of",
+                       ExtentText(*extents_[k], SymbolsOf(ranges_)),
+                       ExtentText(extent, SymbolsOf(ranges_)), block_.iter_vars[k].var->name));
     }
   }
 
