@@ -1,10 +1,10 @@
 // tandem_dynamic_bench: one dynamic build of an ONNX model (every size of one symbolic axis
 // within a range) against a build specialized to each size, and external engines, in one run.
 //
-//   D=examples/models/bert_tokens
-//   build/bench/tandem_dynamic_bench --model $D/model.onnx --symbol batch=1 \
-//       --dynamic sequence=1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128 \
-//       --external "onnxruntime=PY bench/engine_latency.py --serve --engine onnxruntime \
+// For example (one command line, with D=examples/models/bert_tokens):
+//   build/bench/tandem_dynamic_bench --model $D/model.onnx --symbol batch=1
+//       --dynamic sequence=1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128
+//       --external "onnxruntime=PY bench/engine_latency.py --serve --engine onnxruntime
 //                   --test-data test_data_seq{n} $D"
 //
 // Steps:

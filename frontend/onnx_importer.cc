@@ -159,6 +159,22 @@ class GraphImporter {
                         name, fmt::join(names, ", ")));
       }
     }
+    std::set<std::string> symbols;  // the symbolic dimensions of the inputs
+    for (const onnx::ValueInfoProto* input : parameters) {
+      if (!input->type().has_tensor_type() || !input->type().tensor_type().has_shape()) continue;
+      for (const auto& dim : input->type().tensor_type().shape().dim()) {
+        if (dim.has_dim_param() && !dim.dim_param().empty()) symbols.insert(dim.dim_param());
+      }
+    }
+    for (const auto& [symbol, size] : options_.symbols) {
+      if (symbols.count(symbol) == 0) {
+        throw Error(fmt::format(
+            "a size is given for the symbol '{}', which names no dimension of the model's "
+            "inputs (their symbolic dimensions: {})",
+            symbol,
+            symbols.empty() ? std::string("none") : fmt::format("{}", fmt::join(symbols, ", "))));
+      }
+    }
     for (const onnx::ValueInfoProto* input : parameters) {
       ir::ValueId id = builder_.Input(input->name(), InputType(*input));
       Define(input->name(), values_.AddGraphValue(id), "a graph input");

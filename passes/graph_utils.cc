@@ -30,17 +30,6 @@ ir::GraphFunction RemoveUnusedNodes(const ir::GraphFunction& fn) {
   return out;
 }
 
-ir::ValueId AppendNode(ir::GraphFunction& out, ir::Node node) {
-  std::set<std::string> names;
-  for (const ir::Node& n : out.nodes) names.insert(n.name);
-  std::string base = node.name.empty() ? "v" : node.name;
-  std::string name = base;
-  for (int i = 1; names.count(name); ++i) name = fmt::format("{}_{}", base, i);
-  node.name = name;
-  out.nodes.push_back(std::move(node));
-  return static_cast<ir::ValueId>(out.nodes.size() - 1);
-}
-
 ir::GraphFunction RewriteNodes(const ir::GraphFunction& fn, const NodeRewrite& rewrite) {
   ir::GraphFunction out;
   out.name = fn.name;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/graph_append.h"
 
 namespace tandem::passes {
 
@@ -21,8 +22,7 @@ using NodeRewrite = std::function<ir::ValueId(ir::ValueId old_id, ir::GraphFunct
                                               const std::vector<ir::ValueId>& map)>;
 ir::GraphFunction RewriteNodes(const ir::GraphFunction& function, const NodeRewrite& rewrite);
 
-// Appends a node to `out` (operands already in `out`'s numbering) with a name unique in `out`.
-ir::ValueId AppendNode(ir::GraphFunction& out, ir::Node node);
+using ir::AppendNode;
 
 // Applies `fn` to every graph function of the module except extern functions (subgraphs placed
 // on an external backend keep the form their backend compiles).

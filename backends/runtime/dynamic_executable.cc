@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "backends/runtime/dynamic_means.h"
 #include "ir/error.h"
 
 namespace tandem::backends {
@@ -277,7 +278,8 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
     extent_name = fmt::format("{}_{}", kernels::kDynamicExtentParam, k);
   }
   ir::IRModule module = modules[0];
-  module.Add(WithExtentParameter(main, extent_name, ranges.size()));
+  module.Add(DivideMeansByValidLength(WithExtentParameter(main, extent_name, ranges.size()), 0,
+                                      ranges, values));
   auto lowering = std::make_shared<kernels::DynamicLowering>();
   lowering->ranges = ranges;
   lowering->values = std::move(values);

@@ -14,32 +14,6 @@
 
 namespace tandem::passes {
 
-ir::ValueId AppendCall(ir::GraphFunction& out, const std::string& op,
-                       const std::vector<ir::ValueId>& inputs, ir::Attrs attrs,
-                       const std::string& name, const ir::Attrs& annotations) {
-  std::vector<ir::Type> operands;
-  for (ir::ValueId id : inputs) operands.push_back(out.type_of(id));
-  ir::Node node;
-  node.kind = ir::NodeKind::kCall;
-  node.op = op;
-  node.name = name;
-  node.inputs = inputs;
-  node.type = ir::InferCallType(op, operands, attrs);
-  node.attrs = std::move(attrs);
-  node.annotations = annotations;
-  return AppendNode(out, std::move(node));
-}
-
-ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
-                           const std::string& name) {
-  ir::Node node;
-  node.kind = ir::NodeKind::kConstant;
-  node.name = name;
-  node.value = value.WithLayout("");
-  node.type = ir::TensorType{value.shape(), value.dtype(), ""};
-  return AppendNode(out, std::move(node));
-}
-
 ir::ValueId AppendTupleGetItem(ir::GraphFunction& out, ir::ValueId tuple, int64_t index,
                                const std::string& name) {
   ir::Node node;

@@ -9,19 +9,14 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/graph_append.h"
 #include "passes/pass.h"
 #include "passes/pass_declaration.h"
 
 namespace tandem::passes {
 
-// Appends a call of `op` on `inputs` (ids in `out`) to `out`; the attributes are normalized and
-// the result type inferred exactly as GraphBuilder::Call does (a type error throws ir::Error).
-ir::ValueId AppendCall(ir::GraphFunction& out, const std::string& op,
-                       const std::vector<ir::ValueId>& inputs, ir::Attrs attrs,
-                       const std::string& name, const ir::Attrs& annotations = {});
-// Appends a constant node holding `value` (its type is the value's, without layout).
-ir::ValueId AppendConstant(ir::GraphFunction& out, const ir::Tensor& value,
-                           const std::string& name);
+using ir::AppendCall;
+using ir::AppendConstant;
 // Appends `op`(data of `node`, `weight`) with `attrs` and `node`'s annotations, named `name`, the
 // new constant named after `node`'s weight plus `suffix`; the id of the call in `out`.
 ir::ValueId AppendWithWeight(const ir::GraphFunction& fn, const ir::Node& node,

@@ -123,6 +123,21 @@ TEST(OnnxImport, SymbolicDimensionsNeedInputShapes) {
   ExpectError([&] { model.Import(options); }, {"'tokenz'", "not an input"});
 }
 
+TEST(OnnxImport, SymbolSizesMustNameAnInputsSymbolicDimension) {
+  OnnxModel model;
+  model.Input("tokens", {-1, 8}).Node("Relu", {"tokens"}, {"y"}).Output("y");
+  OnnxImportOptions options;
+  options.symbols["dim0"] = 5;
+  EXPECT_EQ(model.Import(options).Get("main").OutputTensorTypes()[0].shape, (ir::Shape{5, 8}));
+  options.symbols["sequence"] = 5;
+  ExpectError([&] { model.Import(options); },
+              {"symbol 'sequence'", "names no dimension", "symbolic dimensions: dim0)"});
+  OnnxModel fixed;
+  fixed.Input("x", {2}).Node("Relu", {"x"}, {"y"}).Output("y");
+  options.symbols = {{"batch", 1}};
+  ExpectError([&] { fixed.Import(options); }, {"symbol 'batch'", "symbolic dimensions: none)"});
+}
+
 TEST(OnnxImport, UnsupportedOpIsNamed) {
   OnnxModel model;
   model.Input("boxes", {1, 4, 4}).Input("scores", {1, 1, 4});

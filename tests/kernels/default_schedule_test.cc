@@ -448,9 +448,10 @@ TEST(DefaultSchedule, GroupedConvolutionVectorsAreOneGroupWide) {
                           {"padding", std::vector<int64_t>{1, 1, 1, 1}},
                           {"strides", std::vector<int64_t>{stride, stride}},
                           {"groups", int64_t{4}}});
-    Schedule s = ApplyDefaultSchedule(
-        kernel,
-        DefaultScheduleOptions{.vector_lanes = lanes, .parallel_min_work = 64, .num_threads = 2});
+    Schedule s =
+        ApplyDefaultSchedule(kernel, DefaultScheduleOptions{.vector_lanes = static_cast<int>(lanes),
+                                                            .parallel_min_work = 64,
+                                                            .num_threads = 2});
     std::vector<std::pair<ir::ForKind, int64_t>> loops = LoopNest(s);
     EXPECT_TRUE(std::count(loops.begin(), loops.end(),
                            std::make_pair(ir::ForKind::kVectorized, group_width)) >= 3)
@@ -662,8 +663,9 @@ TEST(DefaultSchedule, UnrolledWindowTilesStayWithinTheAccumulatorCapOnAnyRegiste
                   {"strides", std::vector<int64_t>{1, 1}},
                   {"padding", std::vector<int64_t>{taps / 2, taps / 2, taps / 2, taps / 2}}});
     Schedule s = ApplyDefaultSchedule(
-        kernel, DefaultScheduleOptions{
-                    .vector_lanes = lanes, .vector_registers = registers, .num_threads = 2});
+        kernel, DefaultScheduleOptions{.vector_lanes = static_cast<int>(lanes),
+                                       .vector_registers = static_cast<int>(registers),
+                                       .num_threads = 2});
     EXPECT_LT(CompareKernels(kernel, s.function()), 1e-5) << s.trace().ToText();
     std::map<std::string, int64_t> tiles = UnrolledTileLoops(s);
     return std::make_pair(tiles["w_1"], tiles["kw"]);
@@ -692,8 +694,9 @@ TEST(DefaultSchedule, ConvolutionTilesUseMoreOfTheRegisterFileThanGemmTiles) {
   // Accumulator registers of the tile: its unrolled rows times the vectors of its vector loop.
   auto accumulators = [](const ir::KernelFunction& kernel, int64_t lanes, int64_t registers) {
     Schedule s = ApplyDefaultSchedule(
-        kernel, DefaultScheduleOptions{
-                    .vector_lanes = lanes, .vector_registers = registers, .num_threads = 2});
+        kernel, DefaultScheduleOptions{.vector_lanes = static_cast<int>(lanes),
+                                       .vector_registers = static_cast<int>(registers),
+                                       .num_threads = 2});
     EXPECT_LT(CompareKernels(kernel, s.function()), 1e-4) << s.trace().ToText();
     int64_t product = 1, vector = 0;
     for (const auto& [name, extent] : UnrolledTileLoops(s)) product *= extent;

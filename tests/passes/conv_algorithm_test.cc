@@ -179,7 +179,7 @@ ir::IRModule EpilogueModel() {
 TEST(ConvAlgorithm, PreservesSemanticsOnTheReferenceInterpreter) {
   for (const char* algorithm : {"winograd_2x2", "winograd_4x4"}) {
     SCOPED_TRACE(algorithm);
-    for (const std::string& name : {"resnet_basic_block", "resnet_bottleneck"}) {
+    for (const char* name : {"resnet_basic_block", "resnet_bottleneck"}) {
       ir::IRModule rewritten = ApplyConvAlgorithm(rewrite_testing::Model(name), "main", algorithm);
       EXPECT_GT(CountOps(rewritten, "winograd_output_transform"), 0) << name;
       rewrite_testing::ExpectSameOutputs(name, rewritten);
