@@ -64,6 +64,7 @@ struct DynamicRange {
   std::string symbol = "n";
   int64_t minimum = 1;
   int64_t bound = 1;
+  bool operator==(const DynamicRange& other) const = default;
 };
 
 // "SYMBOL=MIN:MAX" (or "SYMBOL=MAX", from 1), as the --dynamic options take it; Error naming the

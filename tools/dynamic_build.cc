@@ -47,11 +47,11 @@ std::string GraphPart(const std::string& pipeline_text, bool with_schedules) {
   return pipelines::WithoutFinalLegalize(pipeline_text);
 }
 
-// The buckets and schedules recorded in the trace file `path`, checked against the range (and
-// the buckets, when given) and the model.
+// The buckets and schedules recorded in the trace file `path`, checked against the ranges (and
+// the buckets of the first, when given) and the model.
 std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceFile& file,
                                                             const std::string& path,
-                                                            const kernels::DynamicRange& range,
+                                                            const kernels::DynamicRanges& ranges,
                                                             const std::string& buckets_text,
                                                             const ModelOptions& model) {
   if (!tuning::IsDynamicBucketTrace(file.trace)) {
@@ -61,28 +61,29 @@ std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceF
         path));
   }
   std::vector<tuning::DynamicBucketDecision> decisions = tuning::ReadDynamicBucketTrace(file.trace);
-  kernels::DynamicRange recorded{decisions.front().range.symbol, decisions.front().range.minimum,
-                                 decisions.back().range.bound};
+  kernels::DynamicRanges recorded = {{decisions.front().range.symbol,
+                                      decisions.front().range.minimum,
+                                      decisions.back().range.bound}};
+  recorded.insert(recorded.end(), decisions.front().others.begin(), decisions.front().others.end());
   std::vector<std::string> recorded_bounds;
   for (const tuning::DynamicBucketDecision& d : decisions) {
     recorded_bounds.push_back(std::to_string(d.range.bound));
   }
-  if (recorded.symbol != range.symbol || recorded.minimum != range.minimum ||
-      recorded.bound != range.bound ||
-      (!buckets_text.empty() &&
-       fmt::format("{}", fmt::join(recorded_bounds, ",")) != buckets_text)) {
+  if (recorded != ranges || (!buckets_text.empty() &&
+                             fmt::format("{}", fmt::join(recorded_bounds, ",")) != buckets_text)) {
     throw ir::Error(fmt::format(
         "the trace file {} was recorded for {} with the buckets {}; --dynamic asks for {}{}", path,
-        ToString(recorded), fmt::join(recorded_bounds, ","), ToString(range),
+        ToString(recorded), fmt::join(recorded_bounds, ","), ToString(ranges),
         buckets_text.empty() ? std::string() : " with the buckets " + buckets_text));
   }
+  std::vector<int64_t> bounds = kernels::BoundsOf(ranges);
   std::string hash =
-      ir::HashToHex(ir::StructuralHash(LoadModel(model, {{range.symbol, range.bound}})));
+      ir::HashToHex(ir::StructuralHash(LoadModel(model, kernels::SymbolSizes(ranges, bounds))));
   if (hash != file.model_hash) {
     throw ir::Error(fmt::format(
-        "the trace file {} was recorded on another model ({}, hash {} at {}={}); this one has "
+        "the trace file {} was recorded on another model ({}, hash {} at {}); this one has "
         "hash {}",
-        path, file.model, file.model_hash, range.symbol, range.bound, hash));
+        path, file.model, file.model_hash, kernels::SizesText(ranges, bounds), hash));
   }
   return decisions;
 }
@@ -127,13 +128,8 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   std::string descriptor;
   bool from_trace = !pipeline.trace.empty();
   if (from_trace) {
-    if (ranges.size() > 1) {
-      throw ir::Error(
-          fmt::format("--trace replays the buckets of one dynamic symbol; {} were given (use --db)",
-                      ranges.size()));
-    }
     passes::TraceFile file = passes::ReadTraceFile(pipeline.trace);
-    decisions = BucketsFromTrace(file, pipeline.trace, range, dynamic.buckets, model);
+    decisions = BucketsFromTrace(file, pipeline.trace, ranges, dynamic.buckets, model);
     result.pipeline = file.pipeline;
     descriptor = file.target;
     target = tuning::TargetOfDescriptor(file.target);
@@ -148,7 +144,7 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
     }
     for (const kernels::DynamicRange& bucket :
          kernels::ParseDynamicBuckets(dynamic.buckets, range)) {
-      decisions.push_back({bucket, {}});
+      decisions.push_back({bucket, {}, {ranges.begin() + 1, ranges.end()}});
     }
   }
   result.target = descriptor;

@@ -259,11 +259,6 @@ int RunTuneDynamic(TuneOptions& options) {
   if (!options.output.empty() || !options.pipeline.trace.empty()) {
     throw ir::Error("tune --dynamic takes no --output or --trace (use --save-trace)");
   }
-  if (!options.trace_file.empty() && ranges.size() > 1) {
-    throw ir::Error(
-        "--save-trace records the buckets of one dynamic symbol; the schedules of a build with "
-        "several stay in --db");
-  }
   // The symbols' sizes with the first at `n`, the others at their bounds.
   auto with_first = [&](int64_t n) {
     std::vector<int64_t> sizes = kernels::BoundsOf(ranges);
@@ -298,7 +293,8 @@ int RunTuneDynamic(TuneOptions& options) {
     }
   }
   if (!options.trace_file.empty()) {
-    ir::IRModule at_bound = LoadModel(options.model, {{range.symbol, range.bound}});
+    ir::IRModule at_bound =
+        LoadModel(options.model, kernels::SymbolSizes(ranges, kernels::BoundsOf(ranges)));
     passes::WriteTraceFile({ModelName(options.model), ir::HashToHex(ir::StructuralHash(at_bound)),
                             built.pipeline, built.target, built.trace},
                            options.trace_file);

@@ -3,8 +3,9 @@
 `tandem tune --dynamic --buckets` tunes each bucket at its bound into one database and saves the
 buckets with their schedules as a trace file; `tandem compile --dynamic --trace` rebuilds exactly
 the modules that the database gives; `tandem run --dynamic --trace` runs a length in the bucket
-holding it to the stored outputs; a trace recorded for other buckets or another range, a trace of
-one size, and a tuning pipeline without --db are errors that say so.
+holding it to the stored outputs; the same with two symbols (the batch's range whole in each
+bucket of the sequence's); a trace recorded for other buckets or other ranges, a trace of one
+size, and a tuning pipeline without --db are errors that say so.
 
 usage: dynamic_buckets_cli_test.py TANDEM MODEL_DIR WORKDIR
 """
@@ -92,7 +93,32 @@ def main():
          one_size])
     expect_error([tandem, "run", *common, "--trace", one_size],
                  "holds the decisions for one size")
-    print("ok: buckets tuned, traced, rebuilt and run; mismatches refused")
+
+    # 5. Two symbols: the batch's whole range travels with each bucket of the sequence's.
+    two = [model, "--dynamic", "sequence=1:32", "--dynamic", "batch=1:2"]
+    two_trace = os.path.join(workdir, "two_symbols.json")
+    _, err = run([tandem, "tune", *two, "--buckets", "16,32", "--pipeline", "default_tuning",
+                  "--trials", "4", "--db", db, "--save-trace", two_trace])
+    if "trace: " + two_trace + " (2 buckets)" not in err:
+        sys.exit(f"FAILED: tune with two symbols does not save its trace:\n{err}")
+    with open(two_trace, encoding="utf-8") as f:
+        others = [i["attrs"].get("others") for i in json.load(f)["trace"]["instructions"]]
+    if others != ["batch=1:2", "batch=1:2"]:
+        sys.exit(f"FAILED: the two-symbol trace's other ranges are {others}")
+    from_db, _ = run([tandem, "compile", *two, "--buckets", "16,32", "--pipeline",
+                      "default_tuning", "--db", db])
+    from_trace, _ = run([tandem, "compile", *two, "--trace", two_trace])
+    if from_db != from_trace:
+        sys.exit("FAILED: compile --trace differs from compile --db with two symbols")
+    data = os.path.join(model_dir, "test_data_seq16")
+    out, _ = run([tandem, "run", *two, "--trace", two_trace, "--inputs", data, "--check", data,
+                  "--repeat", "2"])
+    if "sequence=16, batch=1 (bucket [1, 16])" not in out:
+        sys.exit(f"FAILED: the two-symbol run does not name its sizes and bucket:\n{out}")
+    expect_error([tandem, "run", model, "--dynamic", "sequence=1:32", "--dynamic", "batch=1:4",
+                  "--trace", two_trace],
+                 "was recorded for sequence in [1, 32], batch in [1, 2] with the buckets 16,32")
+    print("ok: buckets tuned, traced, rebuilt and run (one and two symbols); mismatches refused")
 
 
 if __name__ == "__main__":

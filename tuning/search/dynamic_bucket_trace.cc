@@ -1,6 +1,9 @@
 #include "tuning/search/dynamic_bucket_trace.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "ir/error.h"
 #include "tuning/search/apply_history_best.h"
@@ -15,6 +18,13 @@ ir::Trace DynamicBucketTrace(const std::vector<DynamicBucketDecision>& buckets) 
     instruction.attrs.Set("symbol", bucket.range.symbol);
     instruction.attrs.Set("minimum", bucket.range.minimum);
     instruction.attrs.Set("bound", bucket.range.bound);
+    if (!bucket.others.empty()) {
+      std::vector<std::string> others;
+      for (const kernels::DynamicRange& other : bucket.others) {
+        others.push_back(fmt::format("{}={}:{}", other.symbol, other.minimum, other.bound));
+      }
+      instruction.attrs.Set("others", fmt::format("{}", fmt::join(others, ",")));
+    }
     SetScheduleDecision(instruction, bucket.schedules);
     trace.Append(std::move(instruction));
   }
@@ -43,12 +53,28 @@ std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace
       bucket.range.minimum = instruction.attrs.GetInt("minimum");
       bucket.range.bound = instruction.attrs.GetInt("bound");
       bucket.schedules = ScheduleDecision(instruction);
+      std::string others = instruction.attrs.GetString("others", "");
+      for (size_t start = 0; !others.empty() && start <= others.size();) {
+        size_t end = std::min(others.find(',', start), others.size());
+        bucket.others.push_back(kernels::ParseDynamicRange(others.substr(start, end - start)));
+        start = end + 1;
+      }
+      if (!bucket.others.empty()) {
+        kernels::DynamicRanges all = {bucket.range};
+        all.insert(all.end(), bucket.others.begin(), bucket.others.end());
+        kernels::CheckDynamicRanges(all);
+      }
     } catch (const ir::Error& e) {
       throw fail(e.what());
     }
     if (bucket.range.minimum < 1 || bucket.range.bound <= bucket.range.minimum) {
       throw fail(fmt::format("the bucket [{}, {}] holds fewer than two sizes", bucket.range.minimum,
                              bucket.range.bound));
+    }
+    if (!buckets.empty() && bucket.others != buckets.back().others) {
+      throw fail(
+          fmt::format("the bucket's other symbols ({}) differ from the previous bucket's ({})",
+                      kernels::ToString(bucket.others), kernels::ToString(buckets.back().others)));
     }
     if (!buckets.empty() && (bucket.range.symbol != buckets.back().range.symbol ||
                              bucket.range.minimum != buckets.back().range.bound + 1)) {

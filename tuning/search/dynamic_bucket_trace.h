@@ -1,9 +1,10 @@
 // The decisions of a dynamic build by buckets as a trace (backends/runtime/bucketed_executable.h):
 // one "DynamicBucket" instruction per bucket, in order, with the bucket's symbol, minimum and
-// bound as attributes, carrying the kernel schedules its build took as nested traces labelled by
-// workload hash (SetScheduleDecision's form). `tandem tune --dynamic --buckets` writes it in a
-// trace file; `tandem run --dynamic --trace` rebuilds the same buckets with the same schedules
-// (TraceMapProvider) and no database.
+// bound as attributes (and, for a build over several symbols, "others": the other symbols'
+// ranges, whole in every bucket, as "batch=1:4,..."), carrying the kernel schedules its build
+// took as nested traces labelled by workload hash (SetScheduleDecision's form). `tandem tune
+// --dynamic --buckets` writes it in a trace file; `tandem run --dynamic --trace` rebuilds the same
+// buckets with the same schedules (TraceMapProvider) and no database.
 #pragma once
 
 #include <map>
@@ -18,15 +19,19 @@ namespace tandem::tuning {
 inline constexpr const char* kDynamicBucketInstruction = "DynamicBucket";
 
 struct DynamicBucketDecision {
-  kernels::DynamicRange range;
+  kernels::DynamicRange range;                 // a part of the first symbol's range
   std::map<std::string, ir::Trace> schedules;  // by workload hash
+  // The other symbols of a build over several, each with its whole range (the same in every
+  // bucket); empty for a build over one symbol.
+  kernels::DynamicRanges others;
 };
 
 ir::Trace DynamicBucketTrace(const std::vector<DynamicBucketDecision>& buckets);
 // Whether the trace is a DynamicBucketTrace (its first instruction is a DynamicBucket).
 bool IsDynamicBucketTrace(const ir::Trace& trace);
 // The buckets of a DynamicBucketTrace; Error naming the instruction when one is not a
-// DynamicBucket with its attributes and schedules, or the buckets do not follow one another.
+// DynamicBucket with its attributes and schedules, the buckets do not follow one another, or
+// their other symbols differ.
 std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace);
 
 }  // namespace tandem::tuning

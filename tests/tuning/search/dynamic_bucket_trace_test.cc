@@ -1,6 +1,7 @@
 // The trace of a dynamic build by buckets (tuning/search/dynamic_bucket_trace.h): written,
-// serialized to JSON and read back to the same buckets and schedules; traces that are not one,
-// or whose buckets do not follow one another, are errors naming the instruction.
+// serialized to JSON and read back to the same buckets, schedules and other symbols; traces that
+// are not one, or whose buckets do not follow one another or disagree on the other symbols, are
+// errors naming the instruction.
 #include "tuning/search/dynamic_bucket_trace.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +41,18 @@ TEST(DynamicBucketTrace, RoundTripsThroughJson) {
   EXPECT_EQ(buckets[1].range.bound, 128);
   EXPECT_EQ(buckets[0].schedules, TwoBuckets()[0].schedules);
   EXPECT_EQ(buckets[1].schedules, TwoBuckets()[1].schedules);
+  EXPECT_TRUE(buckets[0].others.empty());
+  // A build over several symbols: the others' whole ranges travel with every bucket.
+  std::vector<DynamicBucketDecision> with_batch = TwoBuckets();
+  for (DynamicBucketDecision& bucket : with_batch) {
+    bucket.others = {{"batch", 1, 4}, {"beams", 2, 6}};
+  }
+  ir::Trace batch_trace = ir::Trace::FromJson(DynamicBucketTrace(with_batch).ToJson());
+  EXPECT_EQ(batch_trace.instructions()[0].attrs.GetString("others"), "batch=1:4,beams=2:6");
+  std::vector<DynamicBucketDecision> read = ReadDynamicBucketTrace(batch_trace);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[1].others, with_batch[1].others);
+  EXPECT_EQ(read[1].range, with_batch[1].range);
   // A bucket whose kernels all took default schedules carries none.
   std::vector<DynamicBucketDecision> defaults = {{{"n", 2, 9}, {}}};
   EXPECT_TRUE(ReadDynamicBucketTrace(DynamicBucketTrace(defaults))[0].schedules.empty());
@@ -63,6 +76,17 @@ TEST(DynamicBucketTrace, OtherTracesAndGapsAreErrors) {
   other_symbol[1].range.symbol = "batch";
   testing::ExpectErrorContaining([&] { ReadDynamicBucketTrace(DynamicBucketTrace(other_symbol)); },
                                  "does not follow");
+  std::vector<DynamicBucketDecision> other_batch = TwoBuckets();
+  other_batch[0].others = {{"batch", 1, 4}};
+  other_batch[1].others = {{"batch", 1, 8}};
+  testing::ExpectErrorContaining(
+      [&] { ReadDynamicBucketTrace(DynamicBucketTrace(other_batch)); },
+      "the bucket's other symbols (batch in [1, 8]) differ from the previous bucket's (batch in "
+      "[1, 4])");
+  std::vector<DynamicBucketDecision> repeated = TwoBuckets();
+  repeated[0].others = {{"seq", 1, 4}};
+  testing::ExpectErrorContaining([&] { ReadDynamicBucketTrace(DynamicBucketTrace(repeated)); },
+                                 "the dynamic symbol 'seq' is given twice");
   std::vector<DynamicBucketDecision> one_size = {{{"seq", 5, 5}, {}}};
   testing::ExpectErrorContaining([&] { ReadDynamicBucketTrace(DynamicBucketTrace(one_size)); },
                                  "the bucket [5, 5] holds fewer than two sizes");
