@@ -280,6 +280,42 @@ TEST(DynamicBuild, MeansOverTheDynamicAxisDivideByTheValidLength) {
   }
 }
 
+// A concatenation whose dynamic part comes last ([2, 4] then [n, 4]: a class token before the
+// sequence) and a convolution along the dynamic axis without padding past its end (its windows
+// stay inside the valid part: n - 2 outputs) need no run-time offsets.
+ir::IRModule PrefixAndWindow(int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n}, ir::DataType::kFloat32, ""});
+  ir::ValueId prefix = b.Constant(
+      ir::Tensor::Random(ir::TensorType{{1, 8, 2}, ir::DataType::kFloat32, ""}, 9), "prefix");
+  ir::ValueId weight = b.Constant(
+      ir::Tensor::Random(ir::TensorType{{8, 8, 3}, ir::DataType::kFloat32, ""}, 10), "weight");
+  ir::ValueId joined =
+      b.Call("concat", {prefix, b.Call("tanh", {x})}, ir::Attrs{{"axis", int64_t{2}}});  // n+2
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call("conv1d", {joined, weight})));  // [1, 8, n]
+  return module;
+}
+
+TEST(DynamicBuild, PrefixesAndWindowsInsideTheValidPartMatchTheInterpreter) {
+  std::string heuristic = pipelines::WithoutFinalLegalize(
+      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  for (const std::string& pipeline : {std::string(), heuristic}) {
+    SCOPED_TRACE("pipeline '" + pipeline + "'");
+    std::unique_ptr<backends::DynamicExecutable> dynamic =
+        BuildGraph(PrefixAndWindow, 2, 40, pipeline);
+    for (int64_t n : {40, 2, 3, 17, 39}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      ir::Tensor x = ir::Tensor::Random(ir::TensorType{{1, 8, n}, ir::DataType::kFloat32, ""},
+                                        static_cast<uint64_t>(n));
+      ir::Tensor expected = backends::RunReference(PrefixAndWindow(n), {x}).at(0);
+      ir::Tensor output = dynamic->Run({x}).at(0);
+      EXPECT_EQ(output.shape(), expected.shape());
+      EXPECT_LT(ir::RelativeError(output, expected), 1e-5);
+    }
+  }
+}
+
 TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
   // A layer norm over the dynamic axis divides by its length inside the op.
   ExpectBuildError(
@@ -296,6 +332,45 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
                      {1, 2, -1, 4});
       },
       "reads axis 2 (valid length n)");
+  // Zero padding past the end: at n below the bound the window reads junk where the padding
+  // should be.
+  ExpectBuildError(
+      [](int64_t n) {
+        ir::GraphBuilder b("main");
+        ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n}, ir::DataType::kFloat32, ""});
+        ir::ValueId w = b.Constant(
+            ir::Tensor::Random(ir::TensorType{{8, 8, 3}, ir::DataType::kFloat32, ""}, 9));
+        ir::IRModule module;
+        module.Add(
+            b.Finish(b.Call("conv1d", {x, w}, ir::Attrs{{"padding", std::vector<int64_t>{1, 1}}})));
+        return module;
+      },
+      "block 'pad' reads axis 2 (valid length n)");
+  // A stride along the dynamic axis: the output length floor((n + 1) / 2) + 1 is not affine.
+  ExpectBuildError(
+      [](int64_t n) {
+        ir::GraphBuilder b("main");
+        ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n + 4}, ir::DataType::kFloat32, ""});
+        ir::ValueId w = b.Constant(
+            ir::Tensor::Random(ir::TensorType{{8, 8, 3}, ir::DataType::kFloat32, ""}, 9));
+        ir::IRModule module;
+        module.Add(
+            b.Finish(b.Call("conv1d", {x, w}, ir::Attrs{{"strides", std::vector<int64_t>{2}}})));
+        return module;
+      },
+      "is not an affine function of n");
+  // A static part after the dynamic one would start at n, a run-time offset.
+  ExpectBuildError(
+      [](int64_t n) {
+        ir::GraphBuilder b("main");
+        ir::ValueId x = b.Input("x", ir::TensorType{{n, 4}, ir::DataType::kFloat32, ""});
+        ir::ValueId suffix =
+            b.Constant(ir::Tensor::Random(ir::TensorType{{2, 4}, ir::DataType::kFloat32, ""}, 9));
+        ir::IRModule module;
+        module.Add(b.Finish(b.Call("concat", {x, suffix}, ir::Attrs{{"axis", int64_t{0}}})));
+        return module;
+      },
+      "walks axes of lengths n+2 and n");
   // A concatenation along the dynamic axis puts the second part past the first's bound.
   ExpectBuildError(
       [](int64_t n) {
