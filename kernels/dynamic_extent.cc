@@ -11,6 +11,7 @@
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/simplify.h"
+#include "kernels/dynamic_padding.h"
 
 namespace tandem::kernels {
 
@@ -24,7 +25,24 @@ struct Access {
   ir::Buffer buffer;
   std::vector<Expr> indices;
   bool write = false;
+  // A load's guards: the conjuncts of the conditions of the selects whose true value holds it.
+  std::vector<Expr> guards;
 };
+
+// Adds the loads of `e` to `accesses`, each with the guards of the selects around it.
+void CollectLoads(const Expr& e, std::vector<Expr>& guards, std::vector<Access>& accesses) {
+  if (e->kind == ExprKind::kSelect) {
+    CollectLoads(e->operands[0], guards, accesses);
+    size_t outer = guards.size();
+    for (const Expr& conjunct : ir::Conjuncts(e->operands[0])) guards.push_back(conjunct);
+    CollectLoads(e->operands[1], guards, accesses);
+    guards.resize(outer);
+    CollectLoads(e->operands[2], guards, accesses);
+    return;
+  }
+  if (e->kind == ExprKind::kLoad) accesses.push_back({e->buffer, e->operands, false, guards});
+  for (const Expr& operand : e->operands) CollectLoads(operand, guards, accesses);
+}
 
 // The loads and stores of one block (its init and body; a leaf block holds no other block).
 std::vector<Access> AccessesOf(const ir::BlockNode& block) {
@@ -33,13 +51,12 @@ std::vector<Access> AccessesOf(const ir::BlockNode& block) {
     if (!s) return;
     ir::VisitStmtTree(s, [&](const Stmt& stmt) {
       if (const auto* store = ir::As<ir::StoreNode>(stmt)) {
-        accesses.push_back({store->buffer, store->indices, true});
+        accesses.push_back({store->buffer, store->indices, true, {}});
       }
     });
     ir::VisitStmtExprs(s, [&](const Expr& top) {
-      ir::VisitExprTree(top, [&](const Expr& e) {
-        if (e->kind == ExprKind::kLoad) accesses.push_back({e->buffer, e->operands, false});
-      });
+      std::vector<Expr> guards;
+      CollectLoads(top, guards, accesses);
     });
   };
   collect(block.init);
@@ -82,8 +99,12 @@ class BlockAnalysis {
  public:
   BlockAnalysis(const ir::BlockNode& block, std::map<const ir::BufferNode*, TensorExtents>& known,
                 const std::map<std::string, TensorExtents>& intermediates,
-                const DynamicRanges& ranges)
-      : block_(block), known_(known), ranges_(ranges), extents_(block.iter_vars.size()) {
+                const DynamicRanges& ranges, bool padded_reads)
+      : block_(block),
+        known_(known),
+        ranges_(ranges),
+        padded_reads_(padded_reads),
+        extents_(block.iter_vars.size()) {
     for (const Access& a : AccessesOf(block)) {
       auto given = intermediates.find(a.buffer->name);
       if (!known.count(a.buffer.get()) && given != intermediates.end()) {
@@ -184,6 +205,9 @@ class BlockAnalysis {
         Fail(a.buffer->name,
              fmt::format("indexes the dynamic axis {} with loaded data, reading", axis));
       }
+      // A read that padding guards (kernels/dynamic_padding.h) reads padding from the valid
+      // length on once the plan is applied.
+      if (padded_reads_ && BoundedByExtent(a.guards, index, a.buffer->shape[axis])) continue;
       // The index's largest value over the valid iterations stays inside the valid prefix for
       // every size n of the axis's symbol. The iterators of other symbols range up to their
       // bounds: their largest range bounds the index from above.
@@ -216,6 +240,7 @@ class BlockAnalysis {
   const ir::BlockNode& block_;
   std::map<const ir::BufferNode*, TensorExtents>& known_;
   const DynamicRanges& ranges_;
+  bool padded_reads_;
   std::unordered_map<const ir::ExprNode*, size_t> index_;
   std::vector<std::optional<AxisExtent>> extents_;
 };
@@ -387,7 +412,8 @@ bool DynamicPlan::has_dynamic_reduction() const {
 DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
                                  const std::vector<TensorExtents>& params,
                                  const DynamicRanges& ranges,
-                                 const std::map<std::string, TensorExtents>& intermediates) {
+                                 const std::map<std::string, TensorExtents>& intermediates,
+                                 bool padded_reads) {
   if (params.size() != kernel.params.size()) {
     throw ir::Error(fmt::format("kernel '{}' has {} parameters but {} extents were given",
                                 kernel.name, kernel.params.size(), params.size()));
@@ -411,10 +437,12 @@ DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
   DynamicPlan plan;
   plan.symbols = ranges.size();
   plan.params = params;
+  plan.padded_reads = padded_reads;
   try {
     for (const ir::BlockRealizeNode* realize : LeafBlocks(kernel.body)) {
       plan.blocks.insert(realize->block->name);
-      BlockAnalysis(*realize->block, known, intermediates, ranges).Run(plan.iterators);
+      BlockAnalysis(*realize->block, known, intermediates, ranges, padded_reads)
+          .Run(plan.iterators);
     }
   } catch (const ir::Error& e) {
     throw ir::Error(fmt::format("kernel '{}': {}", kernel.name, e.what()));
@@ -582,6 +610,20 @@ class ApplyPlan : public ir::StmtMutator {
     }
     if (!changed) return visited;
     return ir::MakeBlockRealize(realize->iter_values, predicate, realize->block);
+  }
+
+  // With the plan's padded reads: the selects that pad a dynamic axis bound it by its valid
+  // length (kernels/dynamic_padding.h).
+  Expr VisitExpr(const Expr& e) override {
+    if (!plan_.padded_reads) return e;
+    return BoundPaddingByValidLength(
+        e,
+        [&](const ir::BufferNode* buffer) -> const TensorExtents* {
+          if (auto it = params_.find(buffer); it != params_.end()) return &it->second;
+          auto named = plan_.intermediates.find(buffer->name);
+          return named == plan_.intermediates.end() ? nullptr : &named->second;
+        },
+        [&](const AxisExtent& extent) { return Limit(extent); });
   }
 
   // The valid length of `extent`: its scale times its symbol's size, loaded from the extent

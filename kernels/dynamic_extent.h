@@ -11,8 +11,9 @@
 //     sum), a spatial one's only shorten the loops around it (a partial tile computes junk);
 //   - any other index of a dynamic axis (a reshape's floordiv/floormod, a window's i + kh - 1, a
 //     constant) must stay inside the valid prefix for every valid iteration and every n in the
-//     range; a write must use a plain dynamic iterator; a dynamic iterator must not write a
-//     static axis. Anything else is an Error naming the block and the buffer.
+//     range, unless a padding select bounds it (kernels/dynamic_padding.h, for the ops that pad);
+//     a write must use a plain dynamic iterator; a dynamic iterator must not write a static
+//     axis. Anything else is an Error naming the block and the buffer.
 // PlanDynamicIterators does this analysis on the unscheduled kernel (its compute definition,
 // whose indices are plain) and ApplyDynamicIterators applies it to the kernel once scheduled:
 // scheduling keeps the original blocks, their names and their iterators, and binds them to
@@ -127,6 +128,8 @@ struct DynamicPlan {
   std::map<std::string, TensorExtents> intermediates;
   std::vector<DynamicIterator> iterators;
   std::set<std::string> blocks;
+  // Reads that padding guards count as inside the valid part (kernels/dynamic_padding.h).
+  bool padded_reads = false;
   bool has_dynamic_reduction() const;
 };
 
@@ -135,10 +138,15 @@ struct DynamicPlan {
 // have those (the values of a fused group; any other intermediate takes the extents of the
 // iterators that write it). Error (naming the block, the buffer and the reason) when a valid
 // result could depend on junk for some sizes within `ranges`.
+// With `padded_reads` (for ops whose selects pad their input: convolutions, max pooling, a
+// constant pad), a read past the valid part that such a select bounds by the axis's extent at
+// the bound is accepted, and the applied plan bounds it by the valid length instead
+// (kernels/dynamic_padding.h).
 DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
                                  const std::vector<TensorExtents>& params,
                                  const DynamicRanges& ranges,
-                                 const std::map<std::string, TensorExtents>& intermediates = {});
+                                 const std::map<std::string, TensorExtents>& intermediates = {},
+                                 bool padded_reads = false);
 
 // `scheduled` (a schedule of the kernel `plan` was made from) with the plan applied: the
 // parameter kDynamicExtentParam inserted before the outputs, a predicate on every dynamic

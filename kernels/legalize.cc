@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/kernel/kernel_structural.h"
+#include "ir/op_registry.h"
 #include "kernels/compute/lower.h"
 
 namespace tandem::kernels {
@@ -166,6 +167,26 @@ class Legalizer {
                     ir::ErrorLocation{.op = op, .node = node});
   }
 
+  // Whether the selects of `node`'s op pad its input, so that a read they bound by an axis's
+  // extent may read padding from the valid length on (kernels/dynamic_padding.h): convolutions,
+  // max pooling and a constant pad. Elementwise, broadcast and injective ops (a reshape, a
+  // transpose) have no such selects, so a fusion group of these and such ops may pad too; any
+  // other op may not (a concatenation's selects place its parts, a reflecting pad mirrors at the
+  // bound, an average pool divides by the taps inside the input at the bound).
+  static bool PadsInput(const ir::Node& node) {
+    static const std::set<std::string> kPadding = {"conv1d", "conv2d", "conv3d", "max_pool2d"};
+    if (kPadding.count(node.op)) return true;
+    return node.op == "pad" && node.attrs.GetString("mode", "constant") == "constant";
+  }
+  static bool PadsOrMapsElements(const ir::Node& node) {
+    static const std::set<std::string> kSelecting = {"concat", "split", "pad", "gather"};
+    if (PadsInput(node)) return true;
+    if (kSelecting.count(node.op)) return false;  // a pad here is not a constant one
+    ir::PatternKind pattern = ir::OpRegistry::Global().Get(node.op).pattern;
+    return pattern == ir::PatternKind::kElementwise || pattern == ir::PatternKind::kBroadcast ||
+           pattern == ir::PatternKind::kInjective;
+  }
+
   // CheckLengthFree for member `id` of a fusion group, planned on its own compute definition.
   void CheckMember(const ir::GraphFunction& fn, ir::ValueId id) const {
     const ir::Node& node = fn.node(id);
@@ -175,20 +196,23 @@ class Legalizer {
     for (ir::ValueId in : node.inputs) inputs.push_back(fn.type_of(in).tensor());
     ir::KernelFunction kernel =
         LowerOpCall(SafeName(node.op), node.op, node.attrs, inputs, node.type);
-    CheckLengthFree(node.op, node.name,
-                    PlanDynamicIterators(kernel, extents, options_.dynamic->ranges));
+    CheckLengthFree(
+        node.op, node.name,
+        PlanDynamicIterators(kernel, extents, options_.dynamic->ranges, {}, PadsInput(node)));
   }
 
   // `unscheduled`, scheduled; for parameters with dynamic `extents`, planned and with the plan
   // applied.
   // `check_op` (a single call's op) is checked with CheckLengthFree on the same plan.
+  // `padded_reads`: the kernel's selects that bound an axis pad it (PadsInput).
   ir::KernelFunction ScheduleDynamic(ir::KernelFunction unscheduled,
                                      const std::vector<TensorExtents>& extents,
                                      const std::map<std::string, TensorExtents>& intermediates = {},
-                                     const ir::Node* check_op = nullptr) {
+                                     const ir::Node* check_op = nullptr,
+                                     bool padded_reads = false) {
     if (extents.empty()) return Schedule(std::move(unscheduled));
-    DynamicPlan plan =
-        PlanDynamicIterators(unscheduled, extents, options_.dynamic->ranges, intermediates);
+    DynamicPlan plan = PlanDynamicIterators(unscheduled, extents, options_.dynamic->ranges,
+                                            intermediates, padded_reads);
     if (check_op) CheckLengthFree(check_op->op, check_op->name, plan);
     return ApplyDynamicIterators(Schedule(std::move(unscheduled)), plan);
   }
@@ -225,8 +249,12 @@ class Legalizer {
       TensorExtents extents = ExtentsOf(fn, m);
       if (!extents.empty()) intermediates[lowered.node(local.at(m)).name] = std::move(extents);
     }
+    bool padded_reads = true;
+    for (ir::ValueId m : group.members)
+      padded_reads = padded_reads && PadsOrMapsElements(fn.node(m));
     return ScheduleDynamic(LowerGraphFunction(lowered, name),
-                           KernelExtents(fn, group.externals, group.output), intermediates);
+                           KernelExtents(fn, group.externals, group.output), intermediates, nullptr,
+                           padded_reads);
   }
 
   // The provider's schedule when it has one, else the default schedule (when enabled).
@@ -304,7 +332,7 @@ class Legalizer {
       try {
         extents = KernelExtents(fn, node.inputs, id);
         kernel = ScheduleDynamic(LowerOpCall(base, node.op, node.attrs, inputs, node.type), extents,
-                                 {}, &node);
+                                 {}, &node, PadsInput(node));
       } catch (const ir::Error& e) {
         throw e.WithNode(node.name).WithPass("Legalize");
       }

@@ -2,7 +2,10 @@
 // every sequence length in [1, 128] (the graph part of default_heuristic, then dynamic lowering)
 // runs at 16, 77 and 128 to the stored outputs, and at other lengths to the reference
 // interpreter on the model imported at that length; the pipeline must end with Legalize.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "backends/reference/interpreter.h"
 #include "backends/runtime/dynamic_executable.h"
@@ -132,46 +135,98 @@ TEST(DynamicBuild, AttentionMatchesTheInterpreterAtEverySize) {
   }
 }
 
+// Windows padded past the end of the dynamic axis: a 'same' convolution (padding 1 each side)
+// fused with its bias and activation, a max pool padded by 1, a 5-tap convolution padded 2 and
+// 1 (n - 1 outputs), and a constant pad; at every size the padding past the valid part reads
+// as padding, as the model at that size pads.
+ir::IRModule PaddedWindows(int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n}, ir::DataType::kFloat32, ""});
+  auto weight = [&](int64_t taps, uint64_t seed) {
+    return b.Constant(
+        ir::Tensor::Random(ir::TensorType{{8, 8, taps}, ir::DataType::kFloat32, ""}, seed));
+  };
+  ir::ValueId bias =
+      b.Constant(ir::Tensor::Random(ir::TensorType{{1, 8, 1}, ir::DataType::kFloat32, ""}, 3));
+  ir::ValueId same =
+      b.Call("relu", {b.Call("add", {b.Call("conv1d", {b.Call("tanh", {x}), weight(3, 1)},
+                                            ir::Attrs{{"padding", std::vector<int64_t>{1, 1}}}),
+                                     bias})});
+  ir::ValueId pooled = b.Call(
+      "reshape",
+      {b.Call(
+          "max_pool2d",
+          {b.Call("reshape", {same}, ir::Attrs{{"newshape", std::vector<int64_t>{1, 8, -1, 1}}})},
+          ir::Attrs{{"pool_size", std::vector<int64_t>{3, 1}},
+                    {"padding", std::vector<int64_t>{1, 0, 1, 0}}})},
+      ir::Attrs{{"newshape", std::vector<int64_t>{1, 8, -1}}});
+  ir::ValueId shorter = b.Call("conv1d", {pooled, weight(5, 2)},
+                               ir::Attrs{{"padding", std::vector<int64_t>{2, 1}}});  // n - 1
+  ir::ValueId padded = b.Call("pad", {shorter},
+                              ir::Attrs{{"pad_width", std::vector<int64_t>{0, 0, 1, 0, 0, 2}},
+                                        {"pad_value", 0.5}});  // n + 2
+  ir::IRModule module;
+  module.Add(b.Finish(padded));
+  return module;
+}
+
 // Tuned schedules: every kernel gets a program sampled from the CPU design space (multi-level
 // tiling, cache_write, rfactor, parallel, vectorize, unroll, compute locations), as a tuning
 // database would serve; the guards go on whatever the schedule made, at every size.
 TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
   std::string heuristic = pipelines::WithoutFinalLegalize(
       pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
+  // Attention over [n, 16], and padded windows over [1, 8, n].
+  struct Model {
+    std::function<ir::IRModule(int64_t)> make;
+    std::function<ir::Shape(int64_t)> input;
+  };
+  std::vector<Model> models = {{Attention,
+                                [](int64_t n) {
+                                  return ir::Shape{n, 16};
+                                }},
+                               {PaddedWindows, [](int64_t n) {
+                                  return ir::Shape{1, 8, n};
+                                }}};
   for (uint64_t seed : {1, 2, 3}) {
-    SCOPED_TRACE("seed " + std::to_string(seed));
-    auto random = std::make_shared<kernels::RandomState>(seed);
-    kernels::SearchSpace space = kernels::DefaultCpuSearchSpace(kernels::SearchTarget{});
-    int sampled = 0;
-    backends::BuildOptions options;
-    options.legalize.schedule_provider =
-        [&, random](const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
-      std::vector<kernels::Schedule> designs = kernels::GenerateDesignSpaces(kernel, space, seed);
-      for (int attempt = 0; attempt < 8; ++attempt) {
-        const kernels::Schedule& design = designs[static_cast<size_t>(attempt) % designs.size()];
-        if (auto program = kernels::SampleProgram(kernel, design.trace(), space, *random)) {
-          ++sampled;
-          ir::KernelFunction out = program->function();
-          out.name = kernel.name;
-          return out;
+    for (size_t m = 0; m < models.size(); ++m) {
+      SCOPED_TRACE(fmt::format("seed {}, model {}", seed, m));
+      auto random = std::make_shared<kernels::RandomState>(seed);
+      kernels::SearchSpace space = kernels::DefaultCpuSearchSpace(kernels::SearchTarget{});
+      int sampled = 0;
+      backends::BuildOptions options;
+      options.legalize.schedule_provider =
+          [&, random](const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
+        std::vector<kernels::Schedule> designs = kernels::GenerateDesignSpaces(kernel, space, seed);
+        for (int attempt = 0; attempt < 8; ++attempt) {
+          const kernels::Schedule& design = designs[static_cast<size_t>(attempt) % designs.size()];
+          if (auto program = kernels::SampleProgram(kernel, design.trace(), space, *random)) {
+            ++sampled;
+            ir::KernelFunction out = program->function();
+            out.name = kernel.name;
+            return out;
+          }
         }
+        return std::nullopt;
+      };
+      backends::DynamicModuleSource source;
+      source.ranges = {{.symbol = "n", .minimum = 2, .bound = 48}};
+      const Model& model = models[m];
+      source.make = [&](const std::vector<int64_t>& n) {
+        passes::PassContext context;
+        return context.RunPipeline(*passes::ParsePipeline(heuristic), model.make(n.front()));
+      };
+      std::unique_ptr<backends::DynamicExecutable> dynamic =
+          backends::BuildDynamic(source, options);
+      EXPECT_GT(sampled, 1);
+      for (int64_t n : {48, 2, 6, 17, 40}) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        ir::Tensor x =
+            ir::Tensor::Random(ir::TensorType{model.input(n), ir::DataType::kFloat32, ""},
+                               static_cast<uint64_t>(n) + seed);
+        ir::Tensor expected = backends::RunReference(model.make(n), {x}).at(0);
+        EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
       }
-      return std::nullopt;
-    };
-    backends::DynamicModuleSource source;
-    source.ranges = {{.symbol = "n", .minimum = 1, .bound = 48}};
-    source.make = [&](const std::vector<int64_t>& n) {
-      passes::PassContext context;
-      return context.RunPipeline(*passes::ParsePipeline(heuristic), Attention(n.front()));
-    };
-    std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source, options);
-    EXPECT_GT(sampled, 3);
-    for (int64_t n : {48, 1, 6, 17, 40}) {
-      SCOPED_TRACE("n = " + std::to_string(n));
-      ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
-                                        static_cast<uint64_t>(n) + seed);
-      ir::Tensor expected = backends::RunReference(Attention(n), {x}).at(0);
-      EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
     }
   }
 }
@@ -297,23 +352,33 @@ ir::IRModule PrefixAndWindow(int64_t n) {
   return module;
 }
 
-TEST(DynamicBuild, PrefixesAndWindowsInsideTheValidPartMatchTheInterpreter) {
+// Builds `make` (input [1, 8, n]) once for n in [2, 40], with no graph passes and with
+// default_heuristic's, and compares its output at several sizes with the interpreter's on the
+// model at that size.
+void ExpectEverySizeMatches(const std::function<ir::IRModule(int64_t)>& make) {
   std::string heuristic = pipelines::WithoutFinalLegalize(
       pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
   for (const std::string& pipeline : {std::string(), heuristic}) {
     SCOPED_TRACE("pipeline '" + pipeline + "'");
-    std::unique_ptr<backends::DynamicExecutable> dynamic =
-        BuildGraph(PrefixAndWindow, 2, 40, pipeline);
+    std::unique_ptr<backends::DynamicExecutable> dynamic = BuildGraph(make, 2, 40, pipeline);
     for (int64_t n : {40, 2, 3, 17, 39}) {
       SCOPED_TRACE("n = " + std::to_string(n));
       ir::Tensor x = ir::Tensor::Random(ir::TensorType{{1, 8, n}, ir::DataType::kFloat32, ""},
                                         static_cast<uint64_t>(n));
-      ir::Tensor expected = backends::RunReference(PrefixAndWindow(n), {x}).at(0);
+      ir::Tensor expected = backends::RunReference(make(n), {x}).at(0);
       ir::Tensor output = dynamic->Run({x}).at(0);
       EXPECT_EQ(output.shape(), expected.shape());
       EXPECT_LT(ir::RelativeError(output, expected), 1e-5);
     }
   }
+}
+
+TEST(DynamicBuild, PrefixesAndWindowsInsideTheValidPartMatchTheInterpreter) {
+  ExpectEverySizeMatches(PrefixAndWindow);
+}
+
+TEST(DynamicBuild, PaddedWindowsReadPaddingPastTheValidPart) {
+  ExpectEverySizeMatches(PaddedWindows);
 }
 
 TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
@@ -323,29 +388,16 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
         return OneOp(n, "layer_norm", {{"axis", int64_t{0}}, {"epsilon", 1e-5}}, {-1, 4}, 3);
       },
       "cannot lower 'layer_norm' over the dynamic axis 'n'");
-  // A window along the dynamic axis reads the next position at the last valid one.
+  // An average pool padded along the dynamic axis divides by the taps inside the input at the
+  // bound.
   ExpectBuildError(
       [](int64_t n) {
-        return OneOp(n, "max_pool2d",
+        return OneOp(n, "avg_pool2d",
                      {{"pool_size", std::vector<int64_t>{3, 1}},
                       {"padding", std::vector<int64_t>{1, 0, 1, 0}}},
                      {1, 2, -1, 4});
       },
       "reads axis 2 (valid length n)");
-  // Zero padding past the end: at n below the bound the window reads junk where the padding
-  // should be.
-  ExpectBuildError(
-      [](int64_t n) {
-        ir::GraphBuilder b("main");
-        ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n}, ir::DataType::kFloat32, ""});
-        ir::ValueId w = b.Constant(
-            ir::Tensor::Random(ir::TensorType{{8, 8, 3}, ir::DataType::kFloat32, ""}, 9));
-        ir::IRModule module;
-        module.Add(
-            b.Finish(b.Call("conv1d", {x, w}, ir::Attrs{{"padding", std::vector<int64_t>{1, 1}}})));
-        return module;
-      },
-      "block 'pad' reads axis 2 (valid length n)");
   // A stride along the dynamic axis: the output length floor((n + 1) / 2) + 1 is not affine.
   ExpectBuildError(
       [](int64_t n) {

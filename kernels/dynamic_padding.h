@@ -1,0 +1,34 @@
+// Padding past the end of a dynamic axis (kernels/dynamic_extent.h).
+//
+// A window op pads its input with a select whose condition bounds the read by the axis's extent
+// at the bound: padded[w] = select(w >= p && w < p + E, x[w - p], pad value). Built at the bound,
+// a smaller size would read junk where its padding should be. Where the op allows it
+// (PlanDynamicIterators' `padded_reads`), such a read counts as inside the valid part, and the
+// applied plan replaces the bound in the condition by the valid length, w < p + V(n), so that
+// every position from V(n) on reads as padding, as the op at that size pads.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/kernel/expr.h"
+#include "kernels/dynamic_extent.h"
+
+namespace tandem::kernels {
+
+// Whether one of `guards` (conjuncts of the conditions of the selects whose true value holds the
+// read) says `index` < `extent`: a conjunct `index + d < extent + d` or `index + d <= extent - 1
+// + d` for a constant d.
+bool BoundedByExtent(const std::vector<ir::Expr>& guards, const ir::Expr& index, int64_t extent);
+
+// The extents of a buffer a kernel reads (nullptr: static, or unknown).
+using ExtentsOfBuffer = std::function<const TensorExtents*(const ir::BufferNode*)>;
+
+// `e` with every select whose true value reads a dynamic axis (extents by `extents_of`) at an
+// index that a conjunct of its condition bounds by the axis's extent at the bound (as
+// BoundedByExtent finds) rewritten: that conjunct bounds the index by the valid length
+// `limit(extent)` instead.
+ir::Expr BoundPaddingByValidLength(const ir::Expr& e, const ExtentsOfBuffer& extents_of,
+                                   const std::function<ir::Expr(const AxisExtent&)>& limit);
+
+}  // namespace tandem::kernels
