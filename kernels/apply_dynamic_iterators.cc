@@ -22,7 +22,6 @@ namespace {
 using dynamic_access::Access;
 using dynamic_access::AccessesOf;
 using dynamic_access::IsLeaf;
-using dynamic_access::LeafBlocks;
 using ir::Expr;
 using ir::ExprKind;
 using ir::Stmt;

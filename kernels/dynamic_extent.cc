@@ -20,11 +20,9 @@ namespace {
 
 using dynamic_access::Access;
 using dynamic_access::AccessesOf;
-using dynamic_access::IsLeaf;
 using dynamic_access::LeafBlocks;
 using ir::Expr;
 using ir::ExprKind;
-using ir::Stmt;
 
 // "2*seq+1": the valid length of an axis named by its symbol among `symbols`.
 std::string ExtentText(const AxisExtent& e, const std::vector<std::string>& symbols) {
