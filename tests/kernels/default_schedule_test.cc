@@ -103,8 +103,9 @@ TEST(DefaultSchedule, PacksTheRightOperandWhenItsPanelOverflowsItsCacheSets) {
     return packed;
   };
   EXPECT_TRUE(packs(512, 512));    // rows 2 KiB apart: 32 sets hold 256 lines, the panel needs 512
-  EXPECT_TRUE(packs(768, 512));    // 3 KiB apart: 64 sets, 512 lines, more than half of them
-  EXPECT_FALSE(packs(512, 128));   // a 128-line panel fits in half of the 256
+  EXPECT_TRUE(packs(768, 512));    // 3 KiB apart: 64 sets, 512 lines, more than a quarter of them
+  EXPECT_TRUE(packs(512, 128));    // 128 lines: more than a quarter of the 256
+  EXPECT_FALSE(packs(512, 64));    // a 64-line panel fits in a quarter of the 256
   EXPECT_FALSE(packs(100, 1024));  // rows not a whole number of lines apart spread over all sets
   EXPECT_FALSE(packs(128, 256));   // 512 B apart: 128 sets hold the panel
 }
