@@ -13,6 +13,7 @@
 #include "ir/kernel/simplify.h"
 #include "kernels/dynamic_access.h"
 #include "kernels/dynamic_extent.h"
+#include "kernels/dynamic_means.h"
 #include "kernels/dynamic_padding.h"
 
 namespace tandem::kernels {
@@ -132,10 +133,11 @@ bool HasDataDependentLoad(const ir::BlockNode& block) {
 class ApplyPlan : public ir::StmtMutator {
  public:
   ApplyPlan(const DynamicPlan& plan, const ir::Buffer& sizes,
-            std::map<const ir::BufferNode*, TensorExtents> params)
-      : plan_(plan), sizes_(sizes), params_(std::move(params)) {}
+            std::map<const ir::BufferNode*, TensorExtents> params, MeanOfBuffer means)
+      : plan_(plan), sizes_(sizes), params_(std::move(params)), means_(std::move(means)) {}
 
   std::set<std::string> seen;
+  std::map<std::string, int> mean_divisions;         // rewritten, by the mean's sum block
   std::map<std::string, std::vector<Guard>> guards;  // by block name
   std::set<std::string> kept;                        // planned blocks with their iterators
 
@@ -181,9 +183,12 @@ class ApplyPlan : public ir::StmtMutator {
     return ir::MakeBlockRealize(realize->iter_values, predicate, realize->block);
   }
 
-  // With the plan's padded reads: the selects that pad a dynamic axis bound it by its valid
-  // length (kernels/dynamic_padding.h).
-  Expr VisitExpr(const Expr& e) override {
+  // The means' divisions by their count at run time (kernels/dynamic_means.h); with the plan's
+  // padded reads, the selects that pad a dynamic axis bound it by its valid length
+  // (kernels/dynamic_padding.h).
+  Expr VisitExpr(const Expr& original) override {
+    auto limit = [&](const AxisExtent& extent) { return Limit(extent); };
+    Expr e = DivideMeansByValidCount(original, means_, limit, mean_divisions);
     if (!plan_.padded_reads) return e;
     return BoundPaddingByValidLength(
         e,
@@ -192,7 +197,7 @@ class ApplyPlan : public ir::StmtMutator {
           auto named = plan_.intermediates.find(buffer->name);
           return named == plan_.intermediates.end() ? nullptr : &named->second;
         },
-        [&](const AxisExtent& extent) { return Limit(extent); });
+        limit);
   }
 
   // The valid length of `extent`: its scale times its symbol's size, loaded from the extent
@@ -285,6 +290,7 @@ class ApplyPlan : public ir::StmtMutator {
   const DynamicPlan& plan_;
   ir::Buffer sizes_;
   std::map<const ir::BufferNode*, TensorExtents> params_;
+  MeanOfBuffer means_;
 };
 
 // Puts `if (loop_var < T)` around the body of every serial or parallel loop whose iterations
@@ -434,7 +440,7 @@ ir::KernelFunction ApplyDynamicIterators(const ir::KernelFunction& scheduled,
   ir::KernelFunction out = scheduled;
   ir::Buffer extent = ir::MakeBuffer(kDynamicExtentParam, ir::DataType::kInt64,
                                      {static_cast<int64_t>(plan.symbols)});
-  ApplyPlan apply(plan, extent, std::move(params));
+  ApplyPlan apply(plan, extent, std::move(params), MeansByBuffer(plan.means, scheduled.body));
   out.body = apply.VisitStmt(scheduled.body);
   for (const DynamicIterator& it : plan.iterators) {
     if (it.reduction && !apply.seen.count(it.block)) {
@@ -442,6 +448,14 @@ ir::KernelFunction ApplyDynamicIterators(const ir::KernelFunction& scheduled,
           "dynamic axis: the schedule of kernel '{}' removed block '{}', which reduces over the "
           "dynamic axis",
           scheduled.name, it.block));
+    }
+  }
+  for (const MeanCount& mean : plan.means) {
+    if (apply.mean_divisions[mean.block] == 0) {
+      throw ir::Error(fmt::format(
+          "dynamic axis: in the schedule of kernel '{}', the division of the mean summed by block "
+          "'{}' by its count ({}) is not a division of a load of '{}' by that constant",
+          scheduled.name, mean.block, mean.count_at_bound, mean.buffer));
     }
   }
   ir::VarRanges ranges;

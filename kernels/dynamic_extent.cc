@@ -12,6 +12,7 @@
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/simplify.h"
 #include "kernels/dynamic_access.h"
+#include "kernels/dynamic_means.h"
 #include "kernels/dynamic_padding.h"
 
 namespace tandem::kernels {
@@ -386,6 +387,7 @@ DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
   } catch (const ir::Error& e) {
     throw ir::Error(fmt::format("kernel '{}': {}", kernel.name, e.what()));
   }
+  plan.means = PlanMeanCounts(kernel, plan.iterators);
   std::set<const ir::BufferNode*> parameters;
   for (const ir::Buffer& param : kernel.params) parameters.insert(param.get());
   for (const auto& [buffer, extents] : known) {

@@ -119,6 +119,18 @@ struct DynamicIterator {
   AxisExtent extent;
 };
 
+// The count of a mean whose reduction walks a dynamic axis (kernels/dynamic_means.h): `mean`'s
+// compute definition sums into a buffer and divides that by the number of reduced elements, a
+// constant at the bound; at the sizes n the count is static_count times the valid lengths of
+// `dynamic`.
+struct MeanCount {
+  std::string block;   // the block that sums
+  std::string buffer;  // the buffer it sums into
+  int64_t static_count = 1;
+  int64_t count_at_bound = 1;
+  std::vector<AxisExtent> dynamic;
+};
+
 // The plan of one kernel: its dynamic iterators, and the names of all its blocks (a reduction
 // block that scheduling adds, as rfactor does, is not covered by the analysis).
 struct DynamicPlan {
@@ -130,6 +142,9 @@ struct DynamicPlan {
   std::set<std::string> blocks;
   // Reads that padding guards count as inside the valid part (kernels/dynamic_padding.h).
   bool padded_reads = false;
+  // The means over a dynamic axis, whose divisions by their count the applied plan makes
+  // follow the sizes.
+  std::vector<MeanCount> means;
   bool has_dynamic_reduction() const;
 };
 
@@ -151,8 +166,9 @@ DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
 // `scheduled` (a schedule of the kernel `plan` was made from) with the plan applied: the
 // parameter kDynamicExtentParam inserted before the outputs, a predicate on every dynamic
 // iterator's block, and trip-count guards on the loops that only reach skipped iterations past
-// a point. Error when scheduling removed a block with a dynamic reduction, changed a planned
-// iterator, or added a reduction block.
+// a point; a mean's division by its count at the bound divides by its count at run time instead.
+// Error when scheduling removed a block with a dynamic reduction, changed a planned iterator,
+// added a reduction block, or left a planned mean's division where it cannot be found.
 ir::KernelFunction ApplyDynamicIterators(const ir::KernelFunction& scheduled,
                                          const DynamicPlan& plan);
 

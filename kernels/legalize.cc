@@ -150,12 +150,13 @@ class Legalizer {
 
   // Checks that `op` (of node `node`) may reduce as `plan`, made from its own compute
   // definition, does: over the dynamic axis only when its result does not depend on the length
-  // of the reduced axis.
+  // of the reduced axis, or (a mean) the applied plan makes it follow the valid length
+  // (kernels/dynamic_means.h).
   void CheckLengthFree(const std::string& op, const std::string& node,
                        const DynamicPlan& plan) const {
     static const std::set<std::string> kLengthFree = {
         "matmul", "batch_matmul", "dense", "packed_matmul", "softmax", "log_softmax", "sum",
-        "max",    "min",          "prod",  "argmax",        "argmin",  "cumsum"};
+        "mean",   "max",          "min",   "prod",          "argmax",  "argmin",      "cumsum"};
     if (!plan.has_dynamic_reduction() || kLengthFree.count(op)) return;
     std::string symbol;
     for (const DynamicIterator& it : plan.iterators) {

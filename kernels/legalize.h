@@ -31,8 +31,8 @@ using ScheduleProvider =
 // holding the symbols' sizes. A call
 // touching a dynamic value becomes a kernel planned on its compute definition, scheduled, with
 // the plan applied; it takes that parameter before its output. Ops whose result depends on the
-// length of an axis they reduce (layer_norm, pooling, ...; a mean is rewritten before lowering,
-// backends/runtime/dynamic_means.h) reducing a dynamic axis are an Error naming the op.
+// length of an axis they reduce (layer_norm, pooling, ...; a mean divides by the valid count,
+// kernels/dynamic_means.h) reducing a dynamic axis are an Error naming the op.
 struct DynamicLowering {
   DynamicRanges ranges;
   std::map<std::string, TensorExtents> values;

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <map>
 
-#include "backends/runtime/dynamic_means.h"
 #include "ir/error.h"
 
 namespace tandem::backends {
@@ -278,8 +277,7 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
     extent_name = fmt::format("{}_{}", kernels::kDynamicExtentParam, k);
   }
   ir::IRModule module = modules[0];
-  module.Add(DivideMeansByValidLength(WithExtentParameter(main, extent_name, ranges.size()), 0,
-                                      ranges, values));
+  module.Add(WithExtentParameter(main, extent_name, ranges.size()));
   auto lowering = std::make_shared<kernels::DynamicLowering>();
   lowering->ranges = ranges;
   lowering->values = std::move(values);

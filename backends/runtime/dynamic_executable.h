@@ -13,7 +13,7 @@
 //      module at the bounds with kernels::DynamicLowering: every kernel touching a dynamic
 //      value is planned on its compute definition and guarded so that only the valid prefix is
 //      computed (kernels/dynamic_extent.h); a mean over a dynamic axis divides by the valid
-//      length (backends/runtime/dynamic_means.h); what cannot be computed so (a window or a
+//      length (kernels/dynamic_means.h); what cannot be computed so (a window or a
 //      concatenation along a dynamic axis, an axis merging two symbols) is an Error naming the
 //      op or value and the reason.
 // Run finds the sizes from the inputs' shapes, copies the inputs into tensors at the bounds,

@@ -13,6 +13,7 @@
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "ir/kernel/functor.h"
 #include "kernels/search/search_space.h"
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
@@ -170,33 +171,48 @@ ir::IRModule PaddedWindows(int64_t n) {
   return module;
 }
 
+ir::IRModule Means(int64_t n);
+
 // Tuned schedules: every kernel gets a program sampled from the CPU design space (multi-level
 // tiling, cache_write, rfactor, parallel, vectorize, unroll, compute locations), as a tuning
-// database would serve; the guards go on whatever the schedule made, at every size.
+// database would serve; the guards go on whatever the schedule made, at every size. A mean over
+// the dynamic axis reaches the provider as the mean at the bound (its "mean_sum" block), the
+// kernel that tuning at the bound records.
 TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
   std::string heuristic = pipelines::WithoutFinalLegalize(
       pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  // Attention over [n, 16], and padded windows over [1, 8, n].
+  // Attention over [n, 16], padded windows over [1, 8, n], and means over [n, 3, 8].
   struct Model {
     std::function<ir::IRModule(int64_t)> make;
     std::function<ir::Shape(int64_t)> input;
+    bool means = false;
   };
   std::vector<Model> models = {{Attention,
                                 [](int64_t n) {
                                   return ir::Shape{n, 16};
                                 }},
-                               {PaddedWindows, [](int64_t n) {
+                               {PaddedWindows,
+                                [](int64_t n) {
                                   return ir::Shape{1, 8, n};
-                                }}};
+                                }},
+                               {Means,
+                                [](int64_t n) {
+                                  return ir::Shape{n, 3, 8};
+                                },
+                                true}};
   for (uint64_t seed : {1, 2, 3}) {
     for (size_t m = 0; m < models.size(); ++m) {
       SCOPED_TRACE(fmt::format("seed {}, model {}", seed, m));
       auto random = std::make_shared<kernels::RandomState>(seed);
       kernels::SearchSpace space = kernels::DefaultCpuSearchSpace(kernels::SearchTarget{});
-      int sampled = 0;
+      int sampled = 0, means = 0;
       backends::BuildOptions options;
       options.legalize.schedule_provider =
           [&, random](const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
+        ir::VisitStmtTree(kernel.body, [&](const ir::Stmt& st) {
+          const auto* realize = ir::As<ir::BlockRealizeNode>(st);
+          means += realize && realize->block->name.rfind("mean_sum", 0) == 0;
+        });
         std::vector<kernels::Schedule> designs = kernels::GenerateDesignSpaces(kernel, space, seed);
         for (int attempt = 0; attempt < 8; ++attempt) {
           const kernels::Schedule& design = designs[static_cast<size_t>(attempt) % designs.size()];
@@ -219,6 +235,9 @@ TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
       std::unique_ptr<backends::DynamicExecutable> dynamic =
           backends::BuildDynamic(source, options);
       EXPECT_GT(sampled, 1);
+      if (model.means) {
+        EXPECT_GE(means, 4);
+      }
       for (int64_t n : {48, 2, 6, 17, 40}) {
         SCOPED_TRACE("n = " + std::to_string(n));
         ir::Tensor x =
