@@ -145,6 +145,64 @@ class WorkEstimator {
   std::unordered_set<std::string> seen_loads_;
 };
 
+// What one iteration of a parallel loop's body does, counted in the stores it executes (every
+// iteration of the loops inside, vector lanes included) and in those of them that write a
+// buffer other than a "local" one (results, not accumulators).
+struct IterationWork {
+  int64_t stores = 0;
+  int64_t results = 0;
+};
+
+IterationWork WorkOfIteration(const Stmt& s) {
+  IterationWork work;
+  if (!s) return work;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      const auto* loop = ir::As<ir::ForNode>(s);
+      IterationWork body = WorkOfIteration(loop->body);
+      return {body.stores * loop->extent, body.results * loop->extent};
+    }
+    case StmtKind::kSeq:
+      for (const Stmt& child : ir::As<ir::SeqNode>(s)->stmts) {
+        IterationWork part = WorkOfIteration(child);
+        work.stores += part.stores;
+        work.results += part.results;
+      }
+      return work;
+    case StmtKind::kStore: {
+      bool local = ir::As<ir::StoreNode>(s)->buffer->scope == "local";
+      return {1, local ? 0 : 1};
+    }
+    case StmtKind::kIfThenElse: {
+      const auto* branch = ir::As<ir::IfThenElseNode>(s);
+      for (const Stmt& arm : {branch->then_case, branch->else_case}) {
+        IterationWork part = WorkOfIteration(arm);
+        work.stores = std::max(work.stores, part.stores);
+        work.results = std::max(work.results, part.results);
+      }
+      return work;
+    }
+    case StmtKind::kBlockRealize: {
+      const ir::Block& block = ir::As<ir::BlockRealizeNode>(s)->block;
+      if (!block) return work;
+      for (const Stmt& part_stmt : {block->init, block->body}) {
+        IterationWork part = WorkOfIteration(part_stmt);
+        work.stores += part.stores;
+        work.results += part.results;
+      }
+      return work;
+    }
+  }
+  return work;
+}
+
+// A guarded parallel loop (a dynamic kernel's, whose trip count is known only at run time) runs
+// on the calling thread alone when its trip count times one iteration's work is below both: as
+// the default schedules decide for a static kernel (a matmul of 16 rows built for 128 runs as
+// the static build of 16 rows does, without a fork and join that costs more than it saves).
+constexpr int64_t kParallelMinResults = 16384;
+constexpr int64_t kParallelMinStores = int64_t{1} << 20;
+
 }  // namespace
 
 int64_t EstimateWork(const Stmt& s, const ir::VarMap& constants) {
@@ -690,8 +748,29 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
 
   llvm::FunctionCallee parallel_for =
       module_.getOrInsertFunction("tandem_parallel_for", builder_.getVoidTy(), i64, ptr, ptr);
-  builder_.CreateCall(parallel_for,
-                      {trip ? trip : builder_.getInt64(loop->extent), entry, closure});
+  IterationWork work = trip ? WorkOfIteration(loop->body) : IterationWork{};
+  if (work.stores == 0) {
+    builder_.CreateCall(parallel_for,
+                        {trip ? trip : builder_.getInt64(loop->extent), entry, closure});
+    return;
+  }
+  // A guarded loop: on this thread when the work at this trip count is small.
+  llvm::Value* serial = builder_.CreateAnd(
+      builder_.CreateICmpSLT(builder_.CreateMul(trip, builder_.getInt64(work.results)),
+                             builder_.getInt64(kParallelMinResults)),
+      builder_.CreateICmpSLT(builder_.CreateMul(trip, builder_.getInt64(work.stores)),
+                             builder_.getInt64(kParallelMinStores)));
+  auto* on_this_thread = llvm::BasicBlock::Create(context_, "serial", function_);
+  auto* on_threads = llvm::BasicBlock::Create(context_, "parallel", function_);
+  auto* done = llvm::BasicBlock::Create(context_, "parallel.done", function_);
+  builder_.CreateCondBr(serial, on_this_thread, on_threads);
+  builder_.SetInsertPoint(on_this_thread);
+  builder_.CreateCall(entry, {builder_.getInt64(0), trip, closure});
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(on_threads);
+  builder_.CreateCall(parallel_for, {trip, entry, closure});
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
 }
 
 }  // namespace tandem::backends::codegen
