@@ -235,6 +235,11 @@ class KernelCodegen {
   // at least 0, evaluated before the loop. Null for any other loop or a bound that differs
   // between vector lanes.
   llvm::Value* GuardedTripCount(const ir::ForNode* loop);
+  // The iterations of a loop whose whole body is `if (condition)` without an else, the
+  // condition on the loop variable and values the loop does not write (the guard of a loop that
+  // fuses a dynamic axis under another): counted by a loop that evaluates the condition alone,
+  // before the loop. Null for any other loop.
+  llvm::Value* GuardedIterationCount(const ir::ForNode* loop);
   // A loop over [begin, end) in the current function; `body` receives the i64 counter.
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
                 const std::function<void(llvm::Value*)>& body, bool guard_empty = false);

@@ -196,8 +196,9 @@ IterationWork WorkOfIteration(const Stmt& s) {
   return work;
 }
 
-// A guarded parallel loop (a dynamic kernel's, whose trip count is known only at run time) runs
-// on the calling thread alone when its trip count times one iteration's work is below both: as
+// A guarded parallel loop (a dynamic kernel's, whose trip count or guarded iterations are known
+// only at run time) runs on the calling thread alone when the iterations that pass its guard
+// times one iteration's work are below both: as
 // the default schedules decide for a static kernel (a matmul of 16 rows built for 128 runs as
 // the static build of 16 rows does, without a fork and join that costs more than it saves).
 constexpr int64_t kParallelMinResults = 16384;
@@ -392,6 +393,24 @@ void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
       /*guard_empty=*/trip != nullptr);
 }
 
+namespace {
+
+// Whether `e` loads a buffer that `body` stores to.
+bool ReadsWritten(const Expr& e, const Stmt& body) {
+  std::set<const ir::BufferNode*> written;
+  ir::VisitStmtTree(body, [&](const ir::Stmt& s) {
+    if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
+  });
+  bool reads_written = false;
+  ir::VisitExprTree(e, [&](const ir::Expr& node) {
+    reads_written =
+        reads_written || (node->kind == ir::ExprKind::kLoad && written.count(node->buffer.get()));
+  });
+  return reads_written;
+}
+
+}  // namespace
+
 llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
   const auto* guard = ir::As<ir::IfThenElseNode>(loop->body);
   if (gpu_ || !guard || guard->else_case || !guard->condition.defined()) return nullptr;
@@ -402,21 +421,41 @@ llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
     return nullptr;
   }
   // The bound is read once, before the loop: it must not load what the loop writes.
-  std::set<const ir::BufferNode*> written;
-  ir::VisitStmtTree(loop->body, [&](const ir::Stmt& s) {
-    if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
-  });
-  bool reads_written = false;
-  ir::VisitExprTree(condition->operands[1], [&](const ir::Expr& e) {
-    reads_written =
-        reads_written || (e->kind == ir::ExprKind::kLoad && written.count(e->buffer.get()));
-  });
-  if (reads_written) return nullptr;
+  if (ReadsWritten(condition->operands[1], loop->body)) return nullptr;
   CgValue bound = Eval(condition->operands[1]);
   if (!bound.uniform() || !bound.value->getType()->isIntegerTy(64)) return nullptr;
   llvm::Value* trip = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound.value,
                                                      builder_.getInt64(loop->extent));
   return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, trip, builder_.getInt64(0));
+}
+
+llvm::Value* KernelCodegen::GuardedIterationCount(const ir::ForNode* loop) {
+  const auto* guard = ir::As<ir::IfThenElseNode>(loop->body);
+  if (gpu_ || !guard || guard->else_case || !guard->condition.defined()) return nullptr;
+  // Counting costs an evaluation of the condition per iteration: a few hundred nanoseconds at
+  // most, below what a fork and join costs.
+  constexpr int64_t kMaxCountedIterations = 1024;
+  if (loop->extent > kMaxCountedIterations) return nullptr;
+  if (!ir::UsesVar(guard->condition, loop->loop_var)) return nullptr;
+  if (ReadsWritten(guard->condition, loop->body)) return nullptr;
+  llvm::Value* count = EntryAlloca(builder_.getInt64Ty(), "guarded.count");
+  builder_.CreateStore(builder_.getInt64(0), count);
+  bool uniform = true;
+  EmitLoop(builder_.getInt64(0), builder_.getInt64(loop->extent), loop->loop_var->name + ".count",
+           [&](llvm::Value* counter) {
+             VarScope bind(vars_, loop->loop_var.get(),
+                           LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
+             CgValue taken = Eval(guard->condition);
+             if (!taken.uniform() || !taken.value->getType()->isIntegerTy(1)) {
+               uniform = false;
+               return;
+             }
+             llvm::Value* add = builder_.CreateZExt(taken.value, builder_.getInt64Ty());
+             builder_.CreateStore(
+                 builder_.CreateAdd(builder_.CreateLoad(builder_.getInt64Ty(), count), add), count);
+           });
+  if (!uniform) return nullptr;
+  return builder_.CreateLoad(builder_.getInt64Ty(), count);
 }
 
 void KernelCodegen::EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
@@ -748,27 +787,29 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
 
   llvm::FunctionCallee parallel_for =
       module_.getOrInsertFunction("tandem_parallel_for", builder_.getVoidTy(), i64, ptr, ptr);
-  IterationWork work = trip ? WorkOfIteration(loop->body) : IterationWork{};
+  llvm::Value* iterations = trip ? trip : builder_.getInt64(loop->extent);
+  llvm::Value* active = trip ? trip : GuardedIterationCount(loop);
+  IterationWork work = active ? WorkOfIteration(loop->body) : IterationWork{};
   if (work.stores == 0) {
-    builder_.CreateCall(parallel_for,
-                        {trip ? trip : builder_.getInt64(loop->extent), entry, closure});
+    builder_.CreateCall(parallel_for, {iterations, entry, closure});
     return;
   }
-  // A guarded loop: on this thread when the work at this trip count is small.
+  // A guarded loop: on this thread when the work of its iterations that pass the guard is
+  // small.
   llvm::Value* serial = builder_.CreateAnd(
-      builder_.CreateICmpSLT(builder_.CreateMul(trip, builder_.getInt64(work.results)),
+      builder_.CreateICmpSLT(builder_.CreateMul(active, builder_.getInt64(work.results)),
                              builder_.getInt64(kParallelMinResults)),
-      builder_.CreateICmpSLT(builder_.CreateMul(trip, builder_.getInt64(work.stores)),
+      builder_.CreateICmpSLT(builder_.CreateMul(active, builder_.getInt64(work.stores)),
                              builder_.getInt64(kParallelMinStores)));
   auto* on_this_thread = llvm::BasicBlock::Create(context_, "serial", function_);
   auto* on_threads = llvm::BasicBlock::Create(context_, "parallel", function_);
   auto* done = llvm::BasicBlock::Create(context_, "parallel.done", function_);
   builder_.CreateCondBr(serial, on_this_thread, on_threads);
   builder_.SetInsertPoint(on_this_thread);
-  builder_.CreateCall(entry, {builder_.getInt64(0), trip, closure});
+  builder_.CreateCall(entry, {builder_.getInt64(0), iterations, closure});
   builder_.CreateBr(done);
   builder_.SetInsertPoint(on_threads);
-  builder_.CreateCall(parallel_for, {trip, entry, closure});
+  builder_.CreateCall(parallel_for, {iterations, entry, closure});
   builder_.CreateBr(done);
   builder_.SetInsertPoint(done);
 }
