@@ -63,6 +63,13 @@ struct CpuCoreModel {
   bool operator==(const CpuCoreModel& other) const = default;
 };
 
+// Outputs (elements) from which a kernel runs on parallel threads (DefaultScheduleOptions'
+// parallel_min_work by default).
+inline constexpr int64_t kDefaultParallelMinWork = 16384;
+// Multiply-adds of a reduction from which it runs on parallel threads whatever the size of its
+// output (a thread pool dispatch costs a few microseconds; this is about 0.5 ms serial).
+inline constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
+
 struct DefaultScheduleOptions {
   // f32 lanes of the widest vector (16 on AVX-512, 8 on AVX2) and vector registers of the ISA
   // (32 on AVX-512, 16 on AVX2); 0: not given (backends::Build resolves them from its code
@@ -70,8 +77,9 @@ struct DefaultScheduleOptions {
   int vector_lanes = 0;
   int vector_registers = 0;
   CpuCoreModel core;
-  int64_t parallel_min_work = 16384;  // elements below which a kernel runs on one thread
-  int num_threads = 0;                // 0: hardware concurrency
+  int64_t parallel_min_work =
+      kDefaultParallelMinWork;  // elements below which a kernel runs on one thread
+  int num_threads = 0;          // 0: hardware concurrency
 };
 
 // The kernel with its default schedule applied (the returned Schedule holds its trace).

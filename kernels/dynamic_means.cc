@@ -1,7 +1,5 @@
 #include "kernels/dynamic_means.h"
 
-#include <cmath>
-
 #include "ir/kernel/functor.h"
 #include "kernels/dynamic_access.h"
 

@@ -11,6 +11,7 @@
 #include "ir/kernel/functor.h"
 #include "ir/kernel/kernel_printer.h"
 #include "ir/kernel/simplify.h"
+#include "kernels/default_schedule.h"
 
 namespace tandem::backends::codegen {
 
@@ -198,11 +199,11 @@ IterationWork WorkOfIteration(const Stmt& s) {
 
 // A guarded parallel loop (a dynamic kernel's, whose trip count or guarded iterations are known
 // only at run time) runs on the calling thread alone when the iterations that pass its guard
-// times one iteration's work are below both: as
-// the default schedules decide for a static kernel (a matmul of 16 rows built for 128 runs as
-// the static build of 16 rows does, without a fork and join that costs more than it saves).
-constexpr int64_t kParallelMinResults = 16384;
-constexpr int64_t kParallelMinStores = int64_t{1} << 20;
+// times one iteration's work are below both of the default schedules' thresholds for a static
+// kernel (results, and stores as multiply-adds): a matmul of 16 rows built for 128 runs as the
+// static build of 16 rows does, without a fork and join that costs more than it saves.
+constexpr int64_t kParallelMinResults = kernels::kDefaultParallelMinWork;
+constexpr int64_t kParallelMinStores = kernels::kParallelMinMacs;
 
 }  // namespace
 

@@ -15,9 +15,6 @@ namespace tandem::kernels::default_schedule {
 
 namespace {
 
-// Multiply-adds of a reduction block from which it runs on parallel threads whatever the size
-// of its output (a thread pool dispatch costs a few microseconds; this is about 0.5 ms serial).
-constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
 // Bytes of operands from which a reduction block runs on parallel threads whatever its
 // arithmetic: a GEMV's weights come from the last-level cache or memory at every call (the
 // network's other layers evict them), and one core streams them at a fraction of the rate two

@@ -250,35 +250,6 @@ TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
   }
 }
 
-// A dense layer over [n, 256] rows built for n up to 256: its guarded parallel loop runs on
-// threads where the rows are many (256, 100: 16384 results or more) and on the calling thread
-// alone where they are few (3, 1: below 16384 results and 2^20 multiply-adds); both match.
-ir::IRModule DenseRows(int64_t n) {
-  ir::GraphBuilder b("main");
-  ir::ValueId x = b.Input("x", ir::TensorType{{n, 256}, ir::DataType::kFloat32, ""});
-  ir::ValueId weight = b.Constant(
-      ir::Tensor::Random(ir::TensorType{{256, 256}, ir::DataType::kFloat32, ""}, 9, -0.1, 0.1));
-  ir::IRModule module;
-  module.Add(b.Finish(b.Call("relu", {b.Call("matmul", {x, weight})})));
-  return module;
-}
-
-TEST(DynamicBuild, GuardedParallelLoopsMatchOnThreadsAndOnOneThread) {
-  std::string heuristic = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  for (const std::string& pipeline : {std::string(), heuristic}) {
-    SCOPED_TRACE("pipeline '" + pipeline + "'");
-    std::unique_ptr<backends::DynamicExecutable> dynamic = BuildGraph(DenseRows, 1, 256, pipeline);
-    for (int64_t n : {256, 3, 100, 1}) {
-      SCOPED_TRACE("n = " + std::to_string(n));
-      ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 256}, ir::DataType::kFloat32, ""},
-                                        static_cast<uint64_t>(n));
-      ir::Tensor expected = backends::RunReference(DenseRows(n), {x}).at(0);
-      EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-5);
-    }
-  }
-}
-
 // Self-attention whose query, key and value come from one projection cut by a split (as GPT-2's
 // fused attention projection is exported): a call with several results, each a dynamic value.
 ir::IRModule SplitAttention(int64_t n) {
@@ -362,16 +333,18 @@ ir::IRModule Means(int64_t n) {
   return module;
 }
 
-// Builds `make` once for n in [minimum, 40], with no graph passes and with default_heuristic's,
-// and compares every output at several sizes with the interpreter's on the model at that size
-// (random inputs of the model's one parameter).
-void ExpectEverySizeMatches(const std::function<ir::IRModule(int64_t)>& make, int64_t minimum) {
+// Builds `make` once for n in [minimum, bound], with no graph passes and with
+// default_heuristic's, and compares every output at several sizes with the interpreter's on the
+// model at that size (random inputs of the model's one parameter).
+void ExpectEverySizeMatches(const std::function<ir::IRModule(int64_t)>& make, int64_t minimum,
+                            int64_t bound = 40) {
   std::string heuristic = pipelines::WithoutFinalLegalize(
       pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
   for (const std::string& pipeline : {std::string(), heuristic}) {
     SCOPED_TRACE("pipeline '" + pipeline + "'");
-    std::unique_ptr<backends::DynamicExecutable> dynamic = BuildGraph(make, minimum, 40, pipeline);
-    for (int64_t n : {int64_t{40}, minimum, minimum + 1, int64_t{17}, int64_t{39}}) {
+    std::unique_ptr<backends::DynamicExecutable> dynamic =
+        BuildGraph(make, minimum, bound, pipeline);
+    for (int64_t n : {bound, minimum, minimum + 1, int64_t{17}, bound - 1}) {
       SCOPED_TRACE("n = " + std::to_string(n));
       ir::IRModule at_n = make(n);
       const ir::GraphFunction& main = at_n.Get("main");
@@ -386,6 +359,23 @@ void ExpectEverySizeMatches(const std::function<ir::IRModule(int64_t)>& make, in
       }
     }
   }
+}
+
+// A dense layer over [n, 256] rows built for n up to 256: its guarded parallel loop runs on
+// threads where the rows are many (256, 255: 16384 results or more) and on the calling thread
+// alone where they are few (1, 2: below 16384 results and 2^20 multiply-adds); both match.
+ir::IRModule DenseRows(int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{n, 256}, ir::DataType::kFloat32, ""});
+  ir::ValueId weight = b.Constant(
+      ir::Tensor::Random(ir::TensorType{{256, 256}, ir::DataType::kFloat32, ""}, 9, -0.1, 0.1));
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call("relu", {b.Call("matmul", {x, weight})})));
+  return module;
+}
+
+TEST(DynamicBuild, GuardedParallelLoopsMatchOnThreadsAndOnOneThread) {
+  ExpectEverySizeMatches(DenseRows, 1, 256);
 }
 
 TEST(DynamicBuild, MeansOverTheDynamicAxisDivideByTheValidLength) {
