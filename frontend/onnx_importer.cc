@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "frontend/onnx_convert.h"
+#include "frontend/onnx_dim_expression.h"
 #include "frontend/onnx_file.h"
 #include "frontend/onnx_model_checks.h"
 #include "frontend/onnx_tensor.h"
@@ -95,8 +96,10 @@ class GraphImporter {
                                   extent, d));
         }
         if (given == options_.input_shapes.end() && dim.has_dim_param()) {
-          auto symbol = options_.symbols.find(dim.dim_param());
-          if (symbol != options_.symbols.end()) extent = symbol->second;
+          // A symbol, or arithmetic on symbols ("past_sequence_length + 1").
+          if (std::optional<int64_t> bound = DimParamExtent(dim.dim_param(), options_.symbols)) {
+            extent = *bound;
+          }
         }
         if (given != options_.input_shapes.end()) {
           if (given->second.size() != static_cast<size_t>(tensor.shape().dim_size())) {
@@ -118,12 +121,17 @@ class GraphImporter {
           bool named = dim.has_dim_param() && !dim.dim_param().empty();
           std::string symbol =
               named ? fmt::format("symbolic ('{}')", dim.dim_param()) : std::string("unknown");
-          std::string by_symbol = named
-                                      ? fmt::format(
-                                            ", or the symbol's size in OnnxImportOptions::symbols "
-                                            "(--symbol {}=...)",
-                                            dim.dim_param())
-                                      : std::string();
+          std::string by_symbol;
+          if (named) {
+            std::vector<std::string> unbound;
+            for (const std::string& needed : DimParamSymbols(dim.dim_param())) {
+              if (!options_.symbols.count(needed)) unbound.push_back(needed + "=...");
+            }
+            by_symbol =
+                fmt::format(", or the size of {} in OnnxImportOptions::symbols (--symbol {})",
+                            unbound.size() == 1 ? "the symbol" : "its symbols",
+                            fmt::join(unbound, " --symbol "));
+          }
           throw Error(
               fmt::format("graph input '{}' has a {} extent in dimension {}; Tandem needs "
                           "static shapes: pass the input's shape in "
@@ -163,7 +171,9 @@ class GraphImporter {
     for (const onnx::ValueInfoProto* input : parameters) {
       if (!input->type().has_tensor_type() || !input->type().tensor_type().has_shape()) continue;
       for (const auto& dim : input->type().tensor_type().shape().dim()) {
-        if (dim.has_dim_param() && !dim.dim_param().empty()) symbols.insert(dim.dim_param());
+        if (!dim.has_dim_param() || dim.dim_param().empty()) continue;
+        symbols.insert(dim.dim_param());
+        for (const std::string& used : DimParamSymbols(dim.dim_param())) symbols.insert(used);
       }
     }
     for (const auto& [symbol, size] : options_.symbols) {

@@ -56,12 +56,15 @@ class BlockAnalysis {
 
   void Run(std::vector<DynamicIterator>& out) {
     std::vector<Access> accesses = AccessesOf(block_);
-    // 1. A plain iterator indexing a dynamic axis of a buffer whose extents are known is dynamic.
+    // 1. A plain iterator indexing a dynamic axis of a buffer whose extents are known is dynamic,
+    // except in a read that padding guards: a concatenation's first part, read at the position
+    // in the result (whose length the iterator follows) under a select that ends the part.
     for (const Access& a : accesses) {
       auto it = known_.find(a.buffer.get());
       if (it == known_.end() || it->second.empty()) continue;
       for (size_t axis = 0; axis < a.indices.size(); ++axis) {
         if (!it->second[axis].dynamic()) continue;
+        if (!a.write && PaddingGuards(a, axis)) continue;
         if (std::optional<size_t> k = PlainIterator(a.indices[axis])) {
           Assign(*k, it->second[axis], a.buffer->name);
         }
@@ -116,6 +119,12 @@ class BlockAnalysis {
     }
   }
 
+  // Whether the plan allows padding and a select's condition bounds `a`'s index of `axis` by the
+  // buffer's extent there (kernels/dynamic_padding.h).
+  bool PaddingGuards(const Access& a, size_t axis) const {
+    return padded_reads_ && BoundedByExtent(a.guards, a.indices[axis], a.buffer->shape[axis]);
+  }
+
   bool UsesDynamicIterator(const Expr& e) const {
     for (size_t k = 0; k < extents_.size(); ++k) {
       if (extents_[k] && ir::UsesVar(e, block_.iter_vars[k].var)) return true;
@@ -145,9 +154,9 @@ class BlockAnalysis {
         Fail(a.buffer->name,
              fmt::format("indexes the dynamic axis {} with loaded data, reading", axis));
       }
-      // A read that padding guards (kernels/dynamic_padding.h) reads padding from the valid
-      // length on once the plan is applied.
-      if (padded_reads_ && BoundedByExtent(a.guards, index, a.buffer->shape[axis])) continue;
+      // A read that padding guards (kernels/dynamic_padding.h) reads padding (or the next part
+      // of a concatenation) from the valid length on once the plan is applied.
+      if (PaddingGuards(a, axis)) continue;
       // The index's largest value over the valid iterations stays inside the valid prefix for
       // every size n of the axis's symbol. The iterators of other symbols range up to their
       // bounds: their largest range bounds the index from above.

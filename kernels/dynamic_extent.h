@@ -154,9 +154,9 @@ struct DynamicPlan {
 // iterators that write it). Error (naming the block, the buffer and the reason) when a valid
 // result could depend on junk for some sizes within `ranges`.
 // With `padded_reads` (for ops whose selects pad their input: convolutions, max pooling, a
-// constant pad), a read past the valid part that such a select bounds by the axis's extent at
-// the bound is accepted, and the applied plan bounds it by the valid length instead
-// (kernels/dynamic_padding.h).
+// constant pad; or place its parts: a concatenation), a read past the valid part that such a
+// select bounds by the axis's extent at the bound is accepted, and the applied plan bounds it by
+// the valid length instead and moves what follows it along the axis (kernels/dynamic_padding.h).
 DynamicPlan PlanDynamicIterators(const ir::KernelFunction& kernel,
                                  const std::vector<TensorExtents>& params,
                                  const DynamicRanges& ranges,

@@ -1,4 +1,4 @@
-// Padding past the end of a dynamic axis (kernels/dynamic_extent.h).
+// Padding past the end of a dynamic axis, and parts placed after one (kernels/dynamic_extent.h).
 //
 // A window op pads its input with a select whose condition bounds the read by the axis's extent
 // at the bound: padded[w] = select(w >= p && w < p + E, x[w - p], pad value). Built at the bound,
@@ -6,6 +6,13 @@
 // (PlanDynamicIterators' `padded_reads`), such a read counts as inside the valid part, and the
 // applied plan replaces the bound in the condition by the valid length, w < p + V(n), so that
 // every position from V(n) on reads as padding, as the op at that size pads.
+//
+// A concatenation is a chain of such selects: out[i] = select(i < E, a[i], b[i - E]) places b
+// after a. At the sizes n, b starts at V(n), not at E: the same rewrite bounds the first part by
+// i < V(n), and the select's other value is shifted along i by V(n) - E, so that it reads
+// b[i - V(n)] (and a later part, or a later select of the chain, moves with it). A shifted read
+// can pass the end of its buffer at positions past the valid part (junk, which a partial tile
+// computes), so it reads only where its index is inside the buffer, and 0 elsewhere.
 #pragma once
 
 #include <functional>
@@ -25,9 +32,12 @@ bool BoundedByExtent(const std::vector<ir::Expr>& guards, const ir::Expr& index,
 using ExtentsOfBuffer = std::function<const TensorExtents*(const ir::BufferNode*)>;
 
 // `e` with every select whose true value reads a dynamic axis (extents by `extents_of`) at an
-// index that a conjunct of its condition bounds by the axis's extent at the bound (as
-// BoundedByExtent finds) rewritten: that conjunct bounds the index by the valid length
-// `limit(extent)` instead.
+// index that a conjunct `u < E + d` of its condition bounds by the axis's extent E at the bound
+// (as BoundedByExtent finds) rewritten: that conjunct bounds the index by the valid length
+// instead, u < `limit(extent)` + d, and in the select's false value every index and compared
+// value that differs from u by an expression without variables moves by limit(extent) - E (the
+// parts after the first of a concatenation); each read so moved is guarded by its buffer's
+// extent.
 ir::Expr BoundPaddingByValidLength(const ir::Expr& e, const ExtentsOfBuffer& extents_of,
                                    const std::function<ir::Expr(const AxisExtent&)>& limit);
 

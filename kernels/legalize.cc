@@ -168,19 +168,20 @@ class Legalizer {
                     ir::ErrorLocation{.op = op, .node = node});
   }
 
-  // Whether the selects of `node`'s op pad its input, so that a read they bound by an axis's
-  // extent may read padding from the valid length on (kernels/dynamic_padding.h): convolutions,
-  // max pooling and a constant pad. Elementwise, broadcast and injective ops (a reshape, a
-  // transpose) have no such selects, so a fusion group of these and such ops may pad too; any
-  // other op may not (a concatenation's selects place its parts, a reflecting pad mirrors at the
-  // bound, an average pool divides by the taps inside the input at the bound).
+  // Whether the selects of `node`'s op pad its input or place its parts, so that a read they
+  // bound by an axis's extent may read padding, or the next part, from the valid length on
+  // (kernels/dynamic_padding.h): convolutions, max pooling, a constant pad and a concatenation.
+  // Elementwise, broadcast and injective ops (a reshape, a transpose) have no such selects, so a
+  // fusion group of these and such ops may pad too; any other op may not (a reflecting pad
+  // mirrors at the bound, an average pool divides by the taps inside the input at the bound).
   static bool PadsInput(const ir::Node& node) {
-    static const std::set<std::string> kPadding = {"conv1d", "conv2d", "conv3d", "max_pool2d"};
+    static const std::set<std::string> kPadding = {"conv1d", "conv2d", "conv3d", "max_pool2d",
+                                                   "concat"};
     if (kPadding.count(node.op)) return true;
     return node.op == "pad" && node.attrs.GetString("mode", "constant") == "constant";
   }
   static bool PadsOrMapsElements(const ir::Node& node) {
-    static const std::set<std::string> kSelecting = {"concat", "split", "pad", "gather"};
+    static const std::set<std::string> kSelecting = {"split", "pad", "gather"};
     if (PadsInput(node)) return true;
     if (kSelecting.count(node.op)) return false;  // a pad here is not a constant one
     ir::PatternKind pattern = ir::OpRegistry::Global().Get(node.op).pattern;

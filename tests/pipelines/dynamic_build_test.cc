@@ -18,6 +18,7 @@
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
+#include "tests/pipelines/dynamic_graphs.h"
 #include "tests/pipelines/token_models.h"
 
 namespace tandem {
@@ -107,25 +108,11 @@ ir::IRModule Attention(int64_t n) {
   return module;
 }
 
-std::unique_ptr<backends::DynamicExecutable> BuildGraph(
-    const std::function<ir::IRModule(int64_t)>& make, int64_t minimum, int64_t bound,
-    const std::string& pipeline) {
-  backends::DynamicModuleSource source;
-  source.ranges = {{.symbol = "n", .minimum = minimum, .bound = bound}};
-  source.make = [make, pipeline](const std::vector<int64_t>& n) {
-    if (pipeline.empty()) return make(n.front());
-    passes::PassContext context;
-    return context.RunPipeline(*passes::ParsePipeline(pipeline), make(n.front()));
-  };
-  return backends::BuildDynamic(source);
-}
-
 TEST(DynamicBuild, AttentionMatchesTheInterpreterAtEverySize) {
-  std::string heuristic = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  for (const std::string& pipeline : {std::string(), heuristic}) {
+  for (const std::string& pipeline : {std::string(), testing::HeuristicGraphPasses()}) {
     SCOPED_TRACE("pipeline '" + pipeline + "'");
-    std::unique_ptr<backends::DynamicExecutable> dynamic = BuildGraph(Attention, 1, 64, pipeline);
+    std::unique_ptr<backends::DynamicExecutable> dynamic =
+        testing::BuildGraph(Attention, 1, 64, pipeline);
     for (int64_t n : {64, 1, 7, 16, 33, 63}) {
       SCOPED_TRACE("n = " + std::to_string(n));
       ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
@@ -173,78 +160,31 @@ ir::IRModule PaddedWindows(int64_t n) {
 
 ir::IRModule Means(int64_t n);
 
-// Tuned schedules: every kernel gets a program sampled from the CPU design space (multi-level
-// tiling, cache_write, rfactor, parallel, vectorize, unroll, compute locations), as a tuning
+// Tuned schedules: every kernel gets a program sampled from the CPU design space, as a tuning
 // database would serve; the guards go on whatever the schedule made, at every size. A mean over
 // the dynamic axis reaches the provider as the mean at the bound (its "mean_sum" block), the
 // kernel that tuning at the bound records.
 TEST(DynamicBuild, KernelsWithSampledSchedulesMatchTheInterpreter) {
-  std::string heuristic = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
   // Attention over [n, 16], padded windows over [1, 8, n], and means over [n, 3, 8].
   struct Model {
-    std::function<ir::IRModule(int64_t)> make;
-    std::function<ir::Shape(int64_t)> input;
+    testing::MakeGraph make;
     bool means = false;
   };
-  std::vector<Model> models = {{Attention,
-                                [](int64_t n) {
-                                  return ir::Shape{n, 16};
-                                }},
-                               {PaddedWindows,
-                                [](int64_t n) {
-                                  return ir::Shape{1, 8, n};
-                                }},
-                               {Means,
-                                [](int64_t n) {
-                                  return ir::Shape{n, 3, 8};
-                                },
-                                true}};
+  std::vector<Model> models = {{Attention}, {PaddedWindows}, {Means, true}};
   for (uint64_t seed : {1, 2, 3}) {
     for (size_t m = 0; m < models.size(); ++m) {
       SCOPED_TRACE(fmt::format("seed {}, model {}", seed, m));
-      auto random = std::make_shared<kernels::RandomState>(seed);
-      kernels::SearchSpace space = kernels::DefaultCpuSearchSpace(kernels::SearchTarget{});
-      int sampled = 0, means = 0;
-      backends::BuildOptions options;
-      options.legalize.schedule_provider =
-          [&, random](const ir::KernelFunction& kernel) -> std::optional<ir::KernelFunction> {
-        ir::VisitStmtTree(kernel.body, [&](const ir::Stmt& st) {
-          const auto* realize = ir::As<ir::BlockRealizeNode>(st);
-          means += realize && realize->block->name.rfind("mean_sum", 0) == 0;
-        });
-        std::vector<kernels::Schedule> designs = kernels::GenerateDesignSpaces(kernel, space, seed);
-        for (int attempt = 0; attempt < 8; ++attempt) {
-          const kernels::Schedule& design = designs[static_cast<size_t>(attempt) % designs.size()];
-          if (auto program = kernels::SampleProgram(kernel, design.trace(), space, *random)) {
-            ++sampled;
-            ir::KernelFunction out = program->function();
-            out.name = kernel.name;
-            return out;
-          }
-        }
-        return std::nullopt;
-      };
-      backends::DynamicModuleSource source;
-      source.ranges = {{.symbol = "n", .minimum = 2, .bound = 48}};
-      const Model& model = models[m];
-      source.make = [&](const std::vector<int64_t>& n) {
-        passes::PassContext context;
-        return context.RunPipeline(*passes::ParsePipeline(heuristic), model.make(n.front()));
-      };
+      testing::SampledKernels counts;
       std::unique_ptr<backends::DynamicExecutable> dynamic =
-          backends::BuildDynamic(source, options);
-      EXPECT_GT(sampled, 1);
-      if (model.means) {
-        EXPECT_GE(means, 4);
+          testing::BuildGraph(models[m].make, 2, 48, testing::HeuristicGraphPasses(),
+                              testing::SampledScheduleOptions(seed, counts));
+      EXPECT_GT(counts.sampled, 1);
+      if (models[m].means) {
+        EXPECT_GE(counts.means, 4);
       }
       for (int64_t n : {48, 2, 6, 17, 40}) {
-        SCOPED_TRACE("n = " + std::to_string(n));
-        ir::Tensor x =
-            ir::Tensor::Random(ir::TensorType{model.input(n), ir::DataType::kFloat32, ""},
-                               static_cast<uint64_t>(n) + seed);
-        ir::Tensor expected = backends::RunReference(model.make(n), {x}).at(0);
-        EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
+        testing::ExpectMatchesAt(*dynamic, models[m].make, n, static_cast<uint64_t>(n) + seed,
+                                 1e-4);
       }
     }
   }
@@ -272,12 +212,10 @@ ir::IRModule SplitAttention(int64_t n) {
 }
 
 TEST(DynamicBuild, SplitResultsAreDynamicValues) {
-  std::string heuristic = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  for (const std::string& pipeline : {std::string(), heuristic}) {
+  for (const std::string& pipeline : {std::string(), testing::HeuristicGraphPasses()}) {
     SCOPED_TRACE("pipeline '" + pipeline + "'");
     std::unique_ptr<backends::DynamicExecutable> dynamic =
-        BuildGraph(SplitAttention, 1, 40, pipeline);
+        testing::BuildGraph(SplitAttention, 1, 40, pipeline);
     for (int64_t n : {40, 1, 9, 39}) {
       SCOPED_TRACE("n = " + std::to_string(n));
       ir::Tensor x = ir::Tensor::Random(ir::TensorType{{n, 16}, ir::DataType::kFloat32, ""},
@@ -285,16 +223,6 @@ TEST(DynamicBuild, SplitResultsAreDynamicValues) {
       ir::Tensor expected = backends::RunReference(SplitAttention(n), {x}).at(0);
       EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0), expected), 1e-4);
     }
-  }
-}
-
-// Expects building `make` dynamically to fail with an Error containing `part`.
-void ExpectBuildError(const std::function<ir::IRModule(int64_t)>& make, const std::string& part) {
-  try {
-    BuildGraph(make, 1, 16, "");
-    ADD_FAILURE() << "no error; expected one containing: " << part;
-  } catch (const ir::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
   }
 }
 
@@ -333,34 +261,6 @@ ir::IRModule Means(int64_t n) {
   return module;
 }
 
-// Builds `make` once for n in [minimum, bound], with no graph passes and with
-// default_heuristic's, and compares every output at several sizes with the interpreter's on the
-// model at that size (random inputs of the model's one parameter).
-void ExpectEverySizeMatches(const std::function<ir::IRModule(int64_t)>& make, int64_t minimum,
-                            int64_t bound = 40) {
-  std::string heuristic = pipelines::WithoutFinalLegalize(
-      pipelines::PipelineRegistry::Global().Get("default_heuristic").text);
-  for (const std::string& pipeline : {std::string(), heuristic}) {
-    SCOPED_TRACE("pipeline '" + pipeline + "'");
-    std::unique_ptr<backends::DynamicExecutable> dynamic =
-        BuildGraph(make, minimum, bound, pipeline);
-    for (int64_t n : {bound, minimum, minimum + 1, int64_t{17}, bound - 1}) {
-      SCOPED_TRACE("n = " + std::to_string(n));
-      ir::IRModule at_n = make(n);
-      const ir::GraphFunction& main = at_n.Get("main");
-      ir::Tensor x =
-          ir::Tensor::Random(main.type_of(main.params.at(0)).tensor(), static_cast<uint64_t>(n));
-      std::vector<ir::Tensor> expected = backends::RunReference(at_n, {x});
-      std::vector<ir::Tensor> outputs = dynamic->Run({x});
-      ASSERT_EQ(outputs.size(), expected.size());
-      for (size_t k = 0; k < outputs.size(); ++k) {
-        EXPECT_EQ(outputs[k].shape(), expected[k].shape()) << "output " << k;
-        EXPECT_LT(ir::RelativeError(outputs[k], expected[k]), 1e-5) << "output " << k;
-      }
-    }
-  }
-}
-
 // A dense layer over [n, 256] rows built for n up to 256: its guarded parallel loop runs on
 // threads where the rows are many (256, 255: 16384 results or more) and on the calling thread
 // alone where they are few (1, 2: below 16384 results and 2^20 multiply-adds); both match.
@@ -375,11 +275,11 @@ ir::IRModule DenseRows(int64_t n) {
 }
 
 TEST(DynamicBuild, GuardedParallelLoopsMatchOnThreadsAndOnOneThread) {
-  ExpectEverySizeMatches(DenseRows, 1, 256);
+  testing::ExpectEverySizeMatches(DenseRows, 1, 256);
 }
 
 TEST(DynamicBuild, MeansOverTheDynamicAxisDivideByTheValidLength) {
-  ExpectEverySizeMatches(Means, 1);
+  testing::ExpectEverySizeMatches(Means, 1);
 }
 
 // A concatenation whose dynamic part comes last ([2, 4] then [n, 4]: a class token before the
@@ -400,23 +300,23 @@ ir::IRModule PrefixAndWindow(int64_t n) {
 }
 
 TEST(DynamicBuild, PrefixesAndWindowsInsideTheValidPartMatchTheInterpreter) {
-  ExpectEverySizeMatches(PrefixAndWindow, 2);
+  testing::ExpectEverySizeMatches(PrefixAndWindow, 2);
 }
 
 TEST(DynamicBuild, PaddedWindowsReadPaddingPastTheValidPart) {
-  ExpectEverySizeMatches(PaddedWindows, 2);
+  testing::ExpectEverySizeMatches(PaddedWindows, 2);
 }
 
 TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
   // A layer norm over the dynamic axis divides by its length inside the op.
-  ExpectBuildError(
+  testing::ExpectBuildError(
       [](int64_t n) {
         return OneOp(n, "layer_norm", {{"axis", int64_t{0}}, {"epsilon", 1e-5}}, {-1, 4}, 3);
       },
       "cannot lower 'layer_norm' over the dynamic axis 'n'");
   // An average pool padded along the dynamic axis divides by the taps inside the input at the
   // bound.
-  ExpectBuildError(
+  testing::ExpectBuildError(
       [](int64_t n) {
         return OneOp(n, "avg_pool2d",
                      {{"pool_size", std::vector<int64_t>{3, 1}},
@@ -425,7 +325,7 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
       },
       "reads axis 2 (valid length n)");
   // A stride along the dynamic axis: the output length floor((n + 1) / 2) + 1 is not affine.
-  ExpectBuildError(
+  testing::ExpectBuildError(
       [](int64_t n) {
         ir::GraphBuilder b("main");
         ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n + 4}, ir::DataType::kFloat32, ""});
@@ -437,26 +337,8 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
         return module;
       },
       "is not an affine function of n");
-  // A static part after the dynamic one would start at n, a run-time offset.
-  ExpectBuildError(
-      [](int64_t n) {
-        ir::GraphBuilder b("main");
-        ir::ValueId x = b.Input("x", ir::TensorType{{n, 4}, ir::DataType::kFloat32, ""});
-        ir::ValueId suffix =
-            b.Constant(ir::Tensor::Random(ir::TensorType{{2, 4}, ir::DataType::kFloat32, ""}, 9));
-        ir::IRModule module;
-        module.Add(b.Finish(b.Call("concat", {x, suffix}, ir::Attrs{{"axis", int64_t{0}}})));
-        return module;
-      },
-      "walks axes of lengths n+2 and n");
-  // A concatenation along the dynamic axis puts the second part past the first's bound.
-  ExpectBuildError(
-      [](int64_t n) {
-        return OneOp(n, "concat", {{"axis", int64_t{0}}}, {-1, 4}, 2);
-      },
-      "walks axes of lengths 2*n and n");
   // A split along the dynamic axis: the second part starts at n, past the first part's bound.
-  ExpectBuildError(
+  testing::ExpectBuildError(
       [](int64_t n) {
         ir::GraphBuilder b("main");
         ir::ValueId x = b.Input("x", ir::TensorType{{2 * n, 4}, ir::DataType::kFloat32, ""});
@@ -469,7 +351,7 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
       },
       "walks axes of lengths n and 2*n");
   // A constant computed from n (not a slice of one table).
-  ExpectBuildError(
+  testing::ExpectBuildError(
       [](int64_t n) {
         ir::GraphBuilder b("main");
         ir::ValueId x = b.Input("x", ir::TensorType{{n}, ir::DataType::kFloat32, ""});
@@ -483,7 +365,7 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
       },
       "the constant %ramp [n] at n=15 is not the leading part of its value at n=16");
   // A graph that differs with n.
-  ExpectBuildError(
+  testing::ExpectBuildError(
       [](int64_t n) {
         return n % 2 == 0 ? OneOp(n, "relu", {}, {-1}) : OneOp(n, "add", {}, {-1}, 2);
       },
