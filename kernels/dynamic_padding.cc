@@ -25,21 +25,17 @@ std::optional<int64_t> BoundingOffset(const Expr& guard, const Expr& index, int6
   return offset;
 }
 
-bool HasVar(const Expr& e) {
-  bool found = false;
-  ir::VisitExprTree(e, [&](const Expr& node) { found = found || node->kind == ExprKind::kVar; });
-  return found;
-}
-
-// Moves the positions of a select's false value along `position` by `shift` (the later parts of
-// a concatenation, kernels/dynamic_padding.h): every load index and compared value that differs
-// from `position` by an expression without variables loses `shift`; `moved` collects the loads
-// with a moved index and the axes moved.
+// A load whose index PositionShifter moved, and the axes moved; by the load's node.
 struct MovedRead {
   Expr load;  // held, so that no other node takes its address
   std::set<size_t> axes;
 };
 using MovedReads = std::map<const ir::ExprNode*, MovedRead>;
+
+// Moves the positions of a select's false value along `position` by `shift` (the later parts of
+// a concatenation, kernels/dynamic_padding.h): every load index and compared value that differs
+// from `position` by an expression without variables loses `shift`; `moved` collects the loads
+// with a moved index and the axes moved.
 class PositionShifter : public ir::ExprMutator {
  public:
   PositionShifter(const Expr& position, const Expr& shift, MovedReads& moved)
@@ -77,7 +73,7 @@ class PositionShifter : public ir::ExprMutator {
 
  private:
   bool Aligned(const Expr& e) const {
-    return e->dtype == position_->dtype && !HasVar(ir::Simplify(e - position_));
+    return e->dtype == position_->dtype && !ir::HasVar(ir::Simplify(e - position_));
   }
 
   const Expr& position_;
@@ -138,7 +134,7 @@ class PaddingRewriter : public ir::ExprMutator {
           std::optional<int64_t> offset = BoundingOffset(conjunct, load->operands[axis], extent);
           if (!offset) continue;
           Expr valid = limit_((*extents)[axis]);
-          if (!position.defined() && HasVar(conjunct->operands[0])) {
+          if (!position.defined() && ir::HasVar(conjunct->operands[0])) {
             position = conjunct->operands[0];
             shift = ir::Simplify(valid - Expr(extent));
           }

@@ -2,7 +2,9 @@
 
 namespace tandem::ir {
 
-Expr ExprMutator::VisitExpr(const Expr& e) { return VisitChildren(e); }
+Expr ExprMutator::VisitExpr(const Expr& e) {
+  return VisitChildren(e);
+}
 
 Expr ExprMutator::VisitChildren(const Expr& e) {
   if (!e.defined() || e->operands.empty()) return e;
@@ -23,11 +25,16 @@ Expr ExprMutator::VisitChildren(const Expr& e) {
 Stmt StmtMutator::VisitStmt(const Stmt& s) {
   if (!s) return s;
   switch (s->kind) {
-    case StmtKind::kFor: return VisitFor(As<ForNode>(s), s);
-    case StmtKind::kSeq: return VisitSeq(As<SeqNode>(s), s);
-    case StmtKind::kStore: return VisitStore(As<StoreNode>(s), s);
-    case StmtKind::kIfThenElse: return VisitIfThenElse(As<IfThenElseNode>(s), s);
-    case StmtKind::kBlockRealize: return VisitBlockRealize(As<BlockRealizeNode>(s), s);
+    case StmtKind::kFor:
+      return VisitFor(As<ForNode>(s), s);
+    case StmtKind::kSeq:
+      return VisitSeq(As<SeqNode>(s), s);
+    case StmtKind::kStore:
+      return VisitStore(As<StoreNode>(s), s);
+    case StmtKind::kIfThenElse:
+      return VisitIfThenElse(As<IfThenElseNode>(s), s);
+    case StmtKind::kBlockRealize:
+      return VisitBlockRealize(As<BlockRealizeNode>(s), s);
   }
   return s;
 }
@@ -73,7 +80,8 @@ Stmt StmtMutator::VisitIfThenElse(const IfThenElseNode* op, const Stmt& s) {
   Expr condition = VisitExpr(op->condition);
   Stmt then_case = VisitStmt(op->then_case);
   Stmt else_case = VisitStmt(op->else_case);
-  if (condition.same_as(op->condition) && then_case == op->then_case && else_case == op->else_case) {
+  if (condition.same_as(op->condition) && then_case == op->then_case &&
+      else_case == op->else_case) {
     return s;
   }
   return MakeIfThenElse(std::move(condition), std::move(then_case), std::move(else_case));
@@ -136,11 +144,14 @@ void VisitStmtTree(const Stmt& s, const std::function<void(const Stmt&)>& fn) {
   if (!s) return;
   fn(s);
   switch (s->kind) {
-    case StmtKind::kFor: VisitStmtTree(As<ForNode>(s)->body, fn); break;
+    case StmtKind::kFor:
+      VisitStmtTree(As<ForNode>(s)->body, fn);
+      break;
     case StmtKind::kSeq:
       for (const Stmt& c : As<SeqNode>(s)->stmts) VisitStmtTree(c, fn);
       break;
-    case StmtKind::kStore: break;
+    case StmtKind::kStore:
+      break;
     case StmtKind::kIfThenElse:
       VisitStmtTree(As<IfThenElseNode>(s)->then_case, fn);
       VisitStmtTree(As<IfThenElseNode>(s)->else_case, fn);
@@ -163,7 +174,9 @@ void VisitStmtExprs(const Stmt& s, const std::function<void(const Expr&)>& fn) {
         fn(st->value);
         break;
       }
-      case StmtKind::kIfThenElse: fn(As<IfThenElseNode>(stmt)->condition); break;
+      case StmtKind::kIfThenElse:
+        fn(As<IfThenElseNode>(stmt)->condition);
+        break;
       case StmtKind::kBlockRealize: {
         const BlockRealizeNode* br = As<BlockRealizeNode>(stmt);
         for (const Expr& v : br->iter_values) fn(v);
@@ -178,7 +191,8 @@ void VisitStmtExprs(const Stmt& s, const std::function<void(const Expr&)>& fn) {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
   });
 }
@@ -221,6 +235,12 @@ bool UsesVar(const Expr& e, const Var& v) {
 bool HasLoad(const Expr& e) {
   bool found = false;
   VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ExprKind::kLoad; });
+  return found;
+}
+
+bool HasVar(const Expr& e) {
+  bool found = false;
+  VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ExprKind::kVar; });
   return found;
 }
 
