@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include <variant>
 
@@ -122,6 +123,11 @@ ir::GraphFunction RewriteToFixpoint(const ir::GraphFunction& function,
     if (!changed) break;
   }
   return current;
+}
+
+bool IsReshapeLike(const ir::Node& node) {
+  static const std::set<std::string> kOps = {"reshape", "flatten", "squeeze", "expand_dims"};
+  return node.kind == ir::NodeKind::kCall && kOps.count(node.op) != 0;
 }
 
 const ir::Tensor* ConstantValue(const ir::GraphFunction& function, ir::ValueId id) {

@@ -70,6 +70,9 @@ using RewriteRule = std::function<ir::ValueId(const ir::GraphFunction& fn,
 ir::GraphFunction RewriteToFixpoint(const ir::GraphFunction& function,
                                     const std::vector<RewriteRule>& rules, int max_sweeps);
 
+// True for a call of reshape, flatten, squeeze or expand_dims (ops that only regroup axes).
+bool IsReshapeLike(const ir::Node& node);
+
 // The data of node `id` when it is a constant, else nullptr.
 const ir::Tensor* ConstantValue(const ir::GraphFunction& function, ir::ValueId id);
 // True when `tensor` is non-empty and every element equals `value`.

@@ -16,14 +16,19 @@
 //   - pow(x, c) with c a constant of equal elements that does not broadcast x becomes x for
 //     c = 1, sqrt(x) for c = 0.5, and a product of c factors x for c = 2, 3 or 4
 //     (multiply(x, x), multiply(multiply(x, x), x), ...): a pow is a libm call per element, a
-//     multiply vectorizes.
-// The rules are applied in sweeps until nothing changes.
+//     multiply vectorizes;
+//   - a reshape that regroups leading axes, row-wise ops and a reshape back (a linear layer
+//     applied as `x.view(-1, hidden)`) become the row-wise ops on the original axes
+//     (passes/heuristic/row_reshape_pairs.h).
+// The local rules are applied in sweeps until nothing changes, then the reshape pairs are
+// removed, then the local rules run again where that changed the function.
 #include <cmath>
 #include <set>
 
 #include "ir/op_registry.h"
 #include "passes/graph_utils.h"
 #include "passes/heuristic/rewrite_helpers.h"
+#include "passes/heuristic/row_reshape_pairs.h"
 #include "passes/pass_declaration.h"
 
 namespace tandem::passes {
@@ -167,11 +172,6 @@ ir::ValueId SimplifyTranspose(const Site& s) {
 
 // ---- reshape-like chains ----
 
-bool IsReshapeLike(const ir::Node& node) {
-  static const std::set<std::string> kOps = {"reshape", "flatten", "squeeze", "expand_dims"};
-  return node.kind == ir::NodeKind::kCall && kOps.count(node.op) != 0;
-}
-
 ir::ValueId SimplifyReshape(const Site& s) {
   if (!IsReshapeLike(s.node)) return -1;
   const ir::Node& inner = s.OperandNode(0);
@@ -224,10 +224,9 @@ ir::ValueId SimplifyPower(const Site& s) {
     if (!AllElementsEqual(*exponent, power)) continue;
     // x^2 = x * x; x^3 = x^2 * x; x^4 = x^2 * x^2. The last multiply keeps the node's name.
     ir::ValueId x = s.Operand(0);
-    ir::ValueId square =
-        power == 2 ? -1
-                   : AppendCall(s.out, "multiply", {x, x}, {}, s.node.name + "_square",
-                                s.node.annotations);
+    ir::ValueId square = power == 2 ? -1
+                                    : AppendCall(s.out, "multiply", {x, x}, {},
+                                                 s.node.name + "_square", s.node.annotations);
     std::vector<ir::ValueId> last = power == 2   ? std::vector<ir::ValueId>{x, x}
                                     : power == 3 ? std::vector<ir::ValueId>{square, x}
                                                  : std::vector<ir::ValueId>{square, square};
@@ -249,7 +248,10 @@ ir::GraphFunction Simplify(const ir::GraphFunction& fn) {
       return rule(Site{f, uses, out, map, f.node(id)});
     });
   }
-  return RewriteToFixpoint(fn, rules, 32);
+  ir::GraphFunction simplified = RewriteToFixpoint(fn, rules, 32);
+  ir::GraphFunction unpaired = DropRowReshapePairs(simplified);
+  if (unpaired.nodes.size() == simplified.nodes.size()) return simplified;
+  return RewriteToFixpoint(unpaired, rules, 32);
 }
 
 }  // namespace
@@ -259,7 +261,8 @@ void RegisterSimplifyExpr(PassRegistry& registry) {
       registry, "SimplifyExpr",
       "Fold batch_norm into convolutions or multiply+add, cancel and compose transposes, "
       "collapse reshape chains, remove identity arithmetic, turn pow by 2, 3, 4, 0.5 or 1 into "
-      "multiplies, sqrt or nothing.",
+      "multiplies, sqrt or nothing, and keep row-wise ops between a reshape that regroups "
+      "leading axes and its inverse on the original axes.",
       Simplify);
 }
 

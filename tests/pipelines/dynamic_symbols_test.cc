@@ -1,7 +1,8 @@
 // Dynamic builds over two symbols at once: the token-input BERT and GPT examples built once for
 // every batch in [1, 4] and every sequence length in [1, 64] run at many combinations of the two
 // to the reference interpreter on the model imported at those sizes; a row's result does not
-// depend on the other rows of its batch; inputs that disagree on a size, sizes out of range, an
+// depend on the other rows of its batch; linear layers on rows flattened across both symbols
+// build once after the graph passes; inputs that disagree on a size, sizes out of range, an
 // axis that changes with both symbols and a symbol given twice are errors naming them; buckets
 // split the first symbol and keep the second's whole range.
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include "passes/pipeline_text.h"
 #include "pipelines/pipeline_registry.h"
 #include "tests/common/expect_error.h"
+#include "tests/pipelines/dynamic_graphs.h"
 #include "tests/pipelines/token_models.h"
 
 namespace tandem {
@@ -153,6 +155,57 @@ TEST(DynamicSymbolsErrors, AnAxisMayFollowOneSymbolOnly) {
   EXPECT_LT(ir::RelativeError(dynamic->Run({x}).at(0),
                               backends::RunReference(Flattened(3, 16), {x}).at(0)),
             1e-6);
+}
+
+// A linear layer applied to flattened rows, as GPT-2's Conv1D is exported: the heads of x:
+// f32[batch, n, 2, 4] and the batch and sequence axes flattened to [batch * n, 8], dense, bias,
+// tanh, dense again, and the rows regrouped to [batch, n, 16].
+ir::IRModule LinearOnFlattenedRows(int64_t batch, int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{batch, n, 2, 4}, ir::DataType::kFloat32, ""});
+  auto constant = [&](ir::Shape shape, uint64_t seed) {
+    return b.Constant(ir::Tensor::Random(
+        ir::TensorType{std::move(shape), ir::DataType::kFloat32, ""}, seed, -0.5, 0.5));
+  };
+  ir::ValueId flat =
+      b.Call("reshape", {x}, ir::Attrs{{"newshape", std::vector<int64_t>{batch * n, 8}}});
+  ir::ValueId hidden = b.Call(
+      "tanh", {b.Call("add", {b.Call("dense", {flat, constant({16, 8}, 1)}), constant({16}, 2)})});
+  ir::ValueId out = b.Call("dense", {hidden, constant({16, 16}, 3)});
+  ir::IRModule module;
+  module.Add(b.Finish(
+      b.Call("reshape", {out}, ir::Attrs{{"newshape", std::vector<int64_t>{batch, n, 16}}})));
+  return module;
+}
+
+// SimplifyExpr keeps the row-wise ops on the original axes (passes/heuristic/row_reshape_pairs.h),
+// so the graph passes leave no axis that changes with both symbols: one build runs every pair.
+TEST(DynamicSymbolsFlattenedRows, LinearLayersBuildOnceForBatchAndLength) {
+  backends::DynamicModuleSource source;
+  source.ranges = {{"batch", 1, 4}, {"n", 1, 24}};
+  std::string graph_part = testing::HeuristicGraphPasses();
+  source.make = [graph_part](const std::vector<int64_t>& sizes) {
+    passes::PassContext context;
+    return context.RunPipeline(*passes::ParsePipeline(graph_part),
+                               LinearOnFlattenedRows(sizes[0], sizes[1]));
+  };
+  std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
+  for (auto [batch, n] :
+       std::vector<std::pair<int64_t, int64_t>>{{4, 24}, {1, 1}, {3, 7}, {2, 24}, {4, 13}}) {
+    SCOPED_TRACE(fmt::format("batch {}, n {}", batch, n));
+    ir::IRModule at = LinearOnFlattenedRows(batch, n);
+    std::vector<ir::Tensor> inputs = testing::RandomInputs(at, 40 + static_cast<uint64_t>(n));
+    ir::Tensor output = dynamic->Run(inputs).at(0);
+    ir::Tensor expected = backends::RunReference(at, inputs).at(0);
+    ASSERT_EQ(output.shape(), expected.shape());
+    EXPECT_LT(ir::RelativeError(output, expected), 1e-5);
+  }
+  // Without the graph passes the flattened axis changes with both symbols.
+  source.make = [](const std::vector<int64_t>& sizes) {
+    return LinearOnFlattenedRows(sizes[0], sizes[1]);
+  };
+  testing::ExpectErrorContaining([&] { backends::BuildDynamic(source); },
+                                 "changes with both batch and n");
 }
 
 TEST(DynamicSymbolsErrors, SymbolsAreDistinctAndRangesHoldTwoSizes) {
