@@ -193,6 +193,16 @@ class Comparison {
   std::vector<const ir::GraphFunction*> functions_;
 };
 
+// The low size at which BuildDynamic compares the module: the range's minimum, or 2 when the
+// minimum is 1 and the range reaches 4. At size 1 broadcasting and constant folding degenerate:
+// an expand to [1, ...] is no op, and a rotary table sliced to position 0 holds cos 0 = 1 and
+// sin 0 = 0, so SimplifyExpr drops its multiply. Such a module has fewer nodes but computes the
+// same function as the module at the bounds restricted to size 1; every size the samples do not
+// reach, 1 among them, is run as the bounds' module restricted to it.
+int64_t LowSample(const kernels::DynamicRange& range) {
+  return range.minimum == 1 && range.bound >= 4 ? 2 : range.minimum;
+}
+
 // `fn` with a new first node, the parameter `name` of type i64[symbols], listed last among the
 // parameters.
 ir::GraphFunction WithExtentParameter(const ir::GraphFunction& fn, const std::string& name,
@@ -218,20 +228,18 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
                                                 const BuildOptions& options) {
   const kernels::DynamicRanges& ranges = source.ranges;
   kernels::CheckDynamicRanges(ranges);
-  // 1. The module at the bounds, at each symbol one below its bound, and at the minimums,
+  // 1. The module at the bounds, at each symbol one below its bound, and at the low sizes,
   //    compared.
   std::vector<std::vector<int64_t>> sizes = {kernels::BoundsOf(ranges)};
-  bool minimums_differ = false;
+  bool low_sizes_differ = false;
+  std::vector<int64_t> low_sizes;
   for (size_t k = 0; k < ranges.size(); ++k) {
     sizes.push_back(sizes[0]);
     --sizes.back()[k];
-    minimums_differ = minimums_differ || ranges[k].minimum < ranges[k].bound - 1 || k > 0;
+    low_sizes.push_back(LowSample(ranges[k]));
+    low_sizes_differ = low_sizes_differ || low_sizes.back() < ranges[k].bound - 1 || k > 0;
   }
-  if (minimums_differ) {
-    std::vector<int64_t> minimums;
-    for (const kernels::DynamicRange& range : ranges) minimums.push_back(range.minimum);
-    sizes.push_back(minimums);
-  }
+  if (low_sizes_differ) sizes.push_back(low_sizes);
   std::vector<ir::IRModule> modules;
   for (const std::vector<int64_t>& at : sizes) modules.push_back(source.make(at));
   std::vector<const ir::GraphFunction*> functions;

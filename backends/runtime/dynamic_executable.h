@@ -4,7 +4,8 @@
 // BuildDynamic:
 //   1. makes the module through the caller's `make` (the same import and graph pipeline each
 //      time, stopping before kernels are lowered) with every symbol at its bound, then with one
-//      symbol at a time one below it, then with all at their minimum, and compares them value
+//      symbol at a time one below it, then with all at their minimum (2 instead of a minimum
+//      of 1 when the range reaches 4: at size 1 folding degenerates), and compares them value
 //      by value: every extent must be scale * n + offset (scale >= 0) in the size n of one
 //      symbol at most, the graphs must otherwise be the same, and a constant that changes with
 //      a size must be, at the smaller sizes, the valid prefix of its value at the bounds (a

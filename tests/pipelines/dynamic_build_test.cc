@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "backends/reference/interpreter.h"
@@ -280,6 +281,38 @@ TEST(DynamicBuild, GuardedParallelLoopsMatchOnThreadsAndOnOneThread) {
 
 TEST(DynamicBuild, MeansOverTheDynamicAxisDivideByTheValidLength) {
   testing::ExpectEverySizeMatches(Means, 1);
+}
+
+// Rotary position tables sliced to the first n positions, as exported decoders hold them:
+// x * cos + tanh(x) * sin. At n = 1 the cos table is all ones, so the graph passes drop its
+// multiply and the graph made at 1 has a node fewer than at the bounds; the build compares the
+// graphs at 2 instead and runs size 1 as the bound graph restricted to it.
+ir::IRModule RotaryTables(int64_t n) {
+  ir::GraphBuilder b("main");
+  ir::ValueId x = b.Input("x", ir::TensorType{{n, 4}, ir::DataType::kFloat32, ""});
+  ir::Tensor cos(ir::TensorType{{n, 4}, ir::DataType::kFloat32, ""});
+  ir::Tensor sin(cos.type());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      double angle = static_cast<double>(i) / static_cast<double>(1 + 3 * j);
+      cos.data<float>()[i * 4 + j] = static_cast<float>(std::cos(angle));
+      sin.data<float>()[i * 4 + j] = static_cast<float>(std::sin(angle));
+    }
+  }
+  ir::ValueId turned = b.Call("multiply", {b.Call("tanh", {x}), b.Constant(sin, "sin")});
+  ir::IRModule module;
+  module.Add(b.Finish(b.Call("add", {b.Call("multiply", {x, b.Constant(cos, "cos")}), turned})));
+  return module;
+}
+
+TEST(DynamicBuild, GraphsThatFoldFurtherAtSizeOneBuildOnce) {
+  passes::PassContext context;
+  ir::IRModule at_one =
+      context.RunPipeline(*passes::ParsePipeline(testing::HeuristicGraphPasses()), RotaryTables(1));
+  ir::IRModule at_two =
+      context.RunPipeline(*passes::ParsePipeline(testing::HeuristicGraphPasses()), RotaryTables(2));
+  ASSERT_LT(at_one.Get("main").nodes.size(), at_two.Get("main").nodes.size());
+  testing::ExpectEverySizeMatches(RotaryTables, 1);
 }
 
 // A concatenation whose dynamic part comes last ([2, 4] then [n, 4]: a class token before the
