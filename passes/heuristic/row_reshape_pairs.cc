@@ -20,8 +20,8 @@ const ir::TensorType* TensorTypeOf(const ir::GraphFunction& fn, ir::ValueId id) 
   return type.is_tensor() ? &type.tensor() : nullptr;
 }
 
-// True when a value of `shape` broadcast against a row-wise chain value varies along the last
-// axis at most: every extent before the last is 1.
+// True when a value of `shape` broadcast against a row-wise value varies along the last axis at
+// most: every extent before the last is 1.
 bool VariesAlongLastAxisAtMost(const ir::Shape& shape) {
   for (size_t a = 0; a + 1 < shape.size(); ++a) {
     if (shape[a] != 1) return false;
@@ -29,180 +29,214 @@ bool VariesAlongLastAxisAtMost(const ir::Shape& shape) {
   return true;
 }
 
-// The row-wise op `node` applied with the chain value at operand `chain` of type `chain_type`
-// instead of its own: the result type, or nullopt when the op is not row-wise in that operand
-// or does not accept the type.
-std::optional<ir::Type> RowWiseResult(const ir::GraphFunction& fn, const ir::Node& node,
-                                      size_t chain, const ir::TensorType& chain_type) {
-  if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return std::nullopt;
-  const ir::OpDef* def = ir::OpRegistry::Global().Find(node.op);
-  if (def == nullptr) return std::nullopt;
-  bool linear = node.op == "dense" || node.op == "matmul";
-  if (linear) {
-    const ir::TensorType* weight =
-        node.inputs.size() == 2 ? TensorTypeOf(fn, node.inputs[1]) : nullptr;
-    if (chain != 0 || weight == nullptr || weight->rank() != 2) return std::nullopt;
-  } else {
-    bool pointwise = def->pattern == ir::PatternKind::kElementwise ||
-                     def->pattern == ir::PatternKind::kBroadcast;
-    if (!pointwise || node.attrs.Has("axis")) return std::nullopt;
-    const ir::TensorType* result = &node.type.tensor();
-    const ir::TensorType* before = TensorTypeOf(fn, node.inputs[chain]);
-    if (before == nullptr || result->shape != before->shape) return std::nullopt;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (i == chain) continue;
-      if (node.inputs[i] == node.inputs[chain]) return std::nullopt;
-      const ir::TensorType* other = TensorTypeOf(fn, node.inputs[i]);
-      if (other == nullptr || other->rank() > chain_type.rank() ||
-          !VariesAlongLastAxisAtMost(other->shape)) {
+// True when `axis` names the last of `rank` axes.
+bool IsLastAxis(int64_t axis, int64_t rank) {
+  return axis == -1 || axis == rank - 1;
+}
+
+// One region found from a reshape `first`: its ops in graph order, the restoring reshapes, the
+// value `first` regrouped and the type it takes with the restored leading axes (its remaining
+// axes merged into one row).
+struct Region {
+  ir::ValueId first = -1;
+  ir::ValueId source = -1;
+  ir::TensorType rows;
+  std::vector<ir::ValueId> ops;
+  std::set<ir::ValueId> restores;
+};
+
+class RegionFinder {
+ public:
+  explicit RegionFinder(const ir::GraphFunction& fn) : fn_(fn) {}
+
+  // Steps atop the analysis of the region of the reshape `first`:
+  //   1. walk the nodes after `first` in order; a node reading a region value is a restoring
+  //      reshape, or a row-wise op that joins the region; anything else ends the analysis, as
+  //      does a region value the function returns;
+  //   2. the restoring reshapes agree on the leading axes, which lead `first`'s operand, whose
+  //      remaining axes hold one row of the regrouped value;
+  //   3. the region's ops, applied on the restored axes, give each restoring reshape its type.
+  std::optional<Region> Find(ir::ValueId first) {
+    const ir::Node& reshape = fn_.node(first);
+    const ir::TensorType* source = TensorTypeOf(fn_, reshape.inputs[0]);
+    if (!reshape.type.is_tensor() || source == nullptr || !source->layout.empty()) {
+      return std::nullopt;
+    }
+    grouped_ = reshape.type.tensor();
+    if (grouped_.rank() < 2 || !grouped_.layout.empty()) return std::nullopt;
+    Region region{first, reshape.inputs[0], {}, {}, {}};
+    std::set<ir::ValueId> values = {first};
+    for (size_t i = static_cast<size_t>(first) + 1; i < fn_.nodes.size(); ++i) {
+      ir::ValueId id = static_cast<ir::ValueId>(i);
+      const ir::Node& node = fn_.node(id);
+      bool reads = std::any_of(node.inputs.begin(), node.inputs.end(),
+                               [&](ir::ValueId input) { return values.count(input) != 0; });
+      if (!reads) continue;
+      if (IsReshapeLike(node) && node.type.is_tensor()) {
+        region.restores.insert(id);
+      } else if (IsRowWise(node, values)) {
+        region.ops.push_back(id);
+        values.insert(id);
+      } else {
         return std::nullopt;
       }
     }
-  }
-  std::vector<ir::Type> types;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    types.push_back(i == chain ? ir::Type(chain_type) : fn.type_of(node.inputs[i]));
-  }
-  try {
-    return def->infer_type(types, node.attrs);
-  } catch (const ir::Error&) {
-    return std::nullopt;
-  }
-}
-
-// One pair found: the value the first reshape regrouped, the shape it takes on the restored
-// leading axes (its trailing axes merged into one row when the first reshape merged them too),
-// the chain's ops in order (each with the operand index that reads the chain), and the reshape
-// that restores the leading axes.
-struct Pair {
-  ir::ValueId source = -1;
-  ir::TensorType rows;
-  std::vector<std::pair<ir::ValueId, size_t>> chain;
-  ir::ValueId restore = -1;
-};
-
-// Steps atop DropRowReshapePairs' analysis, from a reshape `first` read by `reader`:
-//   1. follow single readers through ops that are row-wise on the regrouped value, up to a
-//      reshape (the restoring one) that changes only the leading axes;
-//   2. the restored leading axes must be the leading axes of the first reshape's operand, whose
-//      remaining axes hold one row of the regrouped value;
-//   3. the chain's ops applied on those axes must give exactly the restoring reshape's type.
-std::optional<Pair> FindPair(const ir::GraphFunction& fn, const std::vector<int>& uses,
-                             const std::vector<std::vector<ir::ValueId>>& consumers,
-                             ir::ValueId first, ir::ValueId reader) {
-  const ir::Node& reshape = fn.node(first);
-  const ir::TensorType* source = TensorTypeOf(fn, reshape.inputs[0]);
-  const ir::TensorType& grouped = reshape.type.tensor();
-  if (source == nullptr || grouped.rank() < 2 || !source->layout.empty() ||
-      !grouped.layout.empty()) {
-    return std::nullopt;
-  }
-  Pair pair{reshape.inputs[0], {}, {}, -1};
-  ir::ValueId current = first;
-  ir::ValueId next = reader;
-  while (pair.restore < 0) {
-    const ir::Node& node = fn.node(next);
-    if (IsReshapeLike(node)) {
-      if (pair.chain.empty() || !node.type.is_tensor()) return std::nullopt;
-      pair.restore = next;
-      break;
+    if (region.ops.empty() || region.restores.empty()) return std::nullopt;
+    for (ir::ValueId value : values) {
+      if (value == fn_.output) return std::nullopt;
     }
-    size_t chain = 0;
-    int reads = 0;
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (node.inputs[i] == current) chain = i, ++reads;
+    // 2. The restored leading axes.
+    ir::Shape leading;
+    for (ir::ValueId restore : region.restores) {
+      const ir::Shape& shape = fn_.node(restore).type.tensor().shape;
+      const ir::Shape& before = fn_.type_of(fn_.node(restore).inputs[0]).tensor().shape;
+      if (shape.size() < 2 || shape.back() != before.back()) return std::nullopt;
+      ir::Shape these(shape.begin(), shape.end() - 1);
+      if (restore != *region.restores.begin() && these != leading) return std::nullopt;
+      leading = these;
     }
-    const ir::TensorType* regrouped = TensorTypeOf(fn, current);
-    if (reads != 1 || regrouped == nullptr || !RowWiseResult(fn, node, chain, *regrouped)) {
+    if (leading.size() >= source->shape.size() ||
+        !std::equal(leading.begin(), leading.end(), source->shape.begin())) {
       return std::nullopt;
     }
-    pair.chain.emplace_back(next, chain);
-    if (uses[static_cast<size_t>(next)] != 1 || next == fn.output) return std::nullopt;
-    current = next;
-    next = consumers[static_cast<size_t>(next)].front();
+    int64_t row = 1;
+    for (size_t a = leading.size(); a < source->shape.size(); ++a) row *= source->shape[a];
+    if (row != grouped_.shape.back()) return std::nullopt;
+    leading.push_back(row);
+    region.rows = ir::TensorType{leading, source->dtype, ""};
+    // 3. The region's types on the restored axes.
+    std::map<ir::ValueId, ir::Type> types = {{first, ir::Type(region.rows)}};
+    for (ir::ValueId op : region.ops) {
+      std::optional<ir::Type> result = Retyped(fn_, fn_.node(op), types, region.rows.rank());
+      if (!result) return std::nullopt;
+      types[op] = *result;
+    }
+    for (ir::ValueId restore : region.restores) {
+      if (types.at(fn_.node(restore).inputs[0]) != fn_.node(restore).type) return std::nullopt;
+    }
+    return region;
   }
-  // 2. The restored leading axes lead the source; the source's other axes form one row.
-  const ir::TensorType& restored = fn.node(pair.restore).type.tensor();
-  const ir::TensorType& last = fn.type_of(current).tensor();
-  if (restored.rank() < 2 || restored.shape.back() != last.shape.back() ||
-      restored.rank() > source->rank()) {
-    return std::nullopt;
+
+  // `node`'s attributes for the region's rank `rank`: a last-axis reduction or softmax names the
+  // new last axis.
+  static ir::Attrs AttrsAtRank(const ir::Node& node, int64_t rank) {
+    ir::Attrs attrs = node.attrs;
+    if (attrs.Has("axes")) attrs.Set("axes", std::vector<int64_t>{rank - 1});
+    if (attrs.Has("axis")) attrs.Set("axis", int64_t{rank - 1});
+    return attrs;
   }
-  ir::Shape leading(restored.shape.begin(), restored.shape.end() - 1);
-  if (!std::equal(leading.begin(), leading.end(), source->shape.begin())) return std::nullopt;
-  int64_t row = 1;
-  for (size_t a = leading.size(); a < source->shape.size(); ++a) row *= source->shape[a];
-  if (row != grouped.shape.back()) return std::nullopt;
-  leading.push_back(row);
-  pair.rows = ir::TensorType{leading, source->dtype, ""};
-  // 3. The chain on the restored axes.
-  ir::TensorType tracked = pair.rows;
-  for (const auto& [op, operand] : pair.chain) {
-    std::optional<ir::Type> result = RowWiseResult(fn, fn.node(op), operand, tracked);
-    if (!result || !result->is_tensor()) return std::nullopt;
-    tracked = result->tensor();
+
+  // The result type of `node` with its region operands of the types in `types`, on the region's
+  // rank; nullopt when the op does not accept them.
+  static std::optional<ir::Type> Retyped(const ir::GraphFunction& fn, const ir::Node& node,
+                                         const std::map<ir::ValueId, ir::Type>& types,
+                                         int64_t rank) {
+    std::vector<ir::Type> inputs;
+    for (ir::ValueId input : node.inputs) {
+      auto it = types.find(input);
+      inputs.push_back(it != types.end() ? it->second : fn.type_of(input));
+    }
+    try {
+      return ir::OpRegistry::Global().Get(node.op).infer_type(inputs, AttrsAtRank(node, rank));
+    } catch (const ir::Error&) {
+      return std::nullopt;
+    }
   }
-  if (tracked != restored) return std::nullopt;
-  return pair;
-}
+
+ private:
+  // True when `node`, reading the region values `values`, computes each row of its result from
+  // the same row of its region operands: dense or matmul reading the region as its rows with a
+  // rank-2 weight; an elementwise or broadcasting op without an axis, whose other operands vary
+  // along the last axis at most; a reduction over the last axis that keeps it; a softmax over
+  // the last axis.
+  bool IsRowWise(const ir::Node& node, const std::set<ir::ValueId>& values) const {
+    if (node.kind != ir::NodeKind::kCall || !node.type.is_tensor()) return false;
+    const ir::TensorType& result = node.type.tensor();
+    if (result.rank() != grouped_.rank() ||
+        !std::equal(grouped_.shape.begin(), grouped_.shape.end() - 1, result.shape.begin())) {
+      return false;
+    }
+    const ir::OpDef* def = ir::OpRegistry::Global().Find(node.op);
+    if (def == nullptr) return false;
+    auto outside_ok = [&](size_t i, bool rank_two_weight) {
+      const ir::TensorType* type = TensorTypeOf(fn_, node.inputs[i]);
+      if (type == nullptr) return false;
+      if (rank_two_weight) return type->rank() == 2;
+      return type->rank() <= grouped_.rank() && VariesAlongLastAxisAtMost(type->shape);
+    };
+    if (node.op == "dense" || node.op == "matmul") {
+      return node.inputs.size() == 2 && values.count(node.inputs[0]) != 0 &&
+             values.count(node.inputs[1]) == 0 && outside_ok(1, true);
+    }
+    if (node.op == "softmax" || node.op == "log_softmax") {
+      return IsLastAxis(node.attrs.GetInt("axis"), grouped_.rank());
+    }
+    if (def->pattern == ir::PatternKind::kReduction) {
+      if (node.inputs.size() != 1 || !node.attrs.Has("axes") || !node.attrs.Has("keepdims")) {
+        return false;
+      }
+      const std::vector<int64_t>& axes = node.attrs.GetInts("axes");
+      return axes.size() == 1 && IsLastAxis(axes[0], grouped_.rank()) &&
+             node.attrs.GetInt("keepdims") == 1 && node.attrs.values().size() == 2;
+    }
+    bool pointwise = def->pattern == ir::PatternKind::kElementwise ||
+                     def->pattern == ir::PatternKind::kBroadcast;
+    if (!pointwise || node.attrs.Has("axis")) return false;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (values.count(node.inputs[i]) == 0 && !outside_ok(i, false)) return false;
+    }
+    return true;
+  }
+
+  const ir::GraphFunction& fn_;
+  ir::TensorType grouped_;
+};
 
 }  // namespace
 
 ir::GraphFunction DropRowReshapePairs(const ir::GraphFunction& fn) {
-  // 1. Find the pairs, each chain op claimed once.
-  std::vector<int> uses = ir::UseCounts(fn);
-  std::vector<std::vector<ir::ValueId>> consumers = Consumers(fn);
-  std::map<ir::ValueId, ir::ValueId>
-      chain_source;  // chain op -> the value its chain operand becomes
-  std::map<ir::ValueId, size_t> chain_operand;
-  std::map<ir::ValueId, ir::TensorType> row_shape;  // first chain op -> its source as rows
-  std::map<ir::ValueId, ir::ValueId> restored;      // restoring reshape -> last chain op
+  // 1. Find the regions, each node claimed once.
+  RegionFinder finder(fn);
+  std::map<ir::ValueId, const Region*> owner;  // region op or reshape -> its region
+  std::vector<Region> regions;
+  regions.reserve(fn.nodes.size());
   for (size_t id = 0; id < fn.nodes.size(); ++id) {
-    if (!IsReshapeLike(fn.nodes[id]) || !fn.nodes[id].type.is_tensor()) continue;
-    std::set<ir::ValueId> readers(consumers[id].begin(), consumers[id].end());
-    for (ir::ValueId reader : readers) {
-      std::optional<Pair> pair =
-          FindPair(fn, uses, consumers, static_cast<ir::ValueId>(id), reader);
-      if (!pair || chain_source.count(pair->chain.front().first) != 0) continue;
-      ir::ValueId previous = pair->source;
-      if (fn.type_of(pair->source) != ir::Type(pair->rows)) {
-        row_shape[pair->chain.front().first] = pair->rows;
-      }
-      for (const auto& [op, operand] : pair->chain) {
-        chain_source[op] = previous;
-        chain_operand[op] = operand;
-        previous = op;
-      }
-      restored[pair->restore] = previous;
-    }
+    if (!IsReshapeLike(fn.nodes[id]) || owner.count(static_cast<ir::ValueId>(id)) != 0) continue;
+    std::optional<Region> region = finder.Find(static_cast<ir::ValueId>(id));
+    if (!region) continue;
+    regions.push_back(std::move(*region));
+    const Region* claimed = &regions.back();
+    owner[claimed->first] = claimed;
+    for (ir::ValueId op : claimed->ops) owner[op] = claimed;
+    for (ir::ValueId restore : claimed->restores) owner[restore] = claimed;
   }
-  if (restored.empty()) return fn;
-  // 2. Rebuild: chain ops read the value on the original axes; restoring reshapes disappear.
+  if (regions.empty()) return fn;
+  // 2. Rebuild: the first reshape keeps the leading axes, the region's ops work on them, and the
+  //    restoring reshapes disappear.
   return RewriteNodes(
       fn,
       [&](ir::ValueId id, ir::GraphFunction& out,
           const std::vector<ir::ValueId>& map) -> ir::ValueId {
+        auto it = owner.find(id);
+        if (it == owner.end()) return -1;
+        const Region& region = *it->second;
         const ir::Node& node = fn.node(id);
-        if (auto last = restored.find(id); last != restored.end()) {
-          ir::ValueId value = map[static_cast<size_t>(last->second)];
-          if (out.type_of(value) == node.type) return value;
-          return AppendCall(out, "reshape", {value},
+        std::vector<ir::ValueId> inputs;
+        for (ir::ValueId input : node.inputs) inputs.push_back(map[static_cast<size_t>(input)]);
+        if (id == region.first) {
+          ir::ValueId source = inputs[0];
+          if (out.type_of(source) == ir::Type(region.rows)) return source;
+          return AppendCall(out, "reshape", {source}, ir::Attrs{{"newshape", region.rows.shape}},
+                            node.name, node.annotations);
+        }
+        if (region.restores.count(id) != 0) {
+          if (out.type_of(inputs[0]) == node.type) return inputs[0];
+          return AppendCall(out, "reshape", {inputs[0]},
                             ir::Attrs{{"newshape", node.type.tensor().shape}}, node.name,
                             node.annotations);
         }
-        auto source = chain_source.find(id);
-        if (source == chain_source.end()) return -1;
-        std::vector<ir::ValueId> inputs;
-        for (ir::ValueId input : node.inputs) inputs.push_back(map[static_cast<size_t>(input)]);
-        ir::ValueId chain_value = map[static_cast<size_t>(source->second)];
-        if (auto rows = row_shape.find(id); rows != row_shape.end()) {
-          // The source's trailing axes merged into one row; its leading axes stay apart.
-          chain_value =
-              AppendCall(out, "reshape", {chain_value}, ir::Attrs{{"newshape", rows->second.shape}},
-                         fn.node(source->second).name + "_rows");
-        }
-        inputs[chain_operand.at(id)] = chain_value;
-        return AppendCall(out, node.op, inputs, node.attrs, node.name, node.annotations);
+        return AppendCall(out, node.op, inputs, RegionFinder::AttrsAtRank(node, region.rows.rank()),
+                          node.name, node.annotations);
       });
 }
 

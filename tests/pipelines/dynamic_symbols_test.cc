@@ -1,7 +1,7 @@
 // Dynamic builds over two symbols at once: the token-input BERT and GPT examples built once for
 // every batch in [1, 4] and every sequence length in [1, 64] run at many combinations of the two
 // to the reference interpreter on the model imported at those sizes; a row's result does not
-// depend on the other rows of its batch; linear layers on rows flattened across both symbols
+// depend on the other rows of its batch; blocks on rows flattened across both symbols
 // build once after the graph passes; inputs that disagree on a size, sizes out of range, an
 // axis that changes with both symbols and a symbol given twice are errors naming them; buckets
 // split the first symbol and keep the second's whole range.
@@ -157,9 +157,10 @@ TEST(DynamicSymbolsErrors, AnAxisMayFollowOneSymbolOnly) {
             1e-6);
 }
 
-// A linear layer applied to flattened rows, as GPT-2's Conv1D is exported: the heads of x:
-// f32[batch, n, 2, 4] and the batch and sequence axes flattened to [batch * n, 8], dense, bias,
-// tanh, dense again, and the rows regrouped to [batch, n, 16].
+// A block applied to flattened rows, as GPT-2's Conv1D and OPT's decoder layer are exported: the
+// heads of x: f32[batch, n, 2, 4] and the batch and sequence axes flattened to [batch * n, 8],
+// centered by the row's mean, dense, bias, tanh, dense, a residual add of the flattened rows,
+// and the rows regrouped to [batch, n, 8].
 ir::IRModule LinearOnFlattenedRows(int64_t batch, int64_t n) {
   ir::GraphBuilder b("main");
   ir::ValueId x = b.Input("x", ir::TensorType{{batch, n, 2, 4}, ir::DataType::kFloat32, ""});
@@ -169,12 +170,16 @@ ir::IRModule LinearOnFlattenedRows(int64_t batch, int64_t n) {
   };
   ir::ValueId flat =
       b.Call("reshape", {x}, ir::Attrs{{"newshape", std::vector<int64_t>{batch * n, 8}}});
+  ir::ValueId mean = b.Call("mean", {flat},
+                            ir::Attrs{{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}});
+  ir::ValueId centered = b.Call("subtract", {flat, mean});
   ir::ValueId hidden = b.Call(
-      "tanh", {b.Call("add", {b.Call("dense", {flat, constant({16, 8}, 1)}), constant({16}, 2)})});
-  ir::ValueId out = b.Call("dense", {hidden, constant({16, 16}, 3)});
+      "tanh",
+      {b.Call("add", {b.Call("dense", {centered, constant({16, 8}, 1)}), constant({16}, 2)})});
+  ir::ValueId out = b.Call("add", {flat, b.Call("dense", {hidden, constant({8, 16}, 3)})});
   ir::IRModule module;
   module.Add(b.Finish(
-      b.Call("reshape", {out}, ir::Attrs{{"newshape", std::vector<int64_t>{batch, n, 16}}})));
+      b.Call("reshape", {out}, ir::Attrs{{"newshape", std::vector<int64_t>{batch, n, 8}}})));
   return module;
 }
 

@@ -108,31 +108,53 @@ graph @main(%x: f32[2,3,2,2], %w: f32[4,5]) -> f32[2,3,5] {
 })");
 }
 
-// The first reshape stays where something else reads it; the chain reads the original axes.
-TEST(RowReshapePairs, FirstReshapeKeptForItsOtherReaders) {
+// The rows flattened around a whole block, as OPT's decoder layer does: a layer norm's mean over
+// the row, a two-layer MLP, and a residual add that reads the flattened value again. The
+// reduction names the last axis of the restored rank.
+TEST(RowReshapePairs, BlockOnFlattenedRows) {
   ExpectSameResultRewrite(R"(
-graph @main(%x: f32[2,3,4]) -> (f32[2,3,5], f32[6,4]) {
-  %w = constant f32[5,4] random
+graph @main(%x: f32[2,3,4]) -> f32[2,3,4] {
+  %w1 = constant f32[6,4] random
+  %w2 = constant f32[4,6] random
   %rows = reshape(%x) {newshape=[6,4]}
-  %d = dense(%rows, %w)
-  %y = reshape(%d) {newshape=[2,3,5]}
-  %e = exp(%rows)
-  %out = tuple(%y, %e)
-  return %out
+  %mean = mean(%rows) {axes=[1], keepdims=1}
+  %centered = subtract(%rows, %mean)
+  %h = dense(%centered, %w1)
+  %r = relu(%h)
+  %o = dense(%r, %w2)
+  %s = softmax(%o) {axis=1}
+  %sum = add(%rows, %s)
+  %y = reshape(%sum) {newshape=[2,3,4]}
+  return %y
 })",
                           R"(
-graph @main(%x: f32[2,3,4]) -> (f32[2,3,5], f32[6,4]) {
-  %w = constant f32[5,4] random
-  %rows = reshape(%x) {newshape=[6,4]}
-  %d = dense(%x, %w)
-  %e = exp(%rows)
-  %out = tuple(%d, %e)
-  return %out
+graph @main(%x: f32[2,3,4]) -> f32[2,3,4] {
+  %w1 = constant f32[6,4] random
+  %w2 = constant f32[4,6] random
+  %mean = mean(%x) {axes=[2], keepdims=1}
+  %centered = subtract(%x, %mean)
+  %h = dense(%centered, %w1)
+  %r = relu(%h)
+  %o = dense(%r, %w2)
+  %s = softmax(%o) {axis=2}
+  %sum = add(%x, %s)
+  return %sum
 })");
 }
 
 TEST(RowReshapePairs, PairsThatStay) {
-  // A value inside the chain read twice: its regrouped shape is seen elsewhere.
+  // The flattened value read by an op that is not row-wise (a sum over the rows).
+  ExpectUnchanged(kPipeline, WithData(R"(
+graph @main(%x: f32[2,3,4]) -> (f32[2,3,5], f32[1,4]) {
+  %w = constant f32[5,4] random
+  %rows = reshape(%x) {newshape=[6,4]}
+  %d = dense(%rows, %w)
+  %y = reshape(%d) {newshape=[2,3,5]}
+  %e = sum(%rows) {axes=[0], keepdims=1}
+  %out = tuple(%y, %e)
+  return %out
+})"));
+  // A value inside the region also returned: its regrouped shape is seen elsewhere.
   ExpectUnchanged(kPipeline, WithData(R"(
 graph @main(%x: f32[2,3,4]) -> (f32[2,3,5], f32[6,5]) {
   %w = constant f32[5,4] random
