@@ -34,12 +34,10 @@ bool IsLastAxis(int64_t axis, int64_t rank) {
   return axis == -1 || axis == rank - 1;
 }
 
-// One region found from a reshape `first`: its ops in graph order, the restoring reshapes, the
-// value `first` regrouped and the type it takes with the restored leading axes (its remaining
-// axes merged into one row).
+// One region found from a reshape `first`: the type its operand takes with the restored leading
+// axes (its remaining axes merged into one row), its ops in graph order, the restoring reshapes.
 struct Region {
   ir::ValueId first = -1;
-  ir::ValueId source = -1;
   ir::TensorType rows;
   std::vector<ir::ValueId> ops;
   std::set<ir::ValueId> restores;
@@ -47,12 +45,12 @@ struct Region {
 
 class RegionFinder {
  public:
-  explicit RegionFinder(const ir::GraphFunction& fn) : fn_(fn) {}
+  explicit RegionFinder(const ir::GraphFunction& fn) : fn_(fn), uses_(ir::UseCounts(fn)) {}
 
   // Steps atop the analysis of the region of the reshape `first`:
-  //   1. walk the nodes after `first` in order; a node reading a region value is a restoring
-  //      reshape, or a row-wise op that joins the region; anything else ends the analysis, as
-  //      does a region value the function returns;
+  //   1. walk the nodes after `first` in order until every read of a region value is seen; a
+  //      node reading a region value is a restoring reshape, or a row-wise op that joins the
+  //      region; anything else ends the analysis, as does a region value the function returns;
   //   2. the restoring reshapes agree on the leading axes, which lead `first`'s operand, whose
   //      remaining axes hold one row of the regrouped value;
   //   3. the region's ops, applied on the restored axes, give each restoring reshape its type.
@@ -64,19 +62,22 @@ class RegionFinder {
     }
     grouped_ = reshape.type.tensor();
     if (grouped_.rank() < 2 || !grouped_.layout.empty()) return std::nullopt;
-    Region region{first, reshape.inputs[0], {}, {}, {}};
+    Region region{first, {}, {}, {}};
     std::set<ir::ValueId> values = {first};
-    for (size_t i = static_cast<size_t>(first) + 1; i < fn_.nodes.size(); ++i) {
+    int64_t unseen_reads = uses_[static_cast<size_t>(first)];
+    for (size_t i = static_cast<size_t>(first) + 1; i < fn_.nodes.size() && unseen_reads > 0; ++i) {
       ir::ValueId id = static_cast<ir::ValueId>(i);
       const ir::Node& node = fn_.node(id);
-      bool reads = std::any_of(node.inputs.begin(), node.inputs.end(),
-                               [&](ir::ValueId input) { return values.count(input) != 0; });
-      if (!reads) continue;
+      int64_t reads = std::count_if(node.inputs.begin(), node.inputs.end(),
+                                    [&](ir::ValueId input) { return values.count(input) != 0; });
+      if (reads == 0) continue;
+      unseen_reads -= reads;
       if (IsReshapeLike(node) && node.type.is_tensor()) {
         region.restores.insert(id);
       } else if (IsRowWise(node, values)) {
         region.ops.push_back(id);
         values.insert(id);
+        unseen_reads += uses_[i];
       } else {
         return std::nullopt;
       }
@@ -189,28 +190,27 @@ class RegionFinder {
   }
 
   const ir::GraphFunction& fn_;
+  std::vector<int> uses_;
   ir::TensorType grouped_;
 };
 
 }  // namespace
 
-ir::GraphFunction DropRowReshapePairs(const ir::GraphFunction& fn) {
+std::optional<ir::GraphFunction> DropRowReshapePairs(const ir::GraphFunction& fn) {
   // 1. Find the regions, each node claimed once.
   RegionFinder finder(fn);
-  std::map<ir::ValueId, const Region*> owner;  // region op or reshape -> its region
+  std::map<ir::ValueId, size_t> owner;  // region op or reshape -> index of its region
   std::vector<Region> regions;
-  regions.reserve(fn.nodes.size());
   for (size_t id = 0; id < fn.nodes.size(); ++id) {
     if (!IsReshapeLike(fn.nodes[id]) || owner.count(static_cast<ir::ValueId>(id)) != 0) continue;
     std::optional<Region> region = finder.Find(static_cast<ir::ValueId>(id));
     if (!region) continue;
+    owner[region->first] = regions.size();
+    for (ir::ValueId op : region->ops) owner[op] = regions.size();
+    for (ir::ValueId restore : region->restores) owner[restore] = regions.size();
     regions.push_back(std::move(*region));
-    const Region* claimed = &regions.back();
-    owner[claimed->first] = claimed;
-    for (ir::ValueId op : claimed->ops) owner[op] = claimed;
-    for (ir::ValueId restore : claimed->restores) owner[restore] = claimed;
   }
-  if (regions.empty()) return fn;
+  if (regions.empty()) return std::nullopt;
   // 2. Rebuild: the first reshape keeps the leading axes, the region's ops work on them, and the
   //    restoring reshapes disappear.
   return RewriteNodes(
@@ -219,7 +219,7 @@ ir::GraphFunction DropRowReshapePairs(const ir::GraphFunction& fn) {
           const std::vector<ir::ValueId>& map) -> ir::ValueId {
         auto it = owner.find(id);
         if (it == owner.end()) return -1;
-        const Region& region = *it->second;
+        const Region& region = regions[it->second];
         const ir::Node& node = fn.node(id);
         std::vector<ir::ValueId> inputs;
         for (ir::ValueId input : node.inputs) inputs.push_back(map[static_cast<size_t>(input)]);

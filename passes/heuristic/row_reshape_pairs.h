@@ -12,12 +12,14 @@
 // needs (an axis that is their product changes with two symbols at once).
 #pragma once
 
+#include <optional>
+
 #include "ir/graph.h"
 
 namespace tandem::passes {
 
-// Removes every row reshape pair of `function` and returns the result; the function is returned
-// unchanged when it holds none. The ops between the reshapes form a region: every node reading a
+// Removes every row reshape pair of `function` and returns the result, or nullopt when it holds
+// none. The ops between the reshapes form a region: every node reading a
 // value of the region (the first reshape's result, or a region op's) is a restoring reshape or
 // joins the region. Guarantees, for each region rewritten:
 //   - its ops are row-wise: dense and matmul reading the region as their rows with a rank-2
@@ -31,6 +33,6 @@ namespace tandem::passes {
 //     operand, whose remaining axes form the row (they are merged into one);
 //   - each restoring reshape is replaced by a value of its exact type, the rewritten ops keep
 //     their names, and the function computes the same results.
-ir::GraphFunction DropRowReshapePairs(const ir::GraphFunction& function);
+std::optional<ir::GraphFunction> DropRowReshapePairs(const ir::GraphFunction& function);
 
 }  // namespace tandem::passes

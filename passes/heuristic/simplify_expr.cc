@@ -23,6 +23,7 @@
 // The local rules are applied in sweeps until nothing changes, then the reshape pairs are
 // removed, then the local rules run again where that changed the function.
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "ir/op_registry.h"
@@ -249,9 +250,9 @@ ir::GraphFunction Simplify(const ir::GraphFunction& fn) {
     });
   }
   ir::GraphFunction simplified = RewriteToFixpoint(fn, rules, 32);
-  ir::GraphFunction unpaired = DropRowReshapePairs(simplified);
-  if (unpaired.nodes.size() == simplified.nodes.size()) return simplified;
-  return RewriteToFixpoint(unpaired, rules, 32);
+  std::optional<ir::GraphFunction> unpaired = DropRowReshapePairs(simplified);
+  if (!unpaired) return simplified;
+  return RewriteToFixpoint(*unpaired, rules, 32);
 }
 
 }  // namespace
