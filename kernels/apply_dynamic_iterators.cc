@@ -201,10 +201,12 @@ class ApplyPlan : public ir::StmtMutator {
   }
 
   // The valid length of `extent`: its scale times its symbol's size, loaded from the extent
-  // parameter, plus its offset.
+  // parameter, plus its offset, divided (rounding down) by its divisor.
   Expr Limit(const AxisExtent& extent) const {
     Expr n = ir::Load(sizes_, {Expr(static_cast<int64_t>(extent.symbol))});
-    return ir::Simplify(Expr(extent.scale) * n + Expr(extent.offset));
+    Expr length = Expr(extent.scale) * n + Expr(extent.offset);
+    if (extent.divisor != 1) length = ir::FloorDiv(length, Expr(extent.divisor));
+    return ir::Simplify(length);
   }
 
  private:

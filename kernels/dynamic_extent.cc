@@ -25,13 +25,16 @@ using dynamic_access::LeafBlocks;
 using ir::Expr;
 using ir::ExprKind;
 
-// "2*seq+1": the valid length of an axis named by its symbol among `symbols`.
+// "2*seq+1" or "floor((seq+1)/2)": the valid length of an axis named by its symbol among
+// `symbols`.
 std::string ExtentText(const AxisExtent& e, const std::vector<std::string>& symbols) {
   const std::string& symbol = symbols.at(e.symbol);
   std::string text = e.scale == 1 ? symbol : fmt::format("{}*{}", e.scale, symbol);
   if (e.offset > 0) text += fmt::format("+{}", e.offset);
   if (e.offset < 0) text += fmt::format("-{}", -e.offset);
-  return text;
+  if (e.divisor == 1) return text;
+  return e.offset == 0 ? fmt::format("floor({}/{})", text, e.divisor)
+                       : fmt::format("floor(({})/{})", text, e.divisor);
 }
 
 // Analysis of one block (steps 1-4 of PlanDynamicIterators).
@@ -122,7 +125,8 @@ class BlockAnalysis {
   // Whether the plan allows padding and a select's condition bounds `a`'s index of `axis` by the
   // buffer's extent there (kernels/dynamic_padding.h).
   bool PaddingGuards(const Access& a, size_t axis) const {
-    return padded_reads_ && BoundedByExtent(a.guards, a.indices[axis], a.buffer->shape[axis]);
+    return padded_reads_ && (BoundedByExtent(a.guards, a.indices[axis], a.buffer->shape[axis]) ||
+                             PaddedAtStart(a.guards, a.indices[axis]));
   }
 
   bool UsesDynamicIterator(const Expr& e) const {

@@ -34,15 +34,22 @@
 
 namespace tandem::kernels {
 
-// The valid length of a tensor axis: scale * n + offset, where n is the size of the build's
-// symbol number `symbol` (scale 0: a static axis, always whole).
+// The valid length of a tensor axis: floor((scale * n + offset) / divisor), where n is the size
+// of the build's symbol number `symbol` (scale 0: a static axis, always whole, of length offset).
+// A divisor above 1 comes from windows with a stride along the axis: a convolution with stride 2
+// and padding 1 makes floor((n + 1) / 2) positions of n.
 struct AxisExtent {
   int64_t scale = 0;
   int64_t offset = 0;
-  size_t symbol = 0;  // index into the build's symbols (DynamicRanges)
+  size_t symbol = 0;    // index into the build's symbols (DynamicRanges)
+  int64_t divisor = 1;  // positive
   bool dynamic() const { return scale != 0; }
   // The length when the axis's own symbol has the size n.
-  int64_t At(int64_t n) const { return scale * n + offset; }
+  int64_t At(int64_t n) const {
+    int64_t numerator = scale * n + offset;
+    int64_t quotient = numerator / divisor;
+    return quotient * divisor > numerator ? quotient - 1 : quotient;  // rounded down
+  }
   // The length at the sizes of all the build's symbols, in their order.
   int64_t At(const std::vector<int64_t>& sizes) const {
     return dynamic() ? At(sizes.at(symbol)) : offset;

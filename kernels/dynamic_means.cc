@@ -10,17 +10,21 @@ namespace {
 using ir::Expr;
 using ir::ExprKind;
 
-// Whether `name` is a block name `mean`'s compute definition gives its sum: "mean_sum", or that
-// made unique in a fused group ("mean_sum_2").
-bool IsMeanSumBlock(const std::string& name) {
-  static const std::string kName = "mean_sum";
-  if (name.rfind(kName, 0) != 0) return false;
-  if (name.size() == kName.size()) return true;
-  if (name[kName.size()] != '_' || name.size() == kName.size() + 1) return false;
-  for (size_t k = kName.size() + 1; k < name.size(); ++k) {
+// Whether `name` is `base` or that made unique in a fused group ("mean_sum_2").
+bool IsBlockNamed(const std::string& name, const std::string& base) {
+  if (name.rfind(base, 0) != 0) return false;
+  if (name.size() == base.size()) return true;
+  if (name[base.size()] != '_' || name.size() == base.size() + 1) return false;
+  for (size_t k = base.size() + 1; k < name.size(); ++k) {
     if (name[k] < '0' || name[k] > '9') return false;
   }
   return true;
+}
+
+// Whether `name` is a block name the compute definition of `mean` or `global_avg_pool2d` gives
+// its sum.
+bool IsMeanSumBlock(const std::string& name) {
+  return IsBlockNamed(name, "mean_sum") || IsBlockNamed(name, "global_avg_pool2d_sum");
 }
 
 // Steps of DivideMeansByValidCount: each division, children first.

@@ -1,7 +1,8 @@
 // Means over a dynamic axis in a dynamic kernel (kernels/dynamic_extent.h).
 //
 // `mean`'s compute definition sums into a buffer (a block named "mean_sum", made unique in a
-// fused group) and divides the sum by the number of reduced elements. Built at the bound, that
+// fused group; "global_avg_pool2d_sum" for a global average pool, likewise) and divides the sum
+// by the number of reduced elements. Built at the bound, that
 // number is a constant; at a smaller size only the valid prefix of a dynamic axis is summed, so
 // the division must use the valid length instead. The kernel is scheduled (and tuned) as the
 // mean at the bound is, and the applied plan replaces the constant divisor by the count at run

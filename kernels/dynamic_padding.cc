@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 
 #include "ir/kernel/functor.h"
 #include "ir/kernel/simplify.h"
@@ -13,15 +14,36 @@ namespace {
 using ir::Expr;
 using ir::ExprKind;
 
-// d when `guard` says index + d < extent + d (or <= extent - 1 + d); nullopt otherwise.
-std::optional<int64_t> BoundingOffset(const Expr& guard, const Expr& index, int64_t extent) {
-  if (guard->kind != ExprKind::kLT && guard->kind != ExprKind::kLE) return std::nullopt;
+// A comparison `index + d OP b` of `guard` (OP one of `kinds`), as {d, b}: the offset d and the
+// compared constant b; nullopt when `guard` is not one.
+std::optional<std::pair<int64_t, int64_t>> OffsetAndBound(const Expr& guard, const Expr& index,
+                                                          ExprKind strict, ExprKind inclusive) {
+  if (guard->kind != strict && guard->kind != inclusive) return std::nullopt;
   int64_t bound = 0;
   if (!ir::AsConstInt(guard->operands[1], &bound)) return std::nullopt;
   int64_t offset = 0;
   if (!ir::AsConstInt(ir::Simplify(guard->operands[0] - index), &offset)) return std::nullopt;
+  return std::pair{offset, bound};
+}
+
+// d when `guard` says index + d < extent + d (or <= extent - 1 + d); nullopt otherwise.
+std::optional<int64_t> BoundingOffset(const Expr& guard, const Expr& index, int64_t extent) {
+  auto compared = OffsetAndBound(guard, index, ExprKind::kLT, ExprKind::kLE);
+  if (!compared) return std::nullopt;
+  auto [offset, bound] = *compared;
   int64_t limit = guard->kind == ExprKind::kLT ? bound : bound + 1;
   if (limit - offset != extent) return std::nullopt;
+  return offset;
+}
+
+// d when `guard` says index + d >= d (or > d - 1): the read starts past padding of d positions,
+// and reads padding below d; nullopt otherwise.
+std::optional<int64_t> StartingOffset(const Expr& guard, const Expr& index) {
+  auto compared = OffsetAndBound(guard, index, ExprKind::kGT, ExprKind::kGE);
+  if (!compared) return std::nullopt;
+  auto [offset, bound] = *compared;
+  int64_t first = guard->kind == ExprKind::kGE ? bound : bound + 1;
+  if (first != offset || offset <= 0) return std::nullopt;
   return offset;
 }
 
@@ -130,6 +152,7 @@ class PaddingRewriter : public ir::ExprMutator {
       for (size_t axis = 0; axis < extents->size(); ++axis) {
         if (!(*extents)[axis].dynamic()) continue;
         int64_t extent = load->buffer->shape[axis];
+        bool bounded = false;
         for (Expr& conjunct : conjuncts) {
           std::optional<int64_t> offset = BoundingOffset(conjunct, load->operands[axis], extent);
           if (!offset) continue;
@@ -139,7 +162,18 @@ class PaddingRewriter : public ir::ExprMutator {
             shift = ir::Simplify(valid - Expr(extent));
           }
           conjunct = conjunct->operands[0] < valid + Expr(*offset);
+          changed = bounded = true;
+        }
+        if (bounded) continue;
+        // Padded at the start only: the windows at the bound end inside the axis, so the
+        // lowering left out the upper bound, but at other sizes they may pass the valid
+        // length (a stride 2 window over an odd length), where the op pads.
+        for (size_t k = 0, count = conjuncts.size(); k < count; ++k) {
+          std::optional<int64_t> offset = StartingOffset(conjuncts[k], load->operands[axis]);
+          if (!offset) continue;
+          conjuncts.push_back(conjuncts[k]->operands[0] < limit_((*extents)[axis]) + Expr(*offset));
           changed = true;
+          break;
         }
       }
     });
@@ -166,6 +200,13 @@ class PaddingRewriter : public ir::ExprMutator {
 bool BoundedByExtent(const std::vector<Expr>& guards, const Expr& index, int64_t extent) {
   for (const Expr& guard : guards) {
     if (BoundingOffset(guard, index, extent)) return true;
+  }
+  return false;
+}
+
+bool PaddedAtStart(const std::vector<Expr>& guards, const Expr& index) {
+  for (const Expr& guard : guards) {
+    if (StartingOffset(guard, index)) return true;
   }
   return false;
 }

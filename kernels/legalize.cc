@@ -155,8 +155,9 @@ class Legalizer {
   void CheckLengthFree(const std::string& op, const std::string& node,
                        const DynamicPlan& plan) const {
     static const std::set<std::string> kLengthFree = {
-        "matmul", "batch_matmul", "dense", "packed_matmul", "softmax", "log_softmax", "sum",
-        "mean",   "max",          "min",   "prod",          "argmax",  "argmin",      "cumsum"};
+        "matmul",      "batch_matmul", "dense",  "packed_matmul", "softmax",
+        "log_softmax", "sum",          "mean",   "max",           "min",
+        "prod",        "argmax",       "argmin", "cumsum",        "global_avg_pool2d"};
     if (!plan.has_dynamic_reduction() || kLengthFree.count(op)) return;
     std::string symbol;
     for (const DynamicIterator& it : plan.iterators) {

@@ -1,10 +1,14 @@
 #include "backends/runtime/dynamic_executable.h"
 
+#include "backends/runtime/dynamic_comparison.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstring>
 #include <map>
+#include <numeric>
+#include <optional>
 
 #include "ir/error.h"
 
@@ -15,31 +19,6 @@ namespace {
 using kernels::AxisExtent;
 using kernels::TensorExtents;
 
-// Copies the common prefix block of `from` (shape `from_shape`) into `to` (shape `to_shape`):
-// index tuples below both shapes on every axis.
-void CopyPrefix(const uint8_t* from, const ir::Shape& from_shape, uint8_t* to,
-                const ir::Shape& to_shape, int64_t element_bytes, size_t axis = 0) {
-  if (axis == from_shape.size()) {
-    std::memcpy(to, from, static_cast<size_t>(element_bytes));
-    return;
-  }
-  int64_t count = std::min(from_shape[axis], to_shape[axis]);
-  int64_t from_stride = element_bytes;
-  int64_t to_stride = element_bytes;
-  for (size_t a = axis + 1; a < from_shape.size(); ++a) {
-    from_stride *= from_shape[a];
-    to_stride *= to_shape[a];
-  }
-  if (axis + 1 == from_shape.size()) {
-    std::memcpy(to, from, static_cast<size_t>(count * element_bytes));
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    CopyPrefix(from + i * from_stride, from_shape, to + i * to_stride, to_shape, element_bytes,
-               axis + 1);
-  }
-}
-
 ir::Shape ShapeAt(const ir::Shape& bound_shape, const TensorExtents& extents,
                   const std::vector<int64_t>& sizes) {
   ir::Shape shape = bound_shape;
@@ -49,159 +28,8 @@ ir::Shape ShapeAt(const ir::Shape& bound_shape, const TensorExtents& extents,
   return shape;
 }
 
-// Steps of BuildDynamic's comparison: the extents of one value from its types at the sizes.
-// sizes[0] has every symbol at its bound, sizes[1 + k] symbol k one below it; any further ones
-// check the extents found from those.
-class Comparison {
- public:
-  Comparison(const kernels::DynamicRanges& ranges, std::vector<std::vector<int64_t>> sizes,
-             std::vector<const ir::GraphFunction*> functions)
-      : ranges_(ranges), sizes_(std::move(sizes)), functions_(std::move(functions)) {}
-
-  std::map<std::string, TensorExtents> Run() {
-    const ir::GraphFunction& main = *functions_[0];
-    for (size_t f = 1; f < functions_.size(); ++f) {
-      if (functions_[f]->nodes.size() != main.nodes.size() ||
-          functions_[f]->params.size() != main.params.size()) {
-        Fail(fmt::format("the graph has {} nodes at {} but {} at {}", main.nodes.size(), At(0),
-                         functions_[f]->nodes.size(), At(f)));
-      }
-    }
-    std::map<std::string, TensorExtents> values;
-    for (size_t i = 0; i < main.nodes.size(); ++i) {
-      const ir::Node& node = main.nodes[i];
-      for (size_t f = 1; f < functions_.size(); ++f) {
-        const ir::Node& other = functions_[f]->nodes[i];
-        if (other.kind != node.kind || other.op != node.op || other.name != node.name) {
-          Fail(fmt::format("node %{} at {} is %{} at {}", node.name, At(0), other.name, At(f)));
-        }
-      }
-      if (node.type.is_tuple()) {
-        // A call with several results (split): each element's extents, by element name.
-        for (size_t k = 0; k < node.type.fields().size(); ++k) {
-          TensorExtents extents = ExtentsOf(i, static_cast<int>(k));
-          if (kernels::IsDynamic(extents)) {
-            values[kernels::TupleElementName(node.name, k)] = std::move(extents);
-          }
-        }
-        continue;
-      }
-      TensorExtents extents = ExtentsOf(i);
-      if (!kernels::IsDynamic(extents)) continue;
-      if (node.kind == ir::NodeKind::kCallKernel || node.kind == ir::NodeKind::kCallExtern) {
-        Fail(
-            fmt::format("%{} is a {} of a dynamic value; dynamic builds lower kernels "
-                        "themselves (use a pipeline without kernel tuning or backend placement)",
-                        node.name, ir::ToString(node.kind)));
-      }
-      if (node.kind == ir::NodeKind::kConstant) CheckConstant(i, extents);
-      values[node.name] = std::move(extents);
-    }
-    return values;
-  }
-
- private:
-  [[noreturn]] void Fail(const std::string& reason) const {
-    throw ir::Error(fmt::format("{}: {}", kernels::AxesText(ranges_), reason));
-  }
-
-  std::string At(size_t f) const { return kernels::SizesText(ranges_, sizes_[f]); }
-
-  // The type of node i at size f: the node's, or its element `element` (of a tuple).
-  const ir::TensorType* TypeAt(size_t f, size_t i, int element) const {
-    const ir::Type& type = functions_[f]->nodes[i].type;
-    if (element < 0) return type.is_tensor() ? &type.tensor() : nullptr;
-    if (!type.is_tuple() || static_cast<size_t>(element) >= type.fields().size() ||
-        !type.fields()[static_cast<size_t>(element)].is_tensor()) {
-      return nullptr;
-    }
-    return &type.fields()[static_cast<size_t>(element)].tensor();
-  }
-
-  // The extents of node i (or of its tuple element `element`) from its types at the sizes.
-  TensorExtents ExtentsOf(size_t i, int element = -1) const {
-    const ir::Node& node = functions_[0]->nodes[i];
-    std::string name = element < 0 ? node.name : fmt::format("{} (result {})", node.name, element);
-    const ir::TensorType* bound_type = TypeAt(0, i, element);
-    if (!bound_type) Fail(fmt::format("%{} is {}: not a tensor", name, ir::ToString(node.type)));
-    const ir::TensorType& bound = *bound_type;
-    TensorExtents extents(bound.shape.size());
-    std::vector<const ir::TensorType*> types = {bound_type};
-    for (size_t f = 1; f < functions_.size(); ++f) {
-      const ir::TensorType* type = TypeAt(f, i, element);
-      if (!type || type->shape.size() != bound.shape.size() || type->dtype != bound.dtype) {
-        Fail(fmt::format("%{} is {} at {} but {} at {}", name, ir::ToString(node.type), At(0),
-                         ir::ToString(functions_[f]->nodes[i].type), At(f)));
-      }
-      types.push_back(type);
-    }
-    for (size_t a = 0; a < bound.shape.size(); ++a) {
-      // The slope in each symbol (its size one below the bound); one symbol at most moves it.
-      AxisExtent extent{0, bound.shape[a], 0};
-      for (size_t k = 0; k < ranges_.size(); ++k) {
-        int64_t scale = bound.shape[a] - types[1 + k]->shape[a];
-        if (scale == 0) continue;
-        if (extent.dynamic()) {
-          Fail(fmt::format("axis {} of %{} changes with both {} and {}", a, name,
-                           ranges_[extent.symbol].symbol, ranges_[k].symbol));
-        }
-        if (scale < 0) {
-          Fail(fmt::format("axis {} of %{} shrinks as {} grows", a, name, ranges_[k].symbol));
-        }
-        extent = {scale, bound.shape[a] - scale * ranges_[k].bound, k};
-      }
-      for (size_t f = 1 + ranges_.size(); f < functions_.size(); ++f) {
-        if (types[f]->shape[a] != extent.At(sizes_[f])) {
-          Fail(
-              fmt::format("axis {} of %{} is not an affine function of {}", a, name,
-                          extent.dynamic()
-                              ? ranges_[extent.symbol].symbol
-                              : fmt::format("{}", fmt::join(kernels::SymbolsOf(ranges_), " or "))));
-        }
-      }
-      if (extent.dynamic() && extent.At(ranges_[extent.symbol].minimum) < 0) {
-        Fail(fmt::format("axis {} of %{} has a negative length at {}={}", a, name,
-                         ranges_[extent.symbol].symbol, ranges_[extent.symbol].minimum));
-      }
-      extents[a] = extent;
-    }
-    return extents;
-  }
-
-  // A constant that changes with the sizes must be the valid prefix of its value at the bounds.
-  void CheckConstant(size_t i, const TensorExtents& extents) const {
-    const ir::Tensor& bound = functions_[0]->nodes[i].value;
-    for (size_t f = 1; f < functions_.size(); ++f) {
-      const ir::Tensor& small = functions_[f]->nodes[i].value;
-      ir::Tensor prefix(small.type());
-      CopyPrefix(static_cast<const uint8_t*>(bound.raw_data()), bound.shape(),
-                 static_cast<uint8_t*>(prefix.raw_data()), small.shape(),
-                 ir::SizeOf(small.dtype()));
-      if (small.num_bytes() > 0 && std::memcmp(prefix.raw_data(), small.raw_data(),
-                                               static_cast<size_t>(small.num_bytes()))) {
-        Fail(fmt::format(
-            "the constant %{} {} at {} is not the leading part of its value at {}",
-            functions_[0]->nodes[i].name,
-            kernels::ExtentsToString(extents, bound.shape(), kernels::SymbolsOf(ranges_)), At(f),
-            At(0)));
-      }
-    }
-  }
-
-  const kernels::DynamicRanges& ranges_;
-  std::vector<std::vector<int64_t>> sizes_;
-  std::vector<const ir::GraphFunction*> functions_;
-};
-
-// The low size at which BuildDynamic compares the module: the range's minimum, or 2 when the
-// minimum is 1 and the range reaches 4. At size 1 broadcasting and constant folding degenerate:
-// an expand to [1, ...] is no op, and a rotary table sliced to position 0 holds cos 0 = 1 and
-// sin 0 = 0, so SimplifyExpr drops its multiply. Such a module has fewer nodes but computes the
-// same function as the module at the bounds restricted to size 1; every size the samples do not
-// reach, 1 among them, is run as the bounds' module restricted to it.
-int64_t LowSample(const kernels::DynamicRange& range) {
-  return range.minimum == 1 && range.bound >= 4 ? 2 : range.minimum;
-}
+// The most sizes BuildDynamic makes the module at to decide the lengths of windows.
+constexpr size_t kMostSizesCompared = 64;
 
 // `fn` with a new first node, the parameter `name` of type i64[symbols], listed last among the
 // parameters.
@@ -243,8 +71,25 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
   std::vector<ir::IRModule> modules;
   for (const std::vector<int64_t>& at : sizes) modules.push_back(source.make(at));
   std::vector<const ir::GraphFunction*> functions;
-  for (const ir::IRModule& m : modules) functions.push_back(&m.Get(options.function));
-  std::map<std::string, TensorExtents> values = Comparison(ranges, sizes, functions).Run();
+  std::map<std::string, TensorExtents> values;
+  // A length that two windows of an operand both fit at the sizes compared so far (a stride
+  // along the axis) is decided by one more size, where they differ.
+  for (;;) {
+    functions.clear();
+    for (const ir::IRModule& m : modules) functions.push_back(&m.Get(options.function));
+    try {
+      values = CompareAtSizes(ranges, sizes, functions);
+      break;
+    } catch (const UndecidedLength& undecided) {
+      if (sizes.size() >= kMostSizesCompared) {
+        throw ir::Error(fmt::format("{}: the module was compared at {} sizes and the lengths of "
+                                    "its strided windows are still undecided",
+                                    kernels::AxesText(ranges), sizes.size()));
+      }
+      sizes.push_back(undecided.sizes);
+      modules.push_back(source.make(undecided.sizes));
+    }
+  }
   const ir::GraphFunction& main = *functions[0];
 
   auto exe = std::unique_ptr<DynamicExecutable>(new DynamicExecutable());

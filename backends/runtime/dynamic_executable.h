@@ -7,16 +7,19 @@
 //      symbol at a time one below it, then with all at their minimum (2 instead of a minimum
 //      of 1 when the range reaches 4: at size 1 folding degenerates), and compares them value
 //      by value: every extent must be scale * n + offset (scale >= 0) in the size n of one
-//      symbol at most, the graphs must otherwise be the same, and a constant that changes with
-//      a size must be, at the smaller sizes, the valid prefix of its value at the bounds (a
-//      position table sliced to n is; a table computed from n may not be);
+//      symbol at most, or a window of an operand's extent, floor((operand + c) / stride) (a
+//      convolution or pooling with strides along the axis; where two windows fit the sizes
+//      compared, the module is made once more at a size where they differ), the graphs must
+//      otherwise be the same, and a constant that changes with a size must be, at the smaller
+//      sizes, the valid prefix of its value at the bounds (a position table sliced to n is; a
+//      table computed from n may not be);
 //   2. adds the graph parameter `dynamic_extent` (i64[number of symbols], last) and builds the
 //      module at the bounds with kernels::DynamicLowering: every kernel touching a dynamic
 //      value is planned on its compute definition and guarded so that only the valid prefix is
 //      computed (kernels/dynamic_extent.h); a mean over a dynamic axis divides by the valid
-//      length (kernels/dynamic_means.h); what cannot be computed so (a window or a
-//      concatenation along a dynamic axis, an axis merging two symbols) is an Error naming the
-//      op or value and the reason.
+//      length (kernels/dynamic_means.h); what cannot be computed so (an average pool padded
+//      along a dynamic axis, an axis merging two symbols) is an Error naming the op or value
+//      and the reason.
 // Run finds the sizes from the inputs' shapes, copies the inputs into tensors at the bounds,
 // runs, and returns the valid prefixes of the outputs.
 #pragma once

@@ -357,19 +357,22 @@ TEST(DynamicBuild, WhatDependsOnTheLengthOrPositionsPastItIsAnError) {
                      {1, 2, -1, 4});
       },
       "reads axis 2 (valid length n)");
-  // A stride along the dynamic axis: the output length floor((n + 1) / 2) + 1 is not affine.
+  // A strided window's length joined to itself: 2 * floor((n + 3) / 2) is neither affine in n
+  // nor a window of an operand's length (tests/pipelines/dynamic_strided_windows_test.cc builds
+  // the strided window alone).
   testing::ExpectBuildError(
       [](int64_t n) {
         ir::GraphBuilder b("main");
         ir::ValueId x = b.Input("x", ir::TensorType{{1, 8, n + 4}, ir::DataType::kFloat32, ""});
         ir::ValueId w = b.Constant(
             ir::Tensor::Random(ir::TensorType{{8, 8, 3}, ir::DataType::kFloat32, ""}, 9));
+        ir::ValueId strided =
+            b.Call("conv1d", {x, w}, ir::Attrs{{"strides", std::vector<int64_t>{2}}});
         ir::IRModule module;
-        module.Add(
-            b.Finish(b.Call("conv1d", {x, w}, ir::Attrs{{"strides", std::vector<int64_t>{2}}})));
+        module.Add(b.Finish(b.Call("concat", {strided, strided}, ir::Attrs{{"axis", int64_t{2}}})));
         return module;
       },
-      "is not an affine function of n");
+      "is neither an affine function of n nor a window of an operand's axis");
   // A split along the dynamic axis: the second part starts at n, past the first part's bound.
   testing::ExpectBuildError(
       [](int64_t n) {
