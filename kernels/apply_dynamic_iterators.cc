@@ -308,15 +308,14 @@ class GuardLoops : public ir::StmtMutator {
     if (loop->for_kind != ir::ForKind::kSerial && loop->for_kind != ir::ForKind::kParallel) {
       return visited;
     }
-    std::optional<Expr> condition;
-    if (std::optional<Expr> threshold = LoopThreshold(op)) {
-      condition = loop->loop_var < *threshold;
-    } else {
-      condition = BodyGuard(op);
-    }
-    if (!condition) return visited;
-    return ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind,
-                       ir::MakeIfThenElse(*condition, loop->body), loop->annotations);
+    std::optional<Expr> threshold = LoopThreshold(op);
+    // Guards the threshold does not cover (a second dynamic axis fused into the loop, as the
+    // columns under the rows of an image) end an iteration with only skipped work at once.
+    std::optional<Expr> body_guard = BodyGuard(op, /*without_threshold=*/threshold.has_value());
+    if (!threshold && !body_guard) return visited;
+    Stmt body = body_guard ? ir::MakeIfThenElse(*body_guard, loop->body) : loop->body;
+    if (threshold) body = ir::MakeIfThenElse(loop->loop_var < *threshold, body);
+    return ir::MakeFor(loop->loop_var, loop->extent, loop->for_kind, body, loop->annotations);
   }
 
  private:
@@ -324,8 +323,9 @@ class GuardLoops : public ir::StmtMutator {
   // rows of a loop fusing heads and rows): a condition that holds in the iterations where some
   // guarded block under the loop runs, made of guards that no loop inside depends on, so that
   // an iteration with only skipped work ends at once. None under the same conditions as
-  // LoopThreshold.
-  std::optional<Expr> BodyGuard(const ir::ForNode* loop) const {
+  // LoopThreshold. `without_threshold`: only from the guards that give the loop no threshold
+  // (the loop has one from the others); none when every guarded block has such a guard.
+  std::optional<Expr> BodyGuard(const ir::ForNode* loop, bool without_threshold) const {
     std::set<const ir::ExprNode*> inner;
     ir::VisitStmtTree(loop->body, [&](const Stmt& s) {
       if (const auto* nested = ir::As<ir::ForNode>(s)) inner.insert(nested->loop_var.get());
@@ -374,6 +374,10 @@ class GuardLoops : public ir::StmtMutator {
       }
       std::optional<Expr> block_condition;
       for (const Guard& guard : it->second) {
+        if (without_threshold &&
+            Threshold(guard.value, loop->loop_var, apply_.Limit(guard.extent), ranges_)) {
+          continue;
+        }
         std::optional<Expr> low = lowest(guard.value);
         if (!low || !ir::UsesVar(*low, loop->loop_var)) continue;
         Expr condition = *low < apply_.Limit(guard.extent);
