@@ -182,14 +182,13 @@ class Comparison {
     return true;
   }
 
-  // A window along a dynamic axis of one of `node`'s operands: floor((operand's length + c) /
-  // stride) (stride 1: the operand's length plus c, as an elementwise op or a window without
-  // stride after a strided one keeps it; above 1: a convolution or a pooling with strides, the
-  // length
-  // floor((n + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride) + 1; ceil_mode, or
-  // a resize by 1 / stride, are of the same form) that fits the lengths at every size compared.
-  // Every window that fits must give the same length at every size of the range, else the
-  // sizes compared do not tell which it is: an Error.
+  // A window along a dynamic axis of one of `node`'s operands, floor((operand's length + c) /
+  // stride), that fits the lengths at every size compared. Stride 1 is the operand's length
+  // plus c (an elementwise op, or a window without stride after a strided one); above 1, a
+  // convolution or pooling with strides makes floor((n + pad_begin + pad_end - dilation *
+  // (kernel - 1) - 1) / stride) + 1 (ceil_mode and a resize by 1 / stride are of the same form).
+  // Where two windows fit but differ at some size of the range, UndecidedLength names that
+  // size; an Error when it was compared already.
   std::optional<AxisExtent> WindowOfOperand(const ir::Node& node,
                                             const std::map<std::string, TensorExtents>& values,
                                             const std::vector<int64_t>& lengths,
