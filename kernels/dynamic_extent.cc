@@ -73,6 +73,22 @@ class BlockAnalysis {
         }
       }
     }
+    // 1b. A padding stage (padded[w] = select(w >= p && ..., x[w - p], 0)) writing an
+    // intermediate: its position w walks the padded axis, whose valid part is the valid length
+    // of x's axis plus the padding at both ends (the padded axis's extent minus x's at the
+    // bound), so that the stage copies only what the valid windows read.
+    for (const Access& a : accesses) {
+      auto it = known_.find(a.buffer.get());
+      if (a.write || it == known_.end() || it->second.empty()) continue;
+      for (size_t axis = 0; axis < a.indices.size(); ++axis) {
+        if (!it->second[axis].dynamic() || !PaddingGuards(a, axis)) continue;
+        if (std::optional<std::pair<size_t, int64_t>> padded = PaddedPosition(a, axis, accesses)) {
+          AxisExtent widened = it->second[axis];
+          widened.offset += padded->second * widened.divisor;
+          Assign(padded->first, widened, a.buffer->name);
+        }
+      }
+    }
     // 2. A buffer first written here (an intermediate) gets its extents from the iterators
     // indexing it.
     for (const Access& a : accesses) {
@@ -102,6 +118,32 @@ class BlockAnalysis {
     auto it = index_.find(index.get());
     if (it == index_.end()) return std::nullopt;
     return it->second;
+  }
+
+  // For a read `a` padded along `axis` at the index w - p (p > 0) of the block's one write, an
+  // intermediate not yet known with the plain iterator w on the same axis: w's index and the
+  // padding at both ends (the written axis's extent minus the read one's).
+  std::optional<std::pair<size_t, int64_t>> PaddedPosition(
+      const Access& a, size_t axis, const std::vector<Access>& accesses) const {
+    const Access* write = nullptr;
+    for (const Access& other : accesses) {
+      if (!other.write) continue;
+      if (write) return std::nullopt;
+      write = &other;
+    }
+    if (!write || known_.count(write->buffer.get()) || write->indices.size() != a.indices.size()) {
+      return std::nullopt;
+    }
+    std::optional<size_t> k = PlainIterator(write->indices[axis]);
+    if (!k) return std::nullopt;
+    int64_t offset = 0;
+    if (!ir::AsConstInt(ir::Simplify(write->indices[axis] - a.indices[axis]), &offset) ||
+        offset <= 0) {
+      return std::nullopt;
+    }
+    int64_t padding = write->buffer->shape[axis] - a.buffer->shape[axis];
+    if (padding < offset) return std::nullopt;
+    return std::pair{*k, padding};
   }
 
   [[noreturn]] void Fail(const std::string& buffer, const std::string& reason) const {
