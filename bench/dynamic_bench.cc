@@ -1,11 +1,14 @@
-// tandem_dynamic_bench: one dynamic build of an ONNX model (every size of one symbolic axis
-// within a range) against a build specialized to each size, and external engines, in one run.
+// tandem_dynamic_bench: one dynamic build of an ONNX model (every size of one or more symbolic
+// axes within their ranges) against a build specialized to each size, and external engines, in
+// one run.
 //
 // For example (one command line, with D=examples/models/bert_tokens):
 //   build/bench/tandem_dynamic_bench --model $D/model.onnx --symbol batch=1
 //       --dynamic sequence=1:128 --data 16=DIR16 --data 77=DIR77 --data 128=DIR128
 //       --external "onnxruntime=PY bench/engine_latency.py --serve --engine onnxruntime
 //                   --test-data test_data_seq{n} $D"
+// With several --dynamic symbols a size names one per symbol, in their order: --dynamic
+// height=64:224 --dynamic width=64:224 --data 97x113=DIR ({n} is then "97x113").
 //
 // Steps:
 //   1. builds the model once for the range (the graph part of --pipeline, then dynamic lowering:
@@ -43,7 +46,7 @@ namespace {
 
 struct Options {
   std::string model;
-  std::string dynamic;
+  std::vector<std::string> dynamic;
   std::string buckets;
   std::vector<std::string> data;
   std::vector<std::string> externals;
@@ -54,16 +57,41 @@ struct Options {
   double settle = 0.25;
 };
 
+// One row of the table: a size of every dynamic symbol, in their order, and its data folder.
 struct Size {
-  int64_t n = 0;
+  std::vector<int64_t> n;
+  std::string text;  // "16", or "97x113" for two symbols
   std::string folder;
 };
 
+// "97x113" (one size per symbol of `ranges`) as sizes; Error naming the text otherwise.
+std::vector<int64_t> ParseSizes(const std::string& text, const kernels::DynamicRanges& ranges) {
+  std::vector<int64_t> sizes;
+  std::stringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, 'x')) {
+    try {
+      size_t used = 0;
+      sizes.push_back(std::stoll(part, &used));
+      if (used != part.size()) sizes.clear();
+    } catch (const std::exception&) {
+      sizes.clear();
+    }
+    if (sizes.empty()) break;
+  }
+  if (sizes.size() != ranges.size()) {
+    throw ir::Error(fmt::format("--data size '{}' must give {} size(s) ({}), separated by 'x'",
+                                text, ranges.size(), fmt::join(kernels::SymbolsOf(ranges), ", ")));
+  }
+  return sizes;
+}
+
 ir::IRModule Import(const std::string& bytes, const std::string& path,
-                    std::map<std::string, int64_t> symbols, const std::string& symbol, int64_t n) {
+                    std::map<std::string, int64_t> symbols, const kernels::DynamicRanges& ranges,
+                    const std::vector<int64_t>& n) {
   frontend::OnnxImportOptions options;
   options.symbols = std::move(symbols);
-  options.symbols[symbol] = n;
+  for (const auto& [symbol, size] : kernels::SymbolSizes(ranges, n)) options.symbols[symbol] = size;
   return frontend::ImportOnnxModel(bytes, path, options);
 }
 
@@ -99,18 +127,18 @@ int Main(int argc, char** argv) {
   app.add_option("--model", o.model, "ONNX model")->required();
   app.add_option("--dynamic", o.dynamic,
                  "SYMBOL=MIN:MAX: the model's symbolic dimension (dim_param) made dynamic, and "
-                 "its range")
+                 "its range (repeatable: one build for every combination of sizes)")
       ->required();
   app.add_option("--buckets", o.buckets,
-                 "B1,...,MAX: also time a build by these buckets (backends/runtime/"
-                 "bucketed_executable.h) beside the single dynamic build");
+                 "B1,...,MAX: also time a build by these buckets of the first --dynamic symbol "
+                 "(backends/runtime/bucketed_executable.h) beside the single dynamic build");
   app.add_option("--data", o.data,
-                 "SIZE=FOLDER: inputs (input_*.pb) and outputs (output_*.pb) at that size "
-                 "(repeatable; one table row each)")
+                 "SIZE=FOLDER: inputs (input_*.pb) and outputs (output_*.pb) at that size, one "
+                 "per --dynamic symbol separated by 'x' (97x113) (repeatable; one table row each)")
       ->required();
   app.add_option("--external", o.externals,
                  "NAME=COMMAND: an engine speaking bench/external_contender.h's protocol, {n} in "
-                 "COMMAND replaced by the size (repeatable)");
+                 "COMMAND replaced by the size as --data gives it (repeatable)");
   app.add_option("--symbol", o.bound_symbols,
                  "NAME=SIZE: another symbolic dimension, bound to one size (repeatable)");
   app.add_option("--pipeline", o.pipeline, "registered pipeline ending with Legalize");
@@ -120,14 +148,19 @@ int Main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   backends::ThreadPool::Global().SetNumThreads(o.threads);
 
-  kernels::DynamicRange range = kernels::ParseDynamicRange(o.dynamic);
+  kernels::DynamicRanges ranges;
+  for (const std::string& spec : o.dynamic) ranges.push_back(kernels::ParseDynamicRange(spec));
+  kernels::CheckDynamicRanges(ranges);
+  const kernels::DynamicRange& range = ranges.front();
+  std::string symbols_text = fmt::format("{}", fmt::join(kernels::SymbolsOf(ranges), " x "));
   std::vector<Size> sizes;
   for (const std::string& spec : o.data) {
     size_t equals = spec.find('=');
     if (equals == std::string::npos) {
       throw ir::Error(fmt::format("--data '{}' is not SIZE=FOLDER", spec));
     }
-    sizes.push_back({std::stoll(spec.substr(0, equals)), spec.substr(equals + 1)});
+    std::string text = spec.substr(0, equals);
+    sizes.push_back({ParseSizes(text, ranges), text, spec.substr(equals + 1)});
   }
   std::vector<std::pair<std::string, std::string>> externals;
   for (const std::string& spec : o.externals) {
@@ -149,16 +182,16 @@ int Main(int argc, char** argv) {
   // 1. The dynamic build.
   auto start = std::chrono::steady_clock::now();
   backends::DynamicModuleSource source;
-  source.ranges = {range};
+  source.ranges = ranges;
   source.make = [&](const std::vector<int64_t>& n) {
     passes::PassContext context;
     return context.RunPipeline(*passes::ParsePipeline(graph_part),
-                               Import(bytes, o.model, bound_symbols, range.symbol, n.front()));
+                               Import(bytes, o.model, bound_symbols, ranges, n));
   };
   std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
   double dynamic_build = Seconds(start);
-  std::cerr << fmt::format("dynamic build for {} in [{}, {}]: {:.1f} s\n", range.symbol,
-                           range.minimum, range.bound, dynamic_build);
+  std::cerr << fmt::format("dynamic build for {}: {:.1f} s\n", kernels::ToString(ranges),
+                           dynamic_build);
   std::unique_ptr<backends::BucketedExecutable> bucketed;
   if (!o.buckets.empty()) {
     start = std::chrono::steady_clock::now();
@@ -167,7 +200,7 @@ int Main(int argc, char** argv) {
   }
 
   // 2. Per size: the specialized build, checks, turns.
-  std::vector<std::string> header = {range.symbol, "static ms", "dynamic ms", "dynamic/static",
+  std::vector<std::string> header = {symbols_text, "static ms", "dynamic ms", "dynamic/static",
                                      "static build s"};
   if (bucketed) {
     header.insert(header.begin() + 4, {"bucketed ms", "bucketed/static"});
@@ -180,19 +213,19 @@ int Main(int argc, char** argv) {
     start = std::chrono::steady_clock::now();
     passes::PassContext context;
     std::unique_ptr<backends::Executable> specialized = backends::Build(context.RunPipeline(
-        *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, range.symbol, size.n)));
+        *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, ranges, size.n)));
     double static_build = Seconds(start);
-    if (dynamic->SizesOf(inputs).front() != size.n) {
-      throw ir::Error(
-          fmt::format("the inputs in {} are not of {}={}", size.folder, range.symbol, size.n));
+    std::string at = kernels::SizesText(ranges, size.n);
+    if (dynamic->SizesOf(inputs) != size.n) {
+      throw ir::Error(fmt::format("the inputs in {} are not of {}", size.folder, at));
     }
-    Check(specialized->Run(inputs), stored, fmt::format("static build at {}", size.n));
-    Check(dynamic->Run(inputs), stored, fmt::format("dynamic build at {}", size.n));
-    if (bucketed) Check(bucketed->Run(inputs), stored, fmt::format("buckets at {}", size.n));
+    Check(specialized->Run(inputs), stored, fmt::format("static build at {}", at));
+    Check(dynamic->Run(inputs), stored, fmt::format("dynamic build at {}", at));
+    if (bucketed) Check(bucketed->Run(inputs), stored, fmt::format("buckets at {}", at));
     std::vector<std::unique_ptr<bench::ExternalContender>> engines;
     for (const auto& [name, command] : externals) {
-      engines.push_back(std::make_unique<bench::ExternalContender>(
-          name, Replace(command, "{n}", std::to_string(size.n))));
+      engines.push_back(
+          std::make_unique<bench::ExternalContender>(name, Replace(command, "{n}", size.text)));
     }
     // Contenders: static, dynamic, the engines, then the bucketed build.
     std::vector<bench::Contender> contenders(2 + engines.size() + (bucketed ? 1 : 0));
@@ -209,7 +242,7 @@ int Main(int argc, char** argv) {
     double static_ms = contenders[0].best() * 1e3;
     double dynamic_ms = contenders[1].best() * 1e3;
     std::vector<std::string> row = {
-        std::to_string(size.n), fmt::format("{:.3f}", static_ms), fmt::format("{:.3f}", dynamic_ms),
+        size.text, fmt::format("{:.3f}", static_ms), fmt::format("{:.3f}", dynamic_ms),
         fmt::format("{:.2f}", dynamic_ms / static_ms), fmt::format("{:.1f}", static_build)};
     if (bucketed) {
       double bucketed_ms = contenders.back().best() * 1e3;
@@ -220,14 +253,14 @@ int Main(int argc, char** argv) {
       row.push_back(fmt::format("{:.3f}", contenders[2 + e].best() * 1e3));
     }
     rows.push_back(std::move(row));
-    std::cerr << fmt::format("{}={} done (load {})\n", range.symbol, size.n, bench::LoadAverage());
+    std::cerr << fmt::format("{} done (load {})\n", at, bench::LoadAverage());
   }
 
   // 3. The table.
   std::cout << fmt::format(
-      "dynamic build: {} in [{}, {}], pipeline {}, {} threads, built once "
-      "in {:.1f} s; outputs checked against the stored ones\n\n",
-      range.symbol, range.minimum, range.bound, o.pipeline, o.threads, dynamic_build);
+      "dynamic build: {}, pipeline {}, {} threads, built once in {:.1f} s; outputs checked "
+      "against the stored ones\n\n",
+      kernels::ToString(ranges), o.pipeline, o.threads, dynamic_build);
   std::cout << "| " << fmt::format("{}", fmt::join(header, " | ")) << " |\n|";
   for (size_t k = 0; k < header.size(); ++k) std::cout << (k == 0 ? " --- |" : " ---: |");
   std::cout << "\n";
