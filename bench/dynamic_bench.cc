@@ -47,7 +47,7 @@ namespace {
 struct Options {
   std::string model;
   std::vector<std::string> dynamic;
-  std::string buckets;
+  std::vector<std::string> buckets;
   std::vector<std::string> data;
   std::vector<std::string> externals;
   std::vector<std::string> bound_symbols;
@@ -130,8 +130,9 @@ int Main(int argc, char** argv) {
                  "its range (repeatable: one build for every combination of sizes)")
       ->required();
   app.add_option("--buckets", o.buckets,
-                 "B1,...,MAX: also time a build by these buckets of the first --dynamic symbol "
-                 "(backends/runtime/bucketed_executable.h) beside the single dynamic build");
+                 "[SYMBOL=]B1,...,MAX: also time a build by these buckets of the first (or the "
+                 "named) --dynamic symbol beside the single dynamic build; repeated for several "
+                 "symbols, their grid (backends/runtime/bucketed_executable.h)");
   app.add_option("--data", o.data,
                  "SIZE=FOLDER: inputs (input_*.pb) and outputs (output_*.pb) at that size, one "
                  "per --dynamic symbol separated by 'x' (97x113) (repeatable; one table row each)")
@@ -151,7 +152,6 @@ int Main(int argc, char** argv) {
   kernels::DynamicRanges ranges;
   for (const std::string& spec : o.dynamic) ranges.push_back(kernels::ParseDynamicRange(spec));
   kernels::CheckDynamicRanges(ranges);
-  const kernels::DynamicRange& range = ranges.front();
   std::string symbols_text = fmt::format("{}", fmt::join(kernels::SymbolsOf(ranges), " x "));
   std::vector<Size> sizes;
   for (const std::string& spec : o.data) {
@@ -195,8 +195,11 @@ int Main(int argc, char** argv) {
   std::unique_ptr<backends::BucketedExecutable> bucketed;
   if (!o.buckets.empty()) {
     start = std::chrono::steady_clock::now();
-    bucketed = backends::BuildBucketed(source, kernels::ParseDynamicBuckets(o.buckets, range));
-    std::cerr << fmt::format("build by buckets {}: {:.1f} s\n", o.buckets, Seconds(start));
+    bucketed = backends::BuildBucketed(
+        source, kernels::ParseDynamicBucketGrid(o.buckets, ranges),
+        [](const kernels::DynamicRanges&) { return backends::BuildOptions{}; });
+    std::cerr << fmt::format("build by buckets {}: {:.1f} s\n", fmt::join(o.buckets, " "),
+                             Seconds(start));
   }
 
   // 2. Per size: the specialized build, checks, turns.

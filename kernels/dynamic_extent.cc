@@ -397,6 +397,47 @@ std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const Dyn
   return buckets;
 }
 
+std::vector<DynamicRanges> ParseDynamicBucketGrid(const std::vector<std::string>& texts,
+                                                  const DynamicRanges& ranges) {
+  std::vector<std::vector<DynamicRange>> per_symbol;
+  for (const DynamicRange& range : ranges) per_symbol.push_back({range});
+  std::vector<bool> given(ranges.size(), false);
+  for (const std::string& text : texts) {
+    size_t equals = text.find('=');
+    size_t symbol = 0;
+    if (equals != std::string::npos) {
+      std::string name = text.substr(0, equals);
+      while (symbol < ranges.size() && ranges[symbol].symbol != name) ++symbol;
+      if (symbol == ranges.size()) {
+        throw ir::Error(
+            fmt::format("the buckets '{}' name '{}', which is not a --dynamic symbol "
+                        "({})",
+                        text, name, fmt::join(SymbolsOf(ranges), ", ")));
+      }
+    }
+    if (given[symbol]) {
+      throw ir::Error(fmt::format("the buckets '{}': the buckets of {} are given twice", text,
+                                  ranges[symbol].symbol));
+    }
+    given[symbol] = true;
+    per_symbol[symbol] = ParseDynamicBuckets(
+        equals == std::string::npos ? text : text.substr(equals + 1), ranges[symbol]);
+  }
+  // Every combination, the last symbol's buckets innermost.
+  std::vector<DynamicRanges> grid = {{}};
+  for (const std::vector<DynamicRange>& buckets : per_symbol) {
+    std::vector<DynamicRanges> longer;
+    for (const DynamicRanges& prefix : grid) {
+      for (const DynamicRange& bucket : buckets) {
+        longer.push_back(prefix);
+        longer.back().push_back(bucket);
+      }
+    }
+    grid = std::move(longer);
+  }
+  return grid;
+}
+
 bool DynamicPlan::has_dynamic_reduction() const {
   for (const DynamicIterator& it : iterators) {
     if (it.reduction) return true;

@@ -73,6 +73,7 @@ struct DynamicRange {
   int64_t minimum = 1;
   int64_t bound = 1;
   bool operator==(const DynamicRange& other) const = default;
+  auto operator<=>(const DynamicRange& other) const = default;
 };
 
 // "SYMBOL=MIN:MAX" (or "SYMBOL=MAX", from 1), as the --dynamic options take it; Error naming the
@@ -108,6 +109,14 @@ std::string SizesText(const DynamicRanges& ranges, const std::vector<int64_t>& s
 // bucket must hold at least two sizes. Empty text: the whole range as one bucket. Error naming
 // the text and what is wrong.
 std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const DynamicRange& range);
+
+// The buckets of every symbol, as a grid: each of `texts` is "B1,...,MAX" (the first symbol's
+// buckets, as ParseDynamicBuckets reads them) or "SYMBOL=B1,...,MAX" (that symbol's); a symbol
+// named by none keeps its whole range. One DynamicRanges per combination (one range per symbol,
+// in the order of `ranges`), the first symbol's buckets outermost. Error naming the text when a
+// symbol is unknown or given twice, or its list is not one ParseDynamicBuckets takes.
+std::vector<DynamicRanges> ParseDynamicBucketGrid(const std::vector<std::string>& texts,
+                                                  const DynamicRanges& ranges);
 
 // The key of element `element` of a tuple value (a split's results) among the extents of a
 // graph's values: "value#element" ('#' is not part of value names).

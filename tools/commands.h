@@ -68,12 +68,13 @@ ir::IRModule RunPipeline(const ir::IRModule& module, const PipelineOptions& opti
 // The target the result of RunPipeline is built for: --target, or the trace file's target.
 ir::Target PipelineTarget(const PipelineOptions& options);
 
-// --dynamic SYMBOL=MIN:MAX (once per symbolic dimension) and --buckets B1,B2,...: the ranges of
-// the model's symbolic dimensions, and the bounds of the buckets of the first one (none: its
-// range is one bucket).
+// --dynamic SYMBOL=MIN:MAX (once per symbolic dimension) and --buckets [SYMBOL=]B1,B2,... (once
+// per split symbol): the ranges of the model's symbolic dimensions, and the bounds of the
+// buckets of the first one or of the named one (none: one bucket; several: their grid,
+// kernels::ParseDynamicBucketGrid).
 struct DynamicOptions {
   std::vector<std::string> ranges;
-  std::string buckets;
+  std::vector<std::string> buckets;
   bool enabled() const { return !ranges.empty(); }
 };
 // The parsed and checked ranges of `options` (kernels::CheckDynamicRanges).

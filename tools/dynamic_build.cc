@@ -1,11 +1,14 @@
 // BuildDynamicModel and AddDynamicOptions: `--dynamic` and `--buckets` of `tandem run`,
 // `tandem compile` and `tandem tune` (whose tuning per bucket is RunTuneDynamic in
-// tune_command.cc). A model is built once per bucket of its first symbolic dimension's range,
-// for the whole ranges of any others (backends/runtime/bucketed_executable.h); the kernels take
+// tune_command.cc). A model is built once per bucket (by default of its first symbolic
+// dimension's range, or a grid of several symbols' buckets: backends/runtime/
+// bucketed_executable.h); the kernels take
 // their schedules from a trace file of `tandem tune --dynamic`, from the tuning database, or the
 // defaults.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <set>
 
 #include <chrono>
 #include <filesystem>
@@ -49,11 +52,9 @@ std::string GraphPart(const std::string& pipeline_text, bool with_schedules) {
 
 // The buckets and schedules recorded in the trace file `path`, checked against the ranges (and
 // the buckets of the first, when given) and the model.
-std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceFile& file,
-                                                            const std::string& path,
-                                                            const kernels::DynamicRanges& ranges,
-                                                            const std::string& buckets_text,
-                                                            const ModelOptions& model) {
+std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(
+    const passes::TraceFile& file, const std::string& path, const kernels::DynamicRanges& ranges,
+    const std::vector<std::string>& buckets_texts, const ModelOptions& model) {
   if (!tuning::IsDynamicBucketTrace(file.trace)) {
     throw ir::Error(fmt::format(
         "the trace file {} holds the decisions for one size (`tandem tune` without --dynamic); "
@@ -61,20 +62,44 @@ std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(const passes::TraceF
         path));
   }
   std::vector<tuning::DynamicBucketDecision> decisions = tuning::ReadDynamicBucketTrace(file.trace);
-  kernels::DynamicRanges recorded = {{decisions.front().range.symbol,
-                                      decisions.front().range.minimum,
-                                      decisions.back().range.bound}};
-  recorded.insert(recorded.end(), decisions.front().others.begin(), decisions.front().others.end());
-  std::vector<std::string> recorded_bounds;
+  // The recorded buckets, and the whole ranges they split.
+  std::vector<kernels::DynamicRanges> recorded_grid;
   for (const tuning::DynamicBucketDecision& d : decisions) {
-    recorded_bounds.push_back(std::to_string(d.range.bound));
+    recorded_grid.push_back({d.range});
+    recorded_grid.back().insert(recorded_grid.back().end(), d.others.begin(), d.others.end());
   }
-  if (recorded != ranges || (!buckets_text.empty() &&
-                             fmt::format("{}", fmt::join(recorded_bounds, ",")) != buckets_text)) {
+  kernels::DynamicRanges recorded = recorded_grid.front();
+  for (const kernels::DynamicRanges& bucket : recorded_grid) {
+    for (size_t k = 0; k < recorded.size() && k < bucket.size(); ++k) {
+      recorded[k].minimum = std::min(recorded[k].minimum, bucket[k].minimum);
+      recorded[k].bound = std::max(recorded[k].bound, bucket[k].bound);
+    }
+  }
+  // "32,128" when the buckets split the first symbol only, else "height=128,224 width=224".
+  auto text = [&](const std::vector<kernels::DynamicRanges>& grid) {
+    std::vector<std::string> parts;
+    bool others_split = false;
+    for (size_t k = 0; k < ranges.size(); ++k) {
+      std::set<int64_t> bounds;
+      for (const kernels::DynamicRanges& bucket : grid) {
+        if (k < bucket.size()) bounds.insert(bucket[k].bound);
+      }
+      others_split = others_split || (k > 0 && bounds.size() > 1);
+      parts.push_back(fmt::format("{}", fmt::join(bounds, ",")));
+    }
+    if (!others_split) return parts.front();
+    for (size_t k = 0; k < ranges.size(); ++k) parts[k] = ranges[k].symbol + "=" + parts[k];
+    return fmt::format("{}", fmt::join(parts, " "));
+  };
+  if (recorded != ranges ||
+      (!buckets_texts.empty() &&
+       kernels::ParseDynamicBucketGrid(buckets_texts, ranges) != recorded_grid)) {
     throw ir::Error(fmt::format(
         "the trace file {} was recorded for {} with the buckets {}; --dynamic asks for {}{}", path,
-        ToString(recorded), fmt::join(recorded_bounds, ","), ToString(ranges),
-        buckets_text.empty() ? std::string() : " with the buckets " + buckets_text));
+        ToString(recorded), text(recorded_grid), ToString(ranges),
+        buckets_texts.empty()
+            ? std::string()
+            : " with the buckets " + text(kernels::ParseDynamicBucketGrid(buckets_texts, ranges))));
   }
   std::vector<int64_t> bounds = kernels::BoundsOf(ranges);
   std::string hash =
@@ -110,7 +135,9 @@ void AddDynamicOptions(CLI::App* command, DynamicOptions& options) {
   command->add_option("--buckets", options.buckets,
                       "with --dynamic: B1,B2,...,MAX splits the range of the first --dynamic "
                       "symbol into buckets [MIN, B1], [B1+1, B2], ..., each built (and tuned) at "
-                      "its own bound; a run goes to the bucket holding its size");
+                      "its own bound; a run goes to the bucket holding its size. SYMBOL=B1,... "
+                      "splits that symbol's range; repeated for several symbols, the buckets are "
+                      "every combination (--buckets height=128,224 --buckets width=128,224)");
 }
 
 DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions& pipeline,
@@ -142,9 +169,9 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
     if (context.tuning) {
       descriptor = records_target.empty() ? context.tuning->target_descriptor() : records_target;
     }
-    for (const kernels::DynamicRange& bucket :
-         kernels::ParseDynamicBuckets(dynamic.buckets, range)) {
-      decisions.push_back({bucket, {}, {ranges.begin() + 1, ranges.end()}});
+    for (const kernels::DynamicRanges& bucket :
+         kernels::ParseDynamicBucketGrid(dynamic.buckets, ranges)) {
+      decisions.push_back({bucket.front(), {}, {bucket.begin() + 1, bucket.end()}});
     }
   }
   result.target = descriptor;
@@ -163,10 +190,13 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   // 3. One build per bucket, each with its schedules: the trace's, or the database's best
   //    (what each bucket took is kept for the trace).
   auto start = std::chrono::steady_clock::now();
-  std::vector<kernels::DynamicRange> buckets;
-  for (const tuning::DynamicBucketDecision& bucket : decisions) buckets.push_back(bucket.range);
+  std::vector<kernels::DynamicRanges> buckets;
+  for (const tuning::DynamicBucketDecision& bucket : decisions) {
+    buckets.push_back({bucket.range});
+    buckets.back().insert(buckets.back().end(), bucket.others.begin(), bucket.others.end());
+  }
   std::vector<std::shared_ptr<tuning::HistoryBestStats>> stats;
-  result.executable = backends::BuildBucketed(source, buckets, [&](const kernels::DynamicRange&) {
+  result.executable = backends::BuildBucketed(source, buckets, [&](const kernels::DynamicRanges&) {
     tuning::DynamicBucketDecision& bucket = decisions[stats.size()];
     stats.push_back(std::make_shared<tuning::HistoryBestStats>());
     backends::BuildOptions build = backends::BuildOptionsFor(target);
@@ -184,7 +214,7 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
     decisions[b].schedules = stats[b]->taken;
     std::cerr << fmt::format(
         "bucket {}: kernels from {}: {} with a recorded schedule, {} default\n",
-        ToString(decisions[b].range), pipeline.database, stats[b]->from_database,
+        ToString(buckets[b]), pipeline.database, stats[b]->from_database,
         stats[b]->default_schedule);
     std::string note = tuning::NotReplayedNote(*stats[b]);
     if (!note.empty()) std::cerr << "warning: " << note << "\n";
@@ -193,7 +223,12 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   std::cerr << fmt::format(
       "dynamic build for {} ({} bucket{}: bounds {}): {:.2f} s\n  inputs: {}\n  outputs: {}\n",
       ToString(ranges), decisions.size(), decisions.size() == 1 ? "" : "s",
-      fmt::join(decisions | std::views::transform([](const auto& d) { return d.range.bound; }),
+      fmt::join(buckets | std::views::transform([](const kernels::DynamicRanges& bucket) {
+                  return fmt::format("{}",
+                                     fmt::join(bucket | std::views::transform(
+                                                            [](const auto& r) { return r.bound; }),
+                                               "x"));
+                }),
                 ","),
       SecondsSince(start), fmt::join(result.executable->InputSignatures(), ", "),
       fmt::join(result.executable->OutputSignatures(), ", "));

@@ -1,7 +1,9 @@
 // `tandem show`, `tandem pipelines` and `tandem compile`: look at a model, at the registered
 // pipelines, and at what a pipeline makes of a model.
 #include <fmt/format.h>
+
 #include <fmt/ranges.h>
+#include <algorithm>
 
 #include <iostream>
 
@@ -154,7 +156,11 @@ Command AddCompileCommand(CLI::App& app) {
       DynamicModel built = BuildDynamicModel(*model, *pipeline, *dynamic);
       for (const auto& bucket : built.executable->buckets()) {
         if (built.executable->buckets().size() > 1) {
-          std::cout << fmt::format("// bucket {}\n", kernels::ToString(bucket->range()));
+          const kernels::DynamicRanges& all = built.executable->ranges();
+          bool first_only = std::equal(all.begin() + 1, all.end(), bucket->ranges().begin() + 1);
+          std::cout << fmt::format("// bucket {}\n", first_only
+                                                         ? kernels::ToString(bucket->range())
+                                                         : kernels::ToString(bucket->ranges()));
         }
         std::cout << ir::PrintModule(bucket->executable().module(), options);
       }

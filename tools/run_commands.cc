@@ -267,7 +267,12 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
   std::vector<ir::Tensor> inputs = Inputs(load(kernels::BoundsOf(ranges)).Get(io.function), io);
   std::vector<int64_t> sizes = executable.SizesOf(inputs);
   std::string at = kernels::SizesText(ranges, sizes);  // "batch=2, seq=77"
-  backends::DynamicExecutable& bucket = executable.BucketFor(sizes.front());
+  backends::DynamicExecutable& bucket = executable.BucketFor(sizes);
+  // "[1, 32]" when the buckets split the first symbol only, else every symbol's range.
+  bool first_only = std::equal(ranges.begin() + 1, ranges.end(), bucket.ranges().begin() + 1);
+  std::string bucket_text =
+      first_only ? fmt::format("[{}, {}]", bucket.range().minimum, bucket.range().bound)
+                 : kernels::ToString(bucket.ranges());
   std::vector<ir::Tensor> outputs = executable.Run(inputs);
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {
@@ -276,9 +281,8 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
     times.push_back(Seconds(start));
   }
   std::sort(times.begin(), times.end());
-  fmt::print("{} (bucket [{}, {}]): latency median {:.3f} ms over {} runs\n", at,
-             bucket.range().minimum, bucket.range().bound, times[times.size() / 2] * 1e3,
-             times.size());
+  fmt::print("{} (bucket {}): latency median {:.3f} ms over {} runs\n", at, bucket_text,
+             times[times.size() / 2] * 1e3, times.size());
   bucket.executable().set_profiling(true);
   for (int r = 0; r < repeat; ++r) executable.Run(inputs);
   bucket.executable().set_profiling(false);

@@ -249,8 +249,8 @@ double DynamicLatency(backends::BucketedExecutable& executable, const ModelOptio
 int RunTuneDynamic(TuneOptions& options) {
   kernels::DynamicRanges ranges = ParseDynamicOptions(options.dynamic);
   const kernels::DynamicRange& range = ranges.front();
-  std::vector<kernels::DynamicRange> buckets =
-      kernels::ParseDynamicBuckets(options.dynamic.buckets, range);
+  std::vector<kernels::DynamicRanges> buckets =
+      kernels::ParseDynamicBucketGrid(options.dynamic.buckets, ranges);
   if (options.pipeline.database.empty()) {
     throw ir::Error(
         "tune --dynamic needs --db: each bucket's schedules are recorded there and the dynamic "
@@ -267,8 +267,9 @@ int RunTuneDynamic(TuneOptions& options) {
   };
   bool ok = true;
   std::string records_target;  // the tuning runs' target descriptor (measurement settings too)
-  for (const kernels::DynamicRange& bucket : buckets) {
-    std::map<std::string, int64_t> symbols = kernels::SymbolSizes(ranges, with_first(bucket.bound));
+  for (const kernels::DynamicRanges& bucket : buckets) {
+    std::map<std::string, int64_t> symbols =
+        kernels::SymbolSizes(ranges, kernels::BoundsOf(bucket));
     std::string at =
         fmt::format("{}", fmt::join(symbols | std::views::transform([](const auto& symbol) {
                                       return fmt::format("{}={}", symbol.first, symbol.second);
@@ -286,10 +287,22 @@ int RunTuneDynamic(TuneOptions& options) {
       BuildDynamicModel(options.model, options.pipeline, options.dynamic, records_target);
   fmt::print("dynamic build with the tuned schedules ({}):\n", options.pipeline.database);
   for (const auto& bucket : built.executable->buckets()) {
-    for (int64_t n : {bucket->range().minimum, bucket->range().bound}) {
-      fmt::print("  {}={:<6} bucket [{}, {}]  {:.3f} ms\n", range.symbol, n,
-                 bucket->range().minimum, bucket->range().bound,
-                 DynamicLatency(*built.executable, options.model, with_first(n)) * 1e3);
+    bool first_only = std::equal(ranges.begin() + 1, ranges.end(), bucket->ranges().begin() + 1);
+    if (first_only) {
+      for (int64_t n : {bucket->range().minimum, bucket->range().bound}) {
+        fmt::print("  {}={:<6} bucket [{}, {}]  {:.3f} ms\n", range.symbol, n,
+                   bucket->range().minimum, bucket->range().bound,
+                   DynamicLatency(*built.executable, options.model, with_first(n)) * 1e3);
+      }
+      continue;
+    }
+    // A bucket of a grid: at all its minimums, then all its bounds.
+    std::vector<int64_t> minimums;
+    for (const kernels::DynamicRange& r : bucket->ranges()) minimums.push_back(r.minimum);
+    for (const std::vector<int64_t>& sizes : {minimums, kernels::BoundsOf(bucket->ranges())}) {
+      fmt::print("  {:<24} bucket {}  {:.3f} ms\n", kernels::SizesText(ranges, sizes),
+                 kernels::ToString(bucket->ranges()),
+                 DynamicLatency(*built.executable, options.model, sizes) * 1e3);
     }
   }
   if (!options.trace_file.empty()) {

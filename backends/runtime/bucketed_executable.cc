@@ -3,86 +3,134 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
+#include <set>
+
 #include "ir/error.h"
 
 namespace tandem::backends {
 
 using kernels::ToString;
 
+namespace {
+
+// "[a, b]" of each range: what differs between buckets.
+std::string Signature(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return a != b ? fmt::format("{} against {}", fmt::join(a, ", "), fmt::join(b, ", "))
+                : std::string();
+}
+
+}  // namespace
+
 BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecutable>> buckets)
     : buckets_(std::move(buckets)) {
   if (buckets_.empty()) throw ir::Error("a bucketed build needs at least one bucket");
   const DynamicExecutable& first = *buckets_[0];
-  for (size_t b = 1; b < buckets_.size(); ++b) {
-    const DynamicExecutable& bucket = *buckets_[b];
-    const kernels::DynamicRange& previous = buckets_[b - 1]->range();
-    bool same_others = bucket.ranges().size() == first.ranges().size();
-    for (size_t k = 1; same_others && k < first.ranges().size(); ++k) {
-      const kernels::DynamicRange& a = first.ranges()[k];
-      const kernels::DynamicRange& b = bucket.ranges()[k];
-      same_others = a.symbol == b.symbol && a.minimum == b.minimum && a.bound == b.bound;
+  // 1. The same symbols, and the same signature, in every bucket.
+  for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
+    bool same_symbols = bucket->ranges().size() == first.ranges().size();
+    for (size_t k = 0; same_symbols && k < first.ranges().size(); ++k) {
+      same_symbols = bucket->ranges()[k].symbol == first.ranges()[k].symbol;
     }
-    if (!same_others) {
+    if (!same_symbols) {
       throw ir::Error(fmt::format("the bucket {} has other symbols than the bucket {}",
-                                  ToString(bucket.ranges()), ToString(first.ranges())));
+                                  ToString(bucket->ranges()), ToString(first.ranges())));
     }
-    if (bucket.range().symbol != first.range().symbol ||
-        bucket.range().minimum != previous.bound + 1) {
-      throw ir::Error(fmt::format("the bucket {} does not follow the bucket {}",
-                                  ToString(bucket.range()), ToString(previous)));
-    }
-    auto differ = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) {
-      return a != b ? fmt::format("{}", fmt::join(a, ", ")) + " against " +
-                          fmt::format("{}", fmt::join(b, ", "))
-                    : std::string();
-    };
-    std::string inputs = differ(first.InputSignatures(), bucket.InputSignatures());
-    std::string outputs = differ(first.OutputSignatures(), bucket.OutputSignatures());
+    std::string inputs = Signature(first.InputSignatures(), bucket->InputSignatures());
+    std::string outputs = Signature(first.OutputSignatures(), bucket->OutputSignatures());
     if (!inputs.empty() || !outputs.empty()) {
       throw ir::Error(fmt::format(
           "the bucket {} gives the model another signature than the bucket {}: {}",
-          ToString(bucket.range()), ToString(first.range()), inputs.empty() ? outputs : inputs));
+          ToString(bucket->ranges()), ToString(first.ranges()), inputs.empty() ? outputs : inputs));
     }
   }
-  range_ = {first.range().symbol, first.range().minimum, buckets_.back()->range().bound};
+  // 2. Each symbol's parts consecutive, and every combination of them once.
+  size_t combinations = 1;
+  for (size_t k = 0; k < first.ranges().size(); ++k) {
+    std::map<int64_t, int64_t> parts;  // minimum -> bound
+    for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
+      const kernels::DynamicRange& r = bucket->ranges()[k];
+      auto [it, added] = parts.emplace(r.minimum, r.bound);
+      if (!added && it->second != r.bound) {
+        throw ir::Error(fmt::format("the buckets {} and [{}, {}] of {} overlap", ToString(r),
+                                    it->first, it->second, r.symbol));
+      }
+    }
+    for (auto it = std::next(parts.begin()); it != parts.end(); ++it) {
+      if (it->first != std::prev(it)->second + 1) {
+        throw ir::Error(
+            fmt::format("the bucket {} in [{}, {}] does not follow the bucket {} in "
+                        "[{}, {}]",
+                        first.ranges()[k].symbol, it->first, it->second, first.ranges()[k].symbol,
+                        std::prev(it)->first, std::prev(it)->second));
+      }
+    }
+    ranges_.push_back({first.ranges()[k].symbol, parts.begin()->first, parts.rbegin()->second});
+    combinations *= parts.size();
+  }
+  std::set<kernels::DynamicRanges> seen;
+  for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
+    kernels::DynamicRanges key = bucket->ranges();
+    if (!seen.insert(key).second) {
+      throw ir::Error(fmt::format("the bucket {} is given twice", ToString(key)));
+    }
+  }
+  if (seen.size() != combinations) {
+    throw ir::Error(fmt::format("the buckets do not cover {}: {} of {} combinations",
+                                ToString(ranges_), seen.size(), combinations));
+  }
 }
 
 std::vector<int64_t> BucketedExecutable::SizesOf(const std::vector<ir::Tensor>& inputs) const {
-  // Every bucket reads sizes alike (equal signatures); the first one checks the whole range.
-  return buckets_[0]->SizesWithin(inputs, range_);
+  // Every bucket reads sizes alike (equal signatures); the first one checks the whole ranges.
+  return buckets_[0]->SizesWithin(inputs, ranges_);
 }
 
-DynamicExecutable& BucketedExecutable::BucketFor(int64_t n) {
+DynamicExecutable& BucketedExecutable::BucketFor(const std::vector<int64_t>& sizes) {
   for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
-    if (n <= bucket->range().bound) return *bucket;
+    bool holds = sizes.size() == bucket->ranges().size();
+    for (size_t k = 0; holds && k < sizes.size(); ++k) {
+      holds = sizes[k] >= bucket->ranges()[k].minimum && sizes[k] <= bucket->ranges()[k].bound;
+    }
+    if (holds) return *bucket;
   }
-  throw ir::Error(fmt::format("{}={} is outside the range {}", range_.symbol, n, ToString(range_)));
+  throw ir::Error(fmt::format("{} is outside the ranges {}", kernels::SizesText(ranges_, sizes),
+                              ToString(ranges_)));
 }
 
 std::vector<ir::Tensor> BucketedExecutable::Run(const std::vector<ir::Tensor>& inputs) {
   std::vector<int64_t> sizes = SizesOf(inputs);
-  return BucketFor(sizes.front()).RunAt(inputs, sizes);
+  return BucketFor(sizes).RunAt(inputs, sizes);
 }
 
 std::unique_ptr<BucketedExecutable> BuildBucketed(const DynamicModuleSource& source,
                                                   const std::vector<kernels::DynamicRange>& buckets,
                                                   const BuildOptions& options) {
-  return BuildBucketed(source, buckets, [&](const kernels::DynamicRange&) { return options; });
+  std::vector<kernels::DynamicRanges> grid;
+  for (const kernels::DynamicRange& bucket : buckets) {
+    grid.push_back(source.ranges);
+    grid.back().front() = bucket;
+  }
+  return BuildBucketed(source, grid, [&](const kernels::DynamicRanges&) { return options; });
 }
 
 std::unique_ptr<BucketedExecutable> BuildBucketed(
-    const DynamicModuleSource& source, const std::vector<kernels::DynamicRange>& buckets,
-    const std::function<BuildOptions(const kernels::DynamicRange& bucket)>& options_for) {
+    const DynamicModuleSource& source, const std::vector<kernels::DynamicRanges>& grid,
+    const std::function<BuildOptions(const kernels::DynamicRanges& bucket)>& options_for) {
   std::vector<std::unique_ptr<DynamicExecutable>> builds;
-  for (const kernels::DynamicRange& bucket : buckets) {
-    const kernels::DynamicRange& whole = source.ranges.at(0);
-    if (bucket.symbol != whole.symbol || bucket.minimum < whole.minimum ||
-        bucket.bound > whole.bound) {
+  for (const kernels::DynamicRanges& bucket : grid) {
+    bool inside = bucket.size() == source.ranges.size();
+    for (size_t k = 0; inside && k < bucket.size(); ++k) {
+      const kernels::DynamicRange& whole = source.ranges[k];
+      inside = bucket[k].symbol == whole.symbol && bucket[k].minimum >= whole.minimum &&
+               bucket[k].bound <= whole.bound;
+    }
+    if (!inside) {
       throw ir::Error(fmt::format("the bucket {} is not part of the range {}", ToString(bucket),
-                                  ToString(whole)));
+                                  ToString(source.ranges)));
     }
     DynamicModuleSource part = source;
-    part.ranges.front() = bucket;
+    part.ranges = bucket;
     builds.push_back(BuildDynamic(part, options_for(bucket)));
   }
   return std::make_unique<BucketedExecutable>(std::move(builds));

@@ -82,9 +82,10 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
       break;
     } catch (const UndecidedLength& undecided) {
       if (sizes.size() >= kMostSizesCompared) {
-        throw ir::Error(fmt::format("{}: the module was compared at {} sizes and the lengths of "
-                                    "its strided windows are still undecided",
-                                    kernels::AxesText(ranges), sizes.size()));
+        throw ir::Error(
+            fmt::format("{}: the module was compared at {} sizes and the lengths of "
+                        "its strided windows are still undecided",
+                        kernels::AxesText(ranges), sizes.size()));
       }
       sizes.push_back(undecided.sizes);
       modules.push_back(source.make(undecided.sizes));
@@ -151,17 +152,16 @@ std::unique_ptr<DynamicExecutable> BuildDynamic(const DynamicModuleSource& sourc
 }
 
 std::vector<int64_t> DynamicExecutable::SizesOf(const std::vector<ir::Tensor>& inputs) const {
-  return SizesWithin(inputs, ranges_.front());
+  return SizesWithin(inputs, ranges_);
 }
 
 std::vector<int64_t> DynamicExecutable::SizesWithin(const std::vector<ir::Tensor>& inputs,
-                                                    const kernels::DynamicRange& allowed) const {
+                                                    const kernels::DynamicRanges& allowed) const {
   if (inputs.size() != input_types_.size()) {
     throw ir::Error(fmt::format("the model takes {} inputs but {} were given", input_types_.size(),
                                 inputs.size()));
   }
-  kernels::DynamicRanges within = ranges_;
-  within.front() = allowed;
+  const kernels::DynamicRanges& within = allowed;
   std::vector<int64_t> sizes(ranges_.size(), -1);
   std::vector<std::string> from(ranges_.size());
   std::vector<std::string> symbols = kernels::SymbolsOf(ranges_);

@@ -52,10 +52,11 @@ class DynamicExecutable {
   // The symbols' sizes the inputs' shapes give, in the order of ranges() (the same Errors as
   // Run).
   std::vector<int64_t> SizesOf(const std::vector<ir::Tensor>& inputs) const;
-  // The same with the first symbol within `allowed` instead of its range in this build (for a
-  // caller choosing among the builds of several ranges of it, BucketedExecutable).
+  // The same with the symbols within `allowed` (one range per symbol, in order) instead of
+  // their ranges in this build (for a caller choosing among the builds of several ranges of
+  // them, BucketedExecutable).
   std::vector<int64_t> SizesWithin(const std::vector<ir::Tensor>& inputs,
-                                   const kernels::DynamicRange& allowed) const;
+                                   const kernels::DynamicRanges& allowed) const;
 
   const kernels::DynamicRanges& ranges() const { return ranges_; }
   // The first symbol's range (the one buckets split).
