@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "ir/error.h"
@@ -436,6 +437,58 @@ std::vector<DynamicRanges> ParseDynamicBucketGrid(const std::vector<std::string>
     grid = std::move(longer);
   }
   return grid;
+}
+
+DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid) {
+  if (grid.empty()) throw ir::Error("a bucketed build needs at least one bucket");
+  const DynamicRanges& first = grid.front();
+  // 1. The same symbols in every bucket.
+  for (const DynamicRanges& bucket : grid) {
+    bool same_symbols = bucket.size() == first.size();
+    for (size_t k = 0; same_symbols && k < first.size(); ++k) {
+      same_symbols = bucket[k].symbol == first[k].symbol;
+    }
+    if (!same_symbols) {
+      throw ir::Error(fmt::format("the bucket {} has other symbols than the bucket {}",
+                                  ToString(bucket), ToString(first)));
+    }
+  }
+  // 2. Each symbol's parts consecutive; every combination of them once.
+  DynamicRanges whole;
+  size_t combinations = 1;
+  for (size_t k = 0; k < first.size(); ++k) {
+    std::map<int64_t, int64_t> parts;  // minimum -> bound
+    for (const DynamicRanges& bucket : grid) {
+      auto [it, added] = parts.emplace(bucket[k].minimum, bucket[k].bound);
+      if (!added && it->second != bucket[k].bound) {
+        throw ir::Error(
+            fmt::format("the buckets {} and {} overlap", ToString(bucket[k]),
+                        ToString(DynamicRange{bucket[k].symbol, it->first, it->second})));
+      }
+    }
+    for (auto it = std::next(parts.begin()); it != parts.end(); ++it) {
+      auto previous = std::prev(it);
+      if (it->first != previous->second + 1) {
+        throw ir::Error(fmt::format(
+            "the bucket {} does not follow the bucket {}",
+            ToString(DynamicRange{first[k].symbol, it->first, it->second}),
+            ToString(DynamicRange{first[k].symbol, previous->first, previous->second})));
+      }
+    }
+    whole.push_back({first[k].symbol, parts.begin()->first, parts.rbegin()->second});
+    combinations *= parts.size();
+  }
+  std::set<DynamicRanges> seen;
+  for (const DynamicRanges& bucket : grid) {
+    if (!seen.insert(bucket).second) {
+      throw ir::Error(fmt::format("the bucket {} is given twice", ToString(bucket)));
+    }
+  }
+  if (seen.size() != combinations) {
+    throw ir::Error(fmt::format("the buckets do not cover {}: {} of {} combinations",
+                                ToString(whole), seen.size(), combinations));
+  }
+  return whole;
 }
 
 bool DynamicPlan::has_dynamic_reduction() const {

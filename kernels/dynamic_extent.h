@@ -118,6 +118,11 @@ std::vector<DynamicRange> ParseDynamicBuckets(const std::string& text, const Dyn
 std::vector<DynamicRanges> ParseDynamicBucketGrid(const std::vector<std::string>& texts,
                                                   const DynamicRanges& ranges);
 
+// Error unless `grid` (one DynamicRanges per bucket) splits ranges of the same symbols as a grid:
+// each symbol's parts consecutive and not overlapping, every combination of them once. Returns
+// each symbol's whole range (from its first part's minimum to its last part's bound).
+DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid);
+
 // The key of element `element` of a tuple value (a split's results) among the extents of a
 // graph's values: "value#element" ('#' is not part of value names).
 std::string TupleElementName(const std::string& value, size_t element);

@@ -26,16 +26,8 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
     : buckets_(std::move(buckets)) {
   if (buckets_.empty()) throw ir::Error("a bucketed build needs at least one bucket");
   const DynamicExecutable& first = *buckets_[0];
-  // 1. The same symbols, and the same signature, in every bucket.
+  // 1. The same signature in every bucket.
   for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
-    bool same_symbols = bucket->ranges().size() == first.ranges().size();
-    for (size_t k = 0; same_symbols && k < first.ranges().size(); ++k) {
-      same_symbols = bucket->ranges()[k].symbol == first.ranges()[k].symbol;
-    }
-    if (!same_symbols) {
-      throw ir::Error(fmt::format("the bucket {} has other symbols than the bucket {}",
-                                  ToString(bucket->ranges()), ToString(first.ranges())));
-    }
     std::string inputs = Signature(first.InputSignatures(), bucket->InputSignatures());
     std::string outputs = Signature(first.OutputSignatures(), bucket->OutputSignatures());
     if (!inputs.empty() || !outputs.empty()) {
@@ -45,40 +37,10 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
     }
   }
   // 2. Each symbol's parts consecutive, and every combination of them once.
-  size_t combinations = 1;
-  for (size_t k = 0; k < first.ranges().size(); ++k) {
-    std::map<int64_t, int64_t> parts;  // minimum -> bound
-    for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
-      const kernels::DynamicRange& r = bucket->ranges()[k];
-      auto [it, added] = parts.emplace(r.minimum, r.bound);
-      if (!added && it->second != r.bound) {
-        throw ir::Error(fmt::format("the buckets {} and [{}, {}] of {} overlap", ToString(r),
-                                    it->first, it->second, r.symbol));
-      }
-    }
-    for (auto it = std::next(parts.begin()); it != parts.end(); ++it) {
-      if (it->first != std::prev(it)->second + 1) {
-        throw ir::Error(
-            fmt::format("the bucket {} in [{}, {}] does not follow the bucket {} in "
-                        "[{}, {}]",
-                        first.ranges()[k].symbol, it->first, it->second, first.ranges()[k].symbol,
-                        std::prev(it)->first, std::prev(it)->second));
-      }
-    }
-    ranges_.push_back({first.ranges()[k].symbol, parts.begin()->first, parts.rbegin()->second});
-    combinations *= parts.size();
-  }
-  std::set<kernels::DynamicRanges> seen;
-  for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_) {
-    kernels::DynamicRanges key = bucket->ranges();
-    if (!seen.insert(key).second) {
-      throw ir::Error(fmt::format("the bucket {} is given twice", ToString(key)));
-    }
-  }
-  if (seen.size() != combinations) {
-    throw ir::Error(fmt::format("the buckets do not cover {}: {} of {} combinations",
-                                ToString(ranges_), seen.size(), combinations));
-  }
+  std::vector<kernels::DynamicRanges> grid;
+  for (const std::unique_ptr<DynamicExecutable>& bucket : buckets_)
+    grid.push_back(bucket->ranges());
+  ranges_ = kernels::CheckDynamicBucketGrid(grid);
 }
 
 std::vector<int64_t> BucketedExecutable::SizesOf(const std::vector<ir::Tensor>& inputs) const {

@@ -71,19 +71,28 @@ std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace
       throw fail(fmt::format("the bucket [{}, {}] holds fewer than two sizes", bucket.range.minimum,
                              bucket.range.bound));
     }
-    if (!buckets.empty() && bucket.others != buckets.back().others) {
-      throw fail(
-          fmt::format("the bucket's other symbols ({}) differ from the previous bucket's ({})",
-                      kernels::ToString(bucket.others), kernels::ToString(buckets.back().others)));
-    }
-    if (!buckets.empty() && (bucket.range.symbol != buckets.back().range.symbol ||
-                             bucket.range.minimum != buckets.back().range.bound + 1)) {
-      throw fail(fmt::format("the bucket {} does not follow {}", kernels::ToString(bucket.range),
-                             kernels::ToString(buckets.back().range)));
-    }
     buckets.push_back(std::move(bucket));
+    // The buckets so far split the same symbols as a grid (complete once all are read).
+    std::vector<kernels::DynamicRanges> grid;
+    for (const DynamicBucketDecision& b : buckets) {
+      grid.push_back({b.range});
+      grid.back().insert(grid.back().end(), b.others.begin(), b.others.end());
+    }
+    try {
+      kernels::CheckDynamicBucketGrid(grid);
+    } catch (const ir::Error& e) {
+      // A grid is read bucket by bucket, the last symbol's parts innermost: it covers its
+      // combinations only at the end.
+      if (std::string(e.what()).find("do not cover") == std::string::npos) throw fail(e.what());
+    }
   }
   if (buckets.empty()) throw ir::Error("the dynamic bucket trace has no buckets");
+  std::vector<kernels::DynamicRanges> grid;
+  for (const DynamicBucketDecision& b : buckets) {
+    grid.push_back({b.range});
+    grid.back().insert(grid.back().end(), b.others.begin(), b.others.end());
+  }
+  kernels::CheckDynamicBucketGrid(grid);
   return buckets;
 }
 
