@@ -292,14 +292,18 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
       best = static_cast<int64_t>(i);
     }
   }
-  // A change has to pay for itself by more than the noise (Options::minimum_gain): of the
-  // finalists that the fastest does not beat by that much, the most preferred is taken.
+  // A change has to pay for itself by more than the noise (Options::minimum_gain, in the
+  // quietest rounds and round by round: TuningSession::ConfirmedGain): of the finalists that the
+  // fastest does not beat by that much, the most preferred is taken.
   if (!screening) {
     auto rank = [&](size_t i) { return preference.empty() ? i : preference.at(i); };
-    double fastest = candidates[static_cast<size_t>(best)].result->median_seconds;
+    const tuning::MeasureResult fastest = *candidates[static_cast<size_t>(best)].result;
     for (size_t i : finalists) {
       const auto& r = candidates[i].result;
-      if (!r->ok() || fastest <= r->median_seconds * (1 - options.minimum_gain)) continue;
+      if (!r->ok() || tuning::TuningSession::ConfirmedGain(fastest, *r, options.confirm_rounds,
+                                                           options.minimum_gain)) {
+        continue;
+      }
       if (rank(i) < rank(static_cast<size_t>(best))) best = static_cast<int64_t>(i);
     }
   }

@@ -183,12 +183,13 @@ class TuningPass : public Pass {
   // EvaluateAndSelect for a decision, confirmed: the finalists (the candidates within the
   // session's confirm_margin of the best, at most max_finalists of them) are re-measured
   // together (TuningSession::ConfirmModules) and the fastest in that measurement wins, unless a
-  // more preferred finalist is within the session's minimum_gain of it: then the most preferred
-  // such one wins. `preference` ranks the candidates (lower first; empty: in their order, which
-  // for a pass's choices puts its no-change choice first and simpler changes before the more
-  // intricate ones, such as placing everything on a library before a mixed placement). Their
-  // results become the confirmed ones, and every finalist's instruction at `instruction_index`
-  // records them ("confirmed"), so the trace says why the winner won. For a screening batch
+  // more preferred finalist is within the session's minimum_gain of it (in its quietest round or
+  // round by round: TuningSession::ConfirmedGain): then the most preferred such one wins.
+  // `preference` ranks the candidates (lower first; empty: in their order, which for a pass's
+  // choices puts its no-change choice first and simpler changes before the more intricate ones,
+  // such as placing everything on a library before a mixed placement). Their results become the
+  // confirmed ones, and every finalist's instruction at `instruction_index` records them
+  // ("confirmed"), so the trace says why the winner won. For a screening batch
   // (`screening`), whose one-shot measurements decide what is tuned at all, the margin is
   // doubled (at least 50%) and nothing is recorded: the screened scores are.
   int64_t SelectConfirmed(std::vector<Candidate>& candidates, size_t instruction_index,

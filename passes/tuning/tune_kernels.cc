@@ -129,8 +129,8 @@ class TuneKernels : public TuningPass {
   // threads), and small differences are noise. So the tuned module is confirmed end to end
   // against the same module with default schedules (TuningSession::ConfirmModules: measured
   // together, interleaved); unless the tuned module is faster by at least the session's
-  // minimum_gain, the decision becomes the empty map, which replays to the defaults. The
-  // instruction records both latencies ("confirmed").
+  // minimum_gain (TuningSession::ConfirmedGain), the decision becomes the empty map, which replays
+  // to the defaults. The instruction records both latencies ("confirmed").
   void ConfirmAgainstDefaults(const Candidate& candidate, Candidate& tuned,
                               PassContext& context) const {
     tuning::TuningSession& session = context.Tuning();
@@ -150,9 +150,9 @@ class TuneKernels : public TuningPass {
     std::vector<tuning::MeasureResult> confirmed = session.ConfirmModules(
         {{tuned.output, tuned.trace}, {defaults.output, defaults.trace}}, DecisionText());
     if (confirmed.size() != 2 || !confirmed[0].ok()) return;
-    bool defaults_win =
-        confirmed[1].ok() && confirmed[0].median_seconds >
-                                 confirmed[1].median_seconds * (1 - session.options().minimum_gain);
+    bool defaults_win = !tuning::TuningSession::ConfirmedGain(confirmed[0], confirmed[1],
+                                                              session.options().confirm_rounds,
+                                                              session.options().minimum_gain);
     std::string text =
         fmt::format("tuned:{:.1f}us,default:{}", confirmed[0].median_seconds * 1e6,
                     confirmed[1].ok() ? fmt::format("{:.1f}us", confirmed[1].median_seconds * 1e6)

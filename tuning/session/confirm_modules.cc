@@ -21,25 +21,53 @@ std::string ConfirmationKey(const std::vector<std::string>& distinct_sorted, int
   return "confirm-" + ir::HashToHex(hasher.Digest());
 }
 
+// The median of each round of a confirmation's pooled runs (stored in round order); empty when
+// they do not split into `rounds` equal rounds.
+std::vector<double> RoundMedians(const MeasureResult& pooled, int rounds) {
+  size_t n = pooled.run_seconds.size();
+  if (rounds < 1 || n == 0 || n % static_cast<size_t>(rounds) != 0) return {};
+  size_t per_round = n / static_cast<size_t>(rounds);
+  std::vector<double> medians;
+  for (size_t r = 0; r < static_cast<size_t>(rounds); ++r) {
+    auto begin = pooled.run_seconds.begin() + static_cast<std::ptrdiff_t>(r * per_round);
+    std::vector<double> round(begin, begin + static_cast<std::ptrdiff_t>(per_round));
+    medians.push_back(MeasureResult::FromRunSeconds(std::move(round), 0).median_seconds);
+  }
+  return medians;
+}
+
 // A confirmation's latency: the median of its quietest round. Contention on a shared host only
 // ever slows a run down, so the best round is the closest to the machine's own speed, and a
 // slow spell over some of the rounds cannot flip the decision (the pooled median could). The
 // pooled runs are stored in round order, so a replay from the database computes the same.
 MeasureResult BestRound(MeasureResult pooled, int rounds) {
-  size_t n = pooled.run_seconds.size();
-  if (!pooled.ok() || rounds < 2 || n % static_cast<size_t>(rounds) != 0) return pooled;
-  size_t per_round = n / static_cast<size_t>(rounds);
-  double best = pooled.median_seconds;
-  for (size_t r = 0; r < static_cast<size_t>(rounds); ++r) {
-    auto begin = pooled.run_seconds.begin() + static_cast<std::ptrdiff_t>(r * per_round);
-    std::vector<double> round(begin, begin + static_cast<std::ptrdiff_t>(per_round));
-    best = std::min(best, MeasureResult::FromRunSeconds(std::move(round), 0).median_seconds);
+  if (!pooled.ok() || rounds < 2) return pooled;
+  for (double median : RoundMedians(pooled, rounds)) {
+    pooled.median_seconds = std::min(pooled.median_seconds, median);
   }
-  pooled.median_seconds = best;
   return pooled;
 }
 
 }  // namespace
+
+bool TuningSession::ConfirmedGain(const MeasureResult& challenger, const MeasureResult& incumbent,
+                                  int rounds, double minimum_gain) {
+  if (!challenger.ok()) return false;
+  if (!incumbent.ok()) return true;
+  double limit = 1 - minimum_gain;
+  // 1. The quietest rounds.
+  if (challenger.median_seconds > incumbent.median_seconds * limit) return false;
+  // 2. Round by round: the median of the ratios.
+  std::vector<double> mine = RoundMedians(challenger, rounds);
+  std::vector<double> theirs = RoundMedians(incumbent, rounds);
+  if (mine.size() != theirs.size() || mine.size() < 2) return true;
+  std::vector<double> ratios;
+  for (size_t r = 0; r < mine.size(); ++r) {
+    if (theirs[r] <= 0) return false;
+    ratios.push_back(mine[r] / theirs[r]);
+  }
+  return MeasureResult::FromRunSeconds(std::move(ratios), 0).median_seconds <= limit;
+}
 
 std::vector<MeasureResult> TuningSession::ConfirmModules(
     const std::vector<EvaluationRequest>& requests, const std::string& pass) {

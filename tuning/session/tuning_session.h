@@ -156,6 +156,16 @@ class TuningSession {
   // with fewer than two distinct modules, nothing is measured and the results are empty.
   std::vector<MeasureResult> ConfirmModules(const std::vector<EvaluationRequest>& requests,
                                             const std::string& pass);
+  // Whether `challenger` is faster than `incumbent` by at least `minimum_gain` (a fraction) in one
+  // confirmation of `rounds` interleaved rounds (two results of one ConfirmModules call): both in
+  // their quietest rounds (median_seconds) and in the median over the rounds of the ratio of
+  // their two medians in that round. The second reading pairs each round of one with the same
+  // round of the other, so a gain has to show in most rounds: a lucky round of the challenger
+  // (the machine's fast spell starting between the two) is not enough. A failed challenger never
+  // wins; a failed incumbent always loses. Results whose runs do not split into `rounds` equal
+  // rounds are read by median_seconds alone.
+  static bool ConfirmedGain(const MeasureResult& challenger, const MeasureResult& incumbent,
+                            int rounds, double minimum_gain);
   // Measurements the budget still allows: the trial budget less what was measured, the innermost
   // budget share's limit, and 0 once the time budget is spent (a large number when unlimited).
   int64_t RemainingBudget() const;
