@@ -439,7 +439,7 @@ std::vector<DynamicRanges> ParseDynamicBucketGrid(const std::vector<std::string>
   return grid;
 }
 
-DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid) {
+DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid, bool complete) {
   if (grid.empty()) throw ir::Error("a bucketed build needs at least one bucket");
   const DynamicRanges& first = grid.front();
   // 1. The same symbols in every bucket.
@@ -484,7 +484,7 @@ DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid) {
       throw ir::Error(fmt::format("the bucket {} is given twice", ToString(bucket)));
     }
   }
-  if (seen.size() != combinations) {
+  if (complete && seen.size() != combinations) {
     throw ir::Error(fmt::format("the buckets do not cover {}: {} of {} combinations",
                                 ToString(whole), seen.size(), combinations));
   }

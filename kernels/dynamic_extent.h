@@ -119,9 +119,10 @@ std::vector<DynamicRanges> ParseDynamicBucketGrid(const std::vector<std::string>
                                                   const DynamicRanges& ranges);
 
 // Error unless `grid` (one DynamicRanges per bucket) splits ranges of the same symbols as a grid:
-// each symbol's parts consecutive and not overlapping, every combination of them once. Returns
-// each symbol's whole range (from its first part's minimum to its last part's bound).
-DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid);
+// each symbol's parts consecutive and not overlapping, every combination of them once (with
+// `complete` false, at most once: the first buckets of a grid). Returns each symbol's whole
+// range (from its first part's minimum to its last part's bound).
+DynamicRanges CheckDynamicBucketGrid(const std::vector<DynamicRanges>& grid, bool complete = true);
 
 // The key of element `element` of a tuple value (a split's results) among the extents of a
 // graph's values: "value#element" ('#' is not part of value names).

@@ -63,18 +63,8 @@ std::vector<tuning::DynamicBucketDecision> BucketsFromTrace(
   }
   std::vector<tuning::DynamicBucketDecision> decisions = tuning::ReadDynamicBucketTrace(file.trace);
   // The recorded buckets, and the whole ranges they split.
-  std::vector<kernels::DynamicRanges> recorded_grid;
-  for (const tuning::DynamicBucketDecision& d : decisions) {
-    recorded_grid.push_back({d.range});
-    recorded_grid.back().insert(recorded_grid.back().end(), d.others.begin(), d.others.end());
-  }
-  kernels::DynamicRanges recorded = recorded_grid.front();
-  for (const kernels::DynamicRanges& bucket : recorded_grid) {
-    for (size_t k = 0; k < recorded.size() && k < bucket.size(); ++k) {
-      recorded[k].minimum = std::min(recorded[k].minimum, bucket[k].minimum);
-      recorded[k].bound = std::max(recorded[k].bound, bucket[k].bound);
-    }
-  }
+  std::vector<kernels::DynamicRanges> recorded_grid = tuning::GridOf(decisions);
+  kernels::DynamicRanges recorded = kernels::CheckDynamicBucketGrid(recorded_grid);
   // "32,128" when the buckets split the first symbol only, else "height=128,224 width=224".
   auto text = [&](const std::vector<kernels::DynamicRanges>& grid) {
     std::vector<std::string> parts;
@@ -144,7 +134,6 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
                                const DynamicOptions& dynamic, const std::string& records_target) {
   // 1. The ranges, the buckets, and where the schedules come from.
   kernels::DynamicRanges ranges = ParseDynamicOptions(dynamic);
-  const kernels::DynamicRange& range = ranges.front();
   if (fs::path(model.path).extension() != ".onnx") {
     throw ir::Error("--dynamic needs an ONNX model (its symbolic dimensions name the symbol)");
   }
@@ -190,11 +179,7 @@ DynamicModel BuildDynamicModel(const ModelOptions& model, const PipelineOptions&
   // 3. One build per bucket, each with its schedules: the trace's, or the database's best
   //    (what each bucket took is kept for the trace).
   auto start = std::chrono::steady_clock::now();
-  std::vector<kernels::DynamicRanges> buckets;
-  for (const tuning::DynamicBucketDecision& bucket : decisions) {
-    buckets.push_back({bucket.range});
-    buckets.back().insert(buckets.back().end(), bucket.others.begin(), bucket.others.end());
-  }
+  std::vector<kernels::DynamicRanges> buckets = tuning::GridOf(decisions);
   std::vector<std::shared_ptr<tuning::HistoryBestStats>> stats;
   result.executable = backends::BuildBucketed(source, buckets, [&](const kernels::DynamicRanges&) {
     tuning::DynamicBucketDecision& bucket = decisions[stats.size()];

@@ -156,9 +156,7 @@ Command AddCompileCommand(CLI::App& app) {
       DynamicModel built = BuildDynamicModel(*model, *pipeline, *dynamic);
       for (const auto& bucket : built.executable->buckets()) {
         if (built.executable->buckets().size() > 1) {
-          const kernels::DynamicRanges& all = built.executable->ranges();
-          bool first_only = std::equal(all.begin() + 1, all.end(), bucket->ranges().begin() + 1);
-          std::cout << fmt::format("// bucket {}\n", first_only
+          std::cout << fmt::format("// bucket {}\n", built.executable->SplitsFirstSymbolOnly()
                                                          ? kernels::ToString(bucket->range())
                                                          : kernels::ToString(bucket->ranges()));
         }

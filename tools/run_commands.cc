@@ -269,10 +269,10 @@ int RunDynamic(const ModelOptions& model, const PipelineOptions& pipeline, const
   std::string at = kernels::SizesText(ranges, sizes);  // "batch=2, seq=77"
   backends::DynamicExecutable& bucket = executable.BucketFor(sizes);
   // "[1, 32]" when the buckets split the first symbol only, else every symbol's range.
-  bool first_only = std::equal(ranges.begin() + 1, ranges.end(), bucket.ranges().begin() + 1);
   std::string bucket_text =
-      first_only ? fmt::format("[{}, {}]", bucket.range().minimum, bucket.range().bound)
-                 : kernels::ToString(bucket.ranges());
+      executable.SplitsFirstSymbolOnly()
+          ? fmt::format("[{}, {}]", bucket.range().minimum, bucket.range().bound)
+          : kernels::ToString(bucket.ranges());
   std::vector<ir::Tensor> outputs = executable.Run(inputs);
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {

@@ -286,8 +286,8 @@ int RunTuneDynamic(TuneOptions& options) {
   DynamicModel built =
       BuildDynamicModel(options.model, options.pipeline, options.dynamic, records_target);
   fmt::print("dynamic build with the tuned schedules ({}):\n", options.pipeline.database);
+  bool first_only = built.executable->SplitsFirstSymbolOnly();
   for (const auto& bucket : built.executable->buckets()) {
-    bool first_only = std::equal(ranges.begin() + 1, ranges.end(), bucket->ranges().begin() + 1);
     if (first_only) {
       for (int64_t n : {bucket->range().minimum, bucket->range().bound}) {
         fmt::print("  {}={:<6} bucket [{}, {}]  {:.3f} ms\n", range.symbol, n,

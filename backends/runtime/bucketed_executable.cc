@@ -43,6 +43,12 @@ BucketedExecutable::BucketedExecutable(std::vector<std::unique_ptr<DynamicExecut
   ranges_ = kernels::CheckDynamicBucketGrid(grid);
 }
 
+bool BucketedExecutable::SplitsFirstSymbolOnly() const {
+  return std::all_of(buckets_.begin(), buckets_.end(), [&](const auto& bucket) {
+    return std::equal(ranges_.begin() + 1, ranges_.end(), bucket->ranges().begin() + 1);
+  });
+}
+
 std::vector<int64_t> BucketedExecutable::SizesOf(const std::vector<ir::Tensor>& inputs) const {
   // Every bucket reads sizes alike (equal signatures); the first one checks the whole ranges.
   return buckets_[0]->SizesWithin(inputs, ranges_);

@@ -41,6 +41,9 @@ class BucketedExecutable {
   const kernels::DynamicRange& range() const { return ranges_.front(); }
   // Every symbol's whole range.
   const kernels::DynamicRanges& ranges() const { return ranges_; }
+  // Whether the buckets split the first symbol's range only: every other symbol keeps its whole
+  // range in every bucket (a bucket is then named by its first range alone).
+  bool SplitsFirstSymbolOnly() const;
   const std::vector<std::unique_ptr<DynamicExecutable>>& buckets() const { return buckets_; }
   std::vector<std::string> InputSignatures() const { return buckets_[0]->InputSignatures(); }
   std::vector<std::string> OutputSignatures() const { return buckets_[0]->OutputSignatures(); }

@@ -74,6 +74,7 @@ TEST(DynamicBuckets, EachLengthRunsInItsBucketToTheStoredOutputs) {
   std::unique_ptr<backends::BucketedExecutable> bucketed =
       backends::BuildBucketed(source, kernels::ParseDynamicBuckets("16,128", range));
   ASSERT_EQ(bucketed->buckets().size(), 2u);
+  EXPECT_TRUE(bucketed->SplitsFirstSymbolOnly());
   EXPECT_EQ(bucketed->range().minimum, 1);
   EXPECT_EQ(bucketed->range().bound, 128);
   EXPECT_EQ(bucketed->InputSignatures(),
@@ -179,6 +180,7 @@ TEST(DynamicBuckets, AGridOfHeightAndWidthRunsEachSizeInItsBucket) {
       source, grid, [](const kernels::DynamicRanges&) { return backends::BuildOptions{}; });
   ASSERT_EQ(bucketed->buckets().size(), 4u);
   EXPECT_EQ(kernels::ToString(bucketed->ranges()), "h in [4, 24], w in [4, 20]");
+  EXPECT_FALSE(bucketed->SplitsFirstSymbolOnly());
   EXPECT_EQ(kernels::ToString(bucketed->BucketFor({11, 10}).ranges()),
             "h in [4, 11], w in [10, 20]");
   EXPECT_EQ(kernels::ToString(bucketed->BucketFor({12, 9}).ranges()), "h in [12, 24], w in [4, 9]");

@@ -31,6 +31,18 @@ ir::Trace DynamicBucketTrace(const std::vector<DynamicBucketDecision>& buckets) 
   return trace;
 }
 
+kernels::DynamicRanges DynamicBucketDecision::ranges() const {
+  kernels::DynamicRanges all = {range};
+  all.insert(all.end(), others.begin(), others.end());
+  return all;
+}
+
+std::vector<kernels::DynamicRanges> GridOf(const std::vector<DynamicBucketDecision>& buckets) {
+  std::vector<kernels::DynamicRanges> grid;
+  for (const DynamicBucketDecision& bucket : buckets) grid.push_back(bucket.ranges());
+  return grid;
+}
+
 bool IsDynamicBucketTrace(const ir::Trace& trace) {
   return !trace.instructions().empty() &&
          trace.instructions().front().kind == kDynamicBucketInstruction;
@@ -59,11 +71,7 @@ std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace
         bucket.others.push_back(kernels::ParseDynamicRange(others.substr(start, end - start)));
         start = end + 1;
       }
-      if (!bucket.others.empty()) {
-        kernels::DynamicRanges all = {bucket.range};
-        all.insert(all.end(), bucket.others.begin(), bucket.others.end());
-        kernels::CheckDynamicRanges(all);
-      }
+      if (!bucket.others.empty()) kernels::CheckDynamicRanges(bucket.ranges());
     } catch (const ir::Error& e) {
       throw fail(e.what());
     }
@@ -72,27 +80,27 @@ std::vector<DynamicBucketDecision> ReadDynamicBucketTrace(const ir::Trace& trace
                              bucket.range.bound));
     }
     buckets.push_back(std::move(bucket));
-    // The buckets so far split the same symbols as a grid (complete once all are read).
-    std::vector<kernels::DynamicRanges> grid;
-    for (const DynamicBucketDecision& b : buckets) {
-      grid.push_back({b.range});
-      grid.back().insert(grid.back().end(), b.others.begin(), b.others.end());
-    }
-    try {
-      kernels::CheckDynamicBucketGrid(grid);
-    } catch (const ir::Error& e) {
-      // A grid is read bucket by bucket, the last symbol's parts innermost: it covers its
-      // combinations only at the end.
-      if (std::string(e.what()).find("do not cover") == std::string::npos) throw fail(e.what());
-    }
   }
   if (buckets.empty()) throw ir::Error("the dynamic bucket trace has no buckets");
-  std::vector<kernels::DynamicRanges> grid;
-  for (const DynamicBucketDecision& b : buckets) {
-    grid.push_back({b.range});
-    grid.back().insert(grid.back().end(), b.others.begin(), b.others.end());
+  // The buckets split the same symbols as a grid. When they do not, the first bucket that the
+  // ones before it cannot be followed by is named (a grid is written bucket by bucket, the last
+  // symbol's parts innermost: it covers its combinations only at the end).
+  std::vector<kernels::DynamicRanges> grid = GridOf(buckets);
+  try {
+    kernels::CheckDynamicBucketGrid(grid);
+  } catch (const ir::Error&) {
+    for (size_t i = 1; i <= grid.size(); ++i) {
+      try {
+        kernels::CheckDynamicBucketGrid(
+            {grid.begin(), grid.begin() + static_cast<std::ptrdiff_t>(i)},
+            /*complete=*/false);
+      } catch (const ir::Error& e) {
+        throw ir::Error(fmt::format("instruction {} ({}) of the dynamic bucket trace: {}", i - 1,
+                                    kDynamicBucketInstruction, e.what()));
+      }
+    }
+    throw;
   }
-  kernels::CheckDynamicBucketGrid(grid);
   return buckets;
 }
 

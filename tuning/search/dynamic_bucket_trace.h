@@ -21,10 +21,17 @@ inline constexpr const char* kDynamicBucketInstruction = "DynamicBucket";
 struct DynamicBucketDecision {
   kernels::DynamicRange range;                 // a part of the first symbol's range
   std::map<std::string, ir::Trace> schedules;  // by workload hash
-  // The other symbols of a build over several, each with its whole range (the same in every
-  // bucket); empty for a build over one symbol.
+  // The other symbols of a build over several, each with its part of its range (a grid's
+  // bucket) or its whole range; empty for a build over one symbol.
   kernels::DynamicRanges others;
+
+  // The bucket's range of every symbol: `range`, then `others`.
+  kernels::DynamicRanges ranges() const;
 };
+
+// The buckets' ranges, one DynamicRanges per bucket, in order (a grid for
+// kernels::CheckDynamicBucketGrid).
+std::vector<kernels::DynamicRanges> GridOf(const std::vector<DynamicBucketDecision>& buckets);
 
 ir::Trace DynamicBucketTrace(const std::vector<DynamicBucketDecision>& buckets);
 // Whether the trace is a DynamicBucketTrace (its first instruction is a DynamicBucket).

@@ -85,6 +85,17 @@ TEST(DynamicBucketTrace, OtherTracesAndGapsAreErrors) {
   repeated[0].others = {{"seq", 1, 4}};
   testing::ExpectErrorContaining([&] { ReadDynamicBucketTrace(DynamicBucketTrace(repeated)); },
                                  "the dynamic symbol 'seq' is given twice");
+  // A grid of seq x batch missing its last combination: every bucket follows the ones before
+  // it, so the whole is what is wrong.
+  std::vector<DynamicBucketDecision> incomplete = TwoBuckets();
+  incomplete[0].others = {{"batch", 1, 4}};
+  incomplete[1].others = {{"batch", 1, 4}};
+  incomplete.insert(incomplete.begin() + 1, incomplete[0]);
+  incomplete[1].others = {{"batch", 5, 8}};
+  EXPECT_EQ(GridOf(incomplete)[1], (kernels::DynamicRanges{{"seq", 1, 32}, {"batch", 5, 8}}));
+  testing::ExpectErrorContaining([&] { ReadDynamicBucketTrace(DynamicBucketTrace(incomplete)); },
+                                 "the buckets do not cover seq in [1, 128], batch in [1, 8]: 3 of "
+                                 "4 combinations");
   std::vector<DynamicBucketDecision> one_size = {{{"seq", 5, 5}, {}}};
   testing::ExpectErrorContaining([&] { ReadDynamicBucketTrace(DynamicBucketTrace(one_size)); },
                                  "the bucket [5, 5] holds fewer than two sizes");
