@@ -202,6 +202,12 @@ void DefaultScheduler::InlinePointwiseProducers(bool keep_shared_costly_producer
 
 }  // namespace default_schedule
 
+bool DefaultScheduleOptions::IsDynamic(const std::string& block, size_t iterator) const {
+  auto it = dynamic_iterators.find(block);
+  return it != dynamic_iterators.end() &&
+         std::find(it->second.begin(), it->second.end(), iterator) != it->second.end();
+}
+
 Schedule ApplyDefaultSchedule(const ir::KernelFunction& kernel,
                               const DefaultScheduleOptions& options) {
   return default_schedule::DefaultScheduler(kernel, options).Run();

@@ -40,6 +40,11 @@
 // an invalid program, at worst a slower one.
 #pragma once
 
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "ir/kernel/stmt.h"
 #include "kernels/schedule/schedule.h"
 
@@ -80,6 +85,15 @@ struct DefaultScheduleOptions {
   int64_t parallel_min_work =
       kDefaultParallelMinWork;  // elements below which a kernel runs on one thread
   int num_threads = 0;          // 0: hardware concurrency
+  // A dynamic build's kernel (planned at the bounds of its dynamic ranges): by block name, the
+  // indices of the block's iterators whose extent is a range's bound. A vector tile along one
+  // of them is one native vector wide (the register tile of a reduction, the partials of a row
+  // reduction), so that a run far below the bound computes at most one vector of each row
+  // past its valid length, where a tile planned for the bound alone could compute four.
+  std::map<std::string, std::vector<size_t>> dynamic_iterators;
+
+  // Whether iterator `iterator` of block `block` is one of dynamic_iterators.
+  bool IsDynamic(const std::string& block, size_t iterator) const;
 };
 
 // The kernel with its default schedule applied (the returned Schedule holds its trace).

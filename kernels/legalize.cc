@@ -217,7 +217,11 @@ class Legalizer {
     DynamicPlan plan = PlanDynamicIterators(unscheduled, extents, options_.dynamic->ranges,
                                             intermediates, padded_reads);
     if (check_op) CheckLengthFree(check_op->op, check_op->name, plan);
-    return ApplyDynamicIterators(Schedule(std::move(unscheduled)), plan);
+    DefaultScheduleOptions schedule = options_.schedule;
+    for (const DynamicIterator& it : plan.iterators) {
+      schedule.dynamic_iterators[it.block].push_back(it.iterator);
+    }
+    return ApplyDynamicIterators(Schedule(std::move(unscheduled), schedule), plan);
   }
 
   // The graph parameter holding the dynamic size in `fn`.
@@ -262,6 +266,10 @@ class Legalizer {
 
   // The provider's schedule when it has one, else the default schedule (when enabled).
   ir::KernelFunction Schedule(ir::KernelFunction kernel) {
+    return Schedule(std::move(kernel), options_.schedule);
+  }
+  // The same with the default schedules' options `schedule` (a dynamic kernel's).
+  ir::KernelFunction Schedule(ir::KernelFunction kernel, const DefaultScheduleOptions& schedule) {
     if (options_.schedule_provider) {
       if (std::optional<ir::KernelFunction> tuned = options_.schedule_provider(kernel)) {
         return *std::move(tuned);
@@ -270,8 +278,7 @@ class Legalizer {
     if (options_.apply_default_schedule && options_.gpu) {
       return ApplyGpuDefaultSchedule(kernel, options_.gpu_schedule).function();
     }
-    if (options_.apply_default_schedule)
-      return ApplyDefaultSchedule(kernel, options_.schedule).function();
+    if (options_.apply_default_schedule) return ApplyDefaultSchedule(kernel, schedule).function();
     return kernel;
   }
 

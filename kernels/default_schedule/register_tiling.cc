@@ -347,7 +347,8 @@ void TileRater::Consider(const VectorTile& vt, const Candidate* b, const Candida
 //      accumulators.
 std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
                                              int64_t vector_registers, int64_t min_tiles,
-                                             const CpuCoreModel& core) {
+                                             const CpuCoreModel& core,
+                                             const std::vector<size_t>& dynamic) {
   // GEMM-like blocks (one reduction iterator: matmul, dense, batch_matmul) are planned with
   // the FMA latency, register pressure and padded row tiles counted; convolutions keep the
   // throughput-only model, which measured better for them (several of MobileNetV2's 1x1
@@ -376,6 +377,13 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   if (!mix) return std::nullopt;
   // 4. Candidates.
   std::vector<VectorTile> vector_tiles = VectorTiles(extent, native, *lane_limit);
+  // Along a dynamic axis, one vector at most (when such a tile is among the candidates).
+  auto wide = [&](const VectorTile& tile) { return tile.lanes > native; };
+  if (std::find(dynamic.begin(), dynamic.end(), static_cast<size_t>(plan.vector_axis)) !=
+          dynamic.end() &&
+      !std::all_of(vector_tiles.begin(), vector_tiles.end(), wide)) {
+    std::erase_if(vector_tiles, wide);
+  }
   std::vector<Candidate> candidates = TileAxisCandidates(
       block, model, *mix, plan.vector_axis, AccumulatorRegisters(vector_registers, gemm), gemm);
   // 5. Every combination rated.

@@ -71,8 +71,11 @@ struct RegisterTile {
 // of the widest vector per cycle, a tile that wastes lanes on padding no longer pays for itself
 // by its larger size; where the L1 ways are known, no tile reads more rows of a broadcast
 // operand that fall into one cache set than there are ways.
+// `dynamic`: the block's iterators whose extents are a dynamic range's bound
+// (DefaultScheduleOptions::dynamic_iterators); a vector tile along one is one native vector.
 std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t native,
                                              int64_t vector_registers, int64_t min_tiles,
-                                             const CpuCoreModel& core = {});
+                                             const CpuCoreModel& core = {},
+                                             const std::vector<size_t>& dynamic = {});
 
 }  // namespace tandem::kernels::default_schedule

@@ -101,7 +101,7 @@ std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
 
 // A row group (FindRowGroup) whose rows are whole vectors long:
 //   1. the partials' width: kPartialVectors vectors when every reduction's extent is a multiple
-//      of it, else one vector;
+//      of it and none walks a dynamic axis, else one vector;
 //   2. the elementwise block's row loops fused and split into steps of a few rows (parallel
 //      when the group is large enough), its other loops fused, split by the vector width and
 //      vectorized;
@@ -119,7 +119,18 @@ bool DefaultScheduler::ScheduleRowGroup() {
   // 1. The width.
   int64_t native = options_.vector_lanes;
   if (group->reduced_gcd % native != 0 || group->row_length % native != 0) return false;
-  int64_t lanes = group->reduced_gcd % (kPartialVectors * native) == 0 &&
+  // Partials one vector wide where a reduction walks a dynamic axis (a row of a few valid
+  // elements reads no more than one vector of each).
+  bool dynamic_reduction = false;
+  for (const std::string& name : group->reductions) {
+    const ir::Block reduction = BlockOf(s_, name);
+    for (size_t k = 0; k < reduction->iter_vars.size(); ++k) {
+      dynamic_reduction =
+          dynamic_reduction ||
+          (reduction->iter_vars[k].kind == ir::IterKind::kReduction && options_.IsDynamic(name, k));
+    }
+  }
+  int64_t lanes = !dynamic_reduction && group->reduced_gcd % (kPartialVectors * native) == 0 &&
                           group->reduced_gcd / (kPartialVectors * native) >= 2
                       ? kPartialVectors * native
                       : native;

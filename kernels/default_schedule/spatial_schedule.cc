@@ -103,7 +103,8 @@ void DefaultScheduler::ScheduleSpatialInner(const std::string& name) {
 }
 
 // A spatial block: its innermost loop vectorized (index arithmetic of the other loops stays
-// scalar) and the others fused and parallel; when the innermost loop is too short, all loops
+// scalar; one vector per step along a dynamic axis) and the others fused and parallel; when the
+// innermost loop is too short, all loops
 // fused, split by the vector width and vectorized. A transpose whose innermost loop is long is
 // tiled first (ScheduleBlockedTranspose).
 void DefaultScheduler::ScheduleSpatial(const std::string& name) {
@@ -126,6 +127,14 @@ void DefaultScheduler::ScheduleSpatial(const std::string& name) {
       if (fit >= options_.vector_lanes) lanes = fit;
     }
     if (lanes < options_.vector_lanes) throw ScheduleError("short innermost loop");
+    // Along a dynamic axis, one vector per step (a run far below the bound computes at most one
+    // vector past the valid length).
+    const ir::Block block = BlockOf(s_, name);
+    if (loops.size() == block->iter_vars.size() &&
+        options_.IsDynamic(name, block->iter_vars.size() - 1) &&
+        extent % options_.vector_lanes == 0) {
+      lanes = options_.vector_lanes;
+    }
     std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
     if (lanes < extent) {
       auto parts = s_.Split(last, {-1, lanes});
