@@ -202,10 +202,14 @@ void DefaultScheduler::InlinePointwiseProducers(bool keep_shared_costly_producer
 
 }  // namespace default_schedule
 
-bool DefaultScheduleOptions::IsDynamic(const std::string& block, size_t iterator) const {
+std::vector<size_t> DefaultScheduleOptions::DynamicIteratorsOf(const std::string& block) const {
   auto it = dynamic_iterators.find(block);
-  return it != dynamic_iterators.end() &&
-         std::find(it->second.begin(), it->second.end(), iterator) != it->second.end();
+  return it == dynamic_iterators.end() ? std::vector<size_t>{} : it->second;
+}
+
+bool DefaultScheduleOptions::IsDynamic(const std::string& block, size_t iterator) const {
+  std::vector<size_t> dynamic = DynamicIteratorsOf(block);
+  return std::find(dynamic.begin(), dynamic.end(), iterator) != dynamic.end();
 }
 
 Schedule ApplyDefaultSchedule(const ir::KernelFunction& kernel,

@@ -92,6 +92,8 @@ struct DefaultScheduleOptions {
   // past its valid length, where a tile planned for the bound alone could compute four.
   std::map<std::string, std::vector<size_t>> dynamic_iterators;
 
+  // The dynamic iterators of `block` (empty when it has none).
+  std::vector<size_t> DynamicIteratorsOf(const std::string& block) const;
   // Whether iterator `iterator` of block `block` is one of dynamic_iterators.
   bool IsDynamic(const std::string& block, size_t iterator) const;
 };

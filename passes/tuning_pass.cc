@@ -297,7 +297,7 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
   // fastest does not beat by that much, the most preferred is taken.
   if (!screening) {
     auto rank = [&](size_t i) { return preference.empty() ? i : preference.at(i); };
-    const tuning::MeasureResult fastest = *candidates[static_cast<size_t>(best)].result;
+    const tuning::MeasureResult& fastest = *candidates[static_cast<size_t>(best)].result;
     for (size_t i : finalists) {
       const auto& r = candidates[i].result;
       if (!r->ok() || tuning::TuningSession::ConfirmedGain(fastest, *r, options.confirm_rounds,

@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <set>
-
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <ranges>
+#include <set>
 
 #include "ir/error.h"
 #include "ir/structural.h"

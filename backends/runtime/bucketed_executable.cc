@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <map>
-#include <set>
+#include <algorithm>
 
 #include "ir/error.h"
 
@@ -14,7 +13,8 @@ using kernels::ToString;
 
 namespace {
 
-// "[a, b]" of each range: what differs between buckets.
+// "A against B" when two buckets' signatures (of the inputs, or of the outputs) differ; empty
+// when they are the same.
 std::string Signature(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   return a != b ? fmt::format("{} against {}", fmt::join(a, ", "), fmt::join(b, ", "))
                 : std::string();

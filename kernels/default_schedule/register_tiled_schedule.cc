@@ -88,7 +88,7 @@ bool DefaultScheduler::ScheduleRegisterTiled(const std::string& name) {
                                    OperandBytes(block) >= kParallelMinOperandBytes);
   std::optional<RegisterTile> plan =
       PlanRegisterTile(block, options_.vector_lanes, options_.vector_registers,
-                       parallel ? threads_ : 1, options_.core, DynamicIteratorsOf(name));
+                       parallel ? threads_ : 1, options_.core, options_.DynamicIteratorsOf(name));
   if (!plan) return false;
   bool ok = TrySteps(s_, [&] {
     // 2. The loop nest.

@@ -94,11 +94,6 @@ class DefaultScheduler {
   std::pair<LoopRV, LoopRV> FuseRowsAndColumns(const RowGroup& group);
   // Rule 2a, the CPU rule for a row group (row_group_schedule.cc).
   bool ScheduleRowGroup();
-  // The dynamic iterators of block `name` (DefaultScheduleOptions::dynamic_iterators).
-  std::vector<size_t> DynamicIteratorsOf(const std::string& name) const {
-    auto it = options_.dynamic_iterators.find(name);
-    return it == options_.dynamic_iterators.end() ? std::vector<size_t>{} : it->second;
-  }
   // An elementwise stage of a row group computed at the group's row loop (the first `row_axes`
   // iterators of the stage are the rows), its columns vectorized. Inside TrySteps.
   void ComputeElementwiseStageAt(const std::string& name, const LoopRV& row, size_t row_axes);
