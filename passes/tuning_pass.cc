@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "ir/error.h"
 #include "ir/structural.h"
@@ -249,6 +250,30 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
   if (finalists.size() > static_cast<size_t>(std::max(options.max_finalists, 1))) {
     finalists.resize(static_cast<size_t>(std::max(options.max_finalists, 1)));
   }
+  // The most preferred candidate is a finalist of a decision whatever its first measurement
+  // read: a slow spell over that one measurement would otherwise drop the choice that the
+  // minimum gain protects (the no-change choice, BestOf's preferred chain), and the change
+  // would win unconfirmed.
+  auto rank = [&](size_t i) { return preference.empty() ? i : preference.at(i); };
+  if (!screening) {
+    std::optional<size_t> preferred;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const auto& r = candidates[i].result;
+      if (r && r->ok() && (!preferred || rank(i) < rank(*preferred))) preferred = i;
+    }
+    if (preferred && std::find(finalists.begin(), finalists.end(), *preferred) == finalists.end()) {
+      uint64_t hash = ir::StructuralHash(candidates[*preferred].output);
+      bool same_module_present = std::any_of(finalists.begin(), finalists.end(), [&](size_t i) {
+        return ir::StructuralHash(candidates[i].output) == hash;
+      });
+      if (!same_module_present) {
+        if (finalists.size() >= static_cast<size_t>(std::max(options.max_finalists, 2))) {
+          finalists.pop_back();
+        }
+        finalists.push_back(*preferred);
+      }
+    }
+  }
   if (finalists.size() < 2) return best;
   std::vector<tuning::EvaluationRequest> requests;
   for (size_t i : finalists) requests.push_back({candidates[i].output, candidates[i].trace});
@@ -296,7 +321,6 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
   // quietest rounds and round by round: TuningSession::ConfirmedGain): of the finalists that the
   // fastest does not beat by that much, the most preferred is taken.
   if (!screening) {
-    auto rank = [&](size_t i) { return preference.empty() ? i : preference.at(i); };
     const tuning::MeasureResult& fastest = *candidates[static_cast<size_t>(best)].result;
     for (size_t i : finalists) {
       const auto& r = candidates[i].result;

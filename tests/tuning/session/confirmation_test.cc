@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "ir/parser.h"
@@ -242,6 +243,30 @@ TEST_F(Confirmation, RepeatsOfAConfirmationLastLonger) {
       }
     }
   }
+}
+
+// The first choice (c0, 1.0 ms) reads 2.0 ms in its first measurement, outside the margin of
+// the fastest (c1, 0.98 ms): it is confirmed all the same, and since c1 gains only 2% in the
+// confirmation, the first choice stays. The margin alone would have let c1 win unconfirmed.
+TEST_F(Confirmation, TheFirstChoiceIsAFinalistWhateverItsFirstMeasurementRead) {
+  auto first_reads = std::make_shared<int>(0);
+  tuning::TuningSession::Options options;
+  options.confirm_margin = 0.25;
+  passes::PassContext context;
+  context.tuning = std::make_shared<tuning::TuningSession>(
+      ir::Target{}, database_, std::make_shared<tuning::LocalBuilder>(1),
+      std::make_shared<testing::LatencyRunner>([first_reads](const ir::IRModule& module) {
+        int64_t t = module.attrs().Has("mock.t") ? module.attrs().GetInt("mock.t") : 0;
+        if (t == 0 && (*first_reads)++ == 0) return 2.0e-3;
+        return (t == 0 ? 1.0 : t == 1 ? 0.98 : 1.5) * 1e-3;
+      }),
+      options);
+  ir::IRModule out = context.RunPipeline(
+      *passes::ParsePipeline(R"(MockTune(choices=3, label="t"))", registry_), module_);
+  EXPECT_EQ(out.attrs().GetInt("mock.t"), 0);
+  EXPECT_EQ(context.tuning->TotalCounts().confirmed, 2);
+  EXPECT_EQ(context.tuning->decisions().at(0).trace.instructions()[0].attrs.GetString("confirmed"),
+            "c1:980.0us,c0:1000.0us");
 }
 
 TEST_F(Confirmation, ALoneFinalistIsNotReMeasured) {
