@@ -36,6 +36,7 @@
 #include "frontend/onnx_tensor.h"
 #include "ir/error.h"
 #include "ir/file_read.h"
+#include "ir/target.h"
 #include "kernels/dynamic_extent.h"
 #include "passes/pass.h"
 #include "passes/pipeline_text.h"
@@ -52,6 +53,7 @@ struct Options {
   std::vector<std::string> externals;
   std::vector<std::string> bound_symbols;
   std::string pipeline = "default_heuristic";
+  std::string target = "llvm";
   int threads = 2;
   int passes = 5;
   double settle = 0.25;
@@ -143,11 +145,16 @@ int Main(int argc, char** argv) {
   app.add_option("--symbol", o.bound_symbols,
                  "NAME=SIZE: another symbolic dimension, bound to one size (repeatable)");
   app.add_option("--pipeline", o.pipeline, "registered pipeline ending with Legalize");
+  app.add_option(
+         "--target", o.target,
+         "target of every build, e.g. \"llvm -cpu=znver3\" for AVX2 code on an AVX-512 host")
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "threads for parallel loops");
   app.add_option("--passes", o.passes, "timing passes (turns)");
   app.add_option("--settle", o.settle, "seconds to pause after each block when --external is set");
   CLI11_PARSE(app, argc, argv);
   backends::ThreadPool::Global().SetNumThreads(o.threads);
+  const ir::Target target = ir::ParseTarget(o.target);
 
   kernels::DynamicRanges ranges;
   for (const std::string& spec : o.dynamic) ranges.push_back(kernels::ParseDynamicRange(spec));
@@ -185,10 +192,12 @@ int Main(int argc, char** argv) {
   source.ranges = ranges;
   source.make = [&](const std::vector<int64_t>& n) {
     passes::PassContext context;
+    context.target = target;
     return context.RunPipeline(*passes::ParsePipeline(graph_part),
                                Import(bytes, o.model, bound_symbols, ranges, n));
   };
-  std::unique_ptr<backends::DynamicExecutable> dynamic = backends::BuildDynamic(source);
+  std::unique_ptr<backends::DynamicExecutable> dynamic =
+      backends::BuildDynamic(source, backends::BuildOptionsFor(target));
   double dynamic_build = Seconds(start);
   std::cerr << fmt::format("dynamic build for {}: {:.1f} s\n", kernels::ToString(ranges),
                            dynamic_build);
@@ -197,7 +206,7 @@ int Main(int argc, char** argv) {
     start = std::chrono::steady_clock::now();
     bucketed = backends::BuildBucketed(
         source, kernels::ParseDynamicBucketGrid(o.buckets, ranges),
-        [](const kernels::DynamicRanges&) { return backends::BuildOptions{}; });
+        [&](const kernels::DynamicRanges&) { return backends::BuildOptionsFor(target); });
     std::cerr << fmt::format("build by buckets {}: {:.1f} s\n", fmt::join(o.buckets, " "),
                              Seconds(start));
   }
@@ -215,8 +224,11 @@ int Main(int argc, char** argv) {
     std::vector<ir::Tensor> stored = frontend::ReadTensorProtoDirectory(size.folder, "output");
     start = std::chrono::steady_clock::now();
     passes::PassContext context;
-    std::unique_ptr<backends::Executable> specialized = backends::Build(context.RunPipeline(
-        *passes::ParsePipeline(text), Import(bytes, o.model, bound_symbols, ranges, size.n)));
+    context.target = target;
+    std::unique_ptr<backends::Executable> specialized =
+        backends::Build(context.RunPipeline(*passes::ParsePipeline(text),
+                                            Import(bytes, o.model, bound_symbols, ranges, size.n)),
+                        backends::BuildOptionsFor(target));
     double static_build = Seconds(start);
     std::string at = kernels::SizesText(ranges, size.n);
     if (dynamic->SizesOf(inputs) != size.n) {

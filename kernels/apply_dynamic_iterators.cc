@@ -23,39 +23,10 @@ namespace {
 using dynamic_access::Access;
 using dynamic_access::AccessesOf;
 using dynamic_access::IsLeaf;
+using dynamic_access::LinearTerms;
 using ir::Expr;
 using ir::ExprKind;
 using ir::Stmt;
-
-// Splits `e` into terms coefficient * atom (atoms: anything but +, - and * by a constant).
-bool LinearTerms(const Expr& e, int64_t scale, std::vector<std::pair<int64_t, Expr>>& terms,
-                 int64_t& constant) {
-  int64_t value = 0;
-  if (ir::AsConstInt(e, &value)) {
-    constant += scale * value;
-    return true;
-  }
-  switch (e->kind) {
-    case ExprKind::kAdd:
-      return LinearTerms(e->operands[0], scale, terms, constant) &&
-             LinearTerms(e->operands[1], scale, terms, constant);
-    case ExprKind::kSub:
-      return LinearTerms(e->operands[0], scale, terms, constant) &&
-             LinearTerms(e->operands[1], -scale, terms, constant);
-    case ExprKind::kMul:
-      if (ir::AsConstInt(e->operands[1], &value)) {
-        return LinearTerms(e->operands[0], scale * value, terms, constant);
-      }
-      if (ir::AsConstInt(e->operands[0], &value)) {
-        return LinearTerms(e->operands[1], scale * value, terms, constant);
-      }
-      break;
-    default:
-      break;
-  }
-  terms.emplace_back(scale, e);
-  return true;
-}
 
 Expr CeilDiv(const Expr& a, int64_t b) {
   return ir::FloorDiv(a + Expr(b - 1), Expr(b));

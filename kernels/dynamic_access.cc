@@ -66,4 +66,33 @@ std::vector<const ir::BlockRealizeNode*> LeafBlocks(const Stmt& body) {
   return blocks;
 }
 
+bool LinearTerms(const ir::Expr& e, int64_t scale, std::vector<std::pair<int64_t, ir::Expr>>& terms,
+                 int64_t& constant) {
+  int64_t value = 0;
+  if (ir::AsConstInt(e, &value)) {
+    constant += scale * value;
+    return true;
+  }
+  switch (e->kind) {
+    case ir::ExprKind::kAdd:
+      return LinearTerms(e->operands[0], scale, terms, constant) &&
+             LinearTerms(e->operands[1], scale, terms, constant);
+    case ir::ExprKind::kSub:
+      return LinearTerms(e->operands[0], scale, terms, constant) &&
+             LinearTerms(e->operands[1], -scale, terms, constant);
+    case ir::ExprKind::kMul:
+      if (ir::AsConstInt(e->operands[1], &value)) {
+        return LinearTerms(e->operands[0], scale * value, terms, constant);
+      }
+      if (ir::AsConstInt(e->operands[0], &value)) {
+        return LinearTerms(e->operands[1], scale * value, terms, constant);
+      }
+      break;
+    default:
+      break;
+  }
+  terms.emplace_back(scale, e);
+  return true;
+}
+
 }  // namespace tandem::kernels::dynamic_access

@@ -26,6 +26,7 @@
 #include "backends/llvm/codegen.h"
 #include "ir/kernel/functor.h"
 #include "ir/kernel/stmt.h"
+#include "kernels/compact_guarded_loops.h"
 
 namespace tandem::backends::codegen {
 
@@ -240,6 +241,13 @@ class KernelCodegen {
   // fuses a dynamic axis under another): counted by a loop that evaluates the condition alone,
   // before the loop. Null for any other loop.
   llvm::Value* GuardedIterationCount(const ir::ForNode* loop);
+  // The trip count of a loop run over its compacted numbering (kernels/compact_guarded_loops.h):
+  // the number of active iterations, in [0, extent], evaluated before the loop.
+  llvm::Value* CompactedTripCount(const ir::ForNode* loop, const kernels::CompactedLoop& compacted);
+  // One iteration of a compacted loop: its variable bound to the active iteration number
+  // `counter` maps to, then the body.
+  void EmitCompactedIteration(const ir::ForNode* loop, const kernels::CompactedLoop& compacted,
+                              llvm::Value* counter);
   // A loop over [begin, end) in the current function; `body` receives the i64 counter.
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
                 const std::function<void(llvm::Value*)>& body, bool guard_empty = false);

@@ -382,6 +382,15 @@ void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
   // A loop every thread of a GPU block runs whose iterations reuse shared memory ends each
   // iteration at a barrier, so that the next one does not overwrite what threads still read.
   bool barrier = gpu_ && thread_loop_depth_ == 0 && SharedAccessesOf(loop->body).SelfConflicts();
+  if (!gpu_ && loop->for_kind == ir::ForKind::kSerial) {
+    if (std::optional<kernels::CompactedLoop> compacted = kernels::CompactGuardedLoop(*loop)) {
+      EmitLoop(
+          builder_.getInt64(0), CompactedTripCount(loop, *compacted), compacted->active->name,
+          [&](llvm::Value* counter) { EmitCompactedIteration(loop, *compacted, counter); },
+          /*guard_empty=*/true);
+      return;
+    }
+  }
   llvm::Value* trip = GuardedTripCount(loop);
   EmitLoop(
       builder_.getInt64(0), trip ? trip : builder_.getInt64(loop->extent), loop->loop_var->name,
@@ -428,6 +437,30 @@ llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
   llvm::Value* trip = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound.value,
                                                      builder_.getInt64(loop->extent));
   return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, trip, builder_.getInt64(0));
+}
+
+llvm::Value* KernelCodegen::CompactedTripCount(const ir::ForNode* loop,
+                                               const kernels::CompactedLoop& compacted) {
+  CgValue count = Eval(compacted.count);
+  if (!count.uniform() || !count.value->getType()->isIntegerTy(64)) {
+    throw Error(fmt::format("loop '{}': the number of its active iterations is not one integer",
+                            loop->loop_var->name));
+  }
+  llvm::Value* trip = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, count.value,
+                                                     builder_.getInt64(loop->extent));
+  return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, trip, builder_.getInt64(0));
+}
+
+void KernelCodegen::EmitCompactedIteration(const ir::ForNode* loop,
+                                           const kernels::CompactedLoop& compacted,
+                                           llvm::Value* counter) {
+  CgValue original;
+  {
+    VarScope active(vars_, compacted.active.get(), Uniform(counter, DataType::kInt64));
+    original = Eval(compacted.original);
+  }
+  VarScope bind(vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, original));
+  Emit(compacted.body);
 }
 
 llvm::Value* KernelCodegen::GuardedIterationCount(const ir::ForNode* loop) {
@@ -675,10 +708,13 @@ void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
 }
 
 void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
-  llvm::Value* trip = GuardedTripCount(loop);
+  std::optional<kernels::CompactedLoop> compacted = kernels::CompactGuardedLoop(*loop);
+  llvm::Value* trip = compacted ? CompactedTripCount(loop, *compacted) : GuardedTripCount(loop);
   // Capture what the body uses from the enclosing scope. A "local" buffer used only inside the
   // loop becomes private to each thread instead.
-  Uses uses = CollectUses(loop->body);
+  Uses uses = CollectUses(
+      compacted ? ir::MakeIfThenElse(compacted->original >= ir::Expr(int64_t{0}), compacted->body)
+                : loop->body);
   std::unordered_map<const ir::BufferNode*, int> inside = CountAccesses(loop->body);
   std::vector<std::pair<const ir::ExprNode*, CgValue>> captured_vars;
   for (const ir::ExprNode* var : uses.vars) {
@@ -772,6 +808,10 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
   EmitLoop(
       body->getArg(0), body->getArg(1), loop->loop_var->name,
       [&](llvm::Value* counter) {
+        if (compacted) {
+          EmitCompactedIteration(loop, *compacted, counter);
+          return;
+        }
         VarScope bind(vars_, loop->loop_var.get(),
                       LoopVarValue(loop->loop_var, Uniform(counter, DataType::kInt64)));
         Emit(loop->body);
