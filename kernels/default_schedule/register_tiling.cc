@@ -377,8 +377,8 @@ std::optional<RegisterTile> PlanRegisterTile(const ir::Block& block, int64_t nat
   if (!mix) return std::nullopt;
   // 4. Candidates.
   std::vector<VectorTile> vector_tiles = VectorTiles(extent, native, *lane_limit);
-  // Along a dynamic axis, one vector at most (when such a tile is among the candidates).
-  auto wide = [&](const VectorTile& tile) { return tile.lanes > native; };
+  // Along a dynamic axis, DynamicAxisLanes at most (when such a tile is among the candidates).
+  auto wide = [&](const VectorTile& tile) { return tile.lanes > DynamicAxisLanes(native); };
   if (std::find(dynamic.begin(), dynamic.end(), static_cast<size_t>(plan.vector_axis)) !=
           dynamic.end() &&
       !std::all_of(vector_tiles.begin(), vector_tiles.end(), wide)) {

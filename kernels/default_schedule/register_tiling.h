@@ -13,6 +13,13 @@ namespace tandem::kernels::default_schedule {
 
 // Widest vector tile (lanes) of a register tile, and of a vectorized spatial loop.
 inline constexpr int64_t kMaxVectorTile = 64;
+// Widest vector tile (lanes) along a dynamic axis (kernels/dynamic_extent.h): one cache line of
+// f32 (16 lanes) or one native vector, whichever is wider. A run far below the bound computes
+// at most that much past the valid length, which its loads touch anyway; on AVX2 a tile of two
+// vectors keeps the loads per multiply-add of the static build's tiles.
+inline int64_t DynamicAxisLanes(int64_t native) {
+  return native > 16 ? native : 16;
+}
 // Narrowest vector tile of a register tile whose loads keep a constant step only inside
 // aligned groups narrower than a vector register (grouped convolutions of 4 or 8 channels).
 inline constexpr int64_t kMinVectorTile = 4;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/default_schedule/register_tiling.h"
 #include "kernels/default_schedule/scheduler.h"
 #include "kernels/schedule/block_analysis.h"
 #include "kernels/schedule/schedule_error.h"
@@ -101,7 +102,7 @@ std::optional<RowGroup> DefaultScheduler::FindRowGroup() const {
 
 // A row group (FindRowGroup) whose rows are whole vectors long:
 //   1. the partials' width: kPartialVectors vectors when every reduction's extent is a multiple
-//      of it and none walks a dynamic axis, else one vector;
+//      of it (at most DynamicAxisLanes when one walks a dynamic axis), else one vector;
 //   2. the elementwise block's row loops fused and split into steps of a few rows (parallel
 //      when the group is large enough), its other loops fused, split by the vector width and
 //      vectorized;
@@ -119,8 +120,8 @@ bool DefaultScheduler::ScheduleRowGroup() {
   // 1. The width.
   int64_t native = options_.vector_lanes;
   if (group->reduced_gcd % native != 0 || group->row_length % native != 0) return false;
-  // Partials one vector wide where a reduction walks a dynamic axis (a row of a few valid
-  // elements reads no more than one vector of each).
+  // Partials at most DynamicAxisLanes wide where a reduction walks a dynamic axis (a row of a
+  // few valid elements reads no more than one cache line or one vector of each).
   bool dynamic_reduction = false;
   for (const std::string& name : group->reductions) {
     const ir::Block reduction = BlockOf(s_, name);
@@ -130,9 +131,10 @@ bool DefaultScheduler::ScheduleRowGroup() {
           (reduction->iter_vars[k].kind == ir::IterKind::kReduction && options_.IsDynamic(name, k));
     }
   }
-  int64_t lanes = !dynamic_reduction && group->reduced_gcd % (kPartialVectors * native) == 0 &&
-                          group->reduced_gcd / (kPartialVectors * native) >= 2
-                      ? kPartialVectors * native
+  int64_t partial_lanes = kPartialVectors * native;
+  if (dynamic_reduction) partial_lanes = std::min(partial_lanes, DynamicAxisLanes(native));
+  int64_t lanes = group->reduced_gcd % partial_lanes == 0 && group->reduced_gcd / partial_lanes >= 2
+                      ? partial_lanes
                       : native;
   // A step divides the innermost row axis, so that its rows are one box of the row axes (a step
   // across two rows of an outer axis would cover both whole).

@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "ir/kernel/functor.h"
 #include "kernels/case_split.h"
+#include "kernels/default_schedule/register_tiling.h"
 #include "kernels/default_schedule/scheduler.h"
 #include "kernels/schedule/block_analysis.h"
 
@@ -103,10 +104,9 @@ void DefaultScheduler::ScheduleSpatialInner(const std::string& name) {
 }
 
 // A spatial block: its innermost loop vectorized (index arithmetic of the other loops stays
-// scalar; one vector per step along a dynamic axis) and the others fused and parallel; when the
-// innermost loop is too short, all loops
-// fused, split by the vector width and vectorized. A transpose whose innermost loop is long is
-// tiled first (ScheduleBlockedTranspose).
+// scalar; a cache line or a vector per step along a dynamic axis) and the others fused and
+// parallel; when the innermost loop is too short, all loops fused, split by the vector width and
+// vectorized. A transpose whose innermost loop is long is tiled first (ScheduleBlockedTranspose).
 void DefaultScheduler::ScheduleSpatial(const std::string& name) {
   if (ScheduleBlockedTranspose(name)) {
     done_.insert(name);
@@ -127,13 +127,17 @@ void DefaultScheduler::ScheduleSpatial(const std::string& name) {
       if (fit >= options_.vector_lanes) lanes = fit;
     }
     if (lanes < options_.vector_lanes) throw ScheduleError("short innermost loop");
-    // Along a dynamic axis, one vector per step (a run far below the bound computes at most one
-    // vector past the valid length).
+    // Along a dynamic axis, DynamicAxisLanes per step at most (a run far below the bound
+    // computes at most a cache line or a vector past the valid length).
     const ir::Block block = BlockOf(s_, name);
     if (loops.size() == block->iter_vars.size() &&
-        options_.IsDynamic(name, block->iter_vars.size() - 1) &&
-        extent % options_.vector_lanes == 0) {
-      lanes = options_.vector_lanes;
+        options_.IsDynamic(name, block->iter_vars.size() - 1)) {
+      int64_t step = DynamicAxisLanes(options_.vector_lanes);
+      if (extent % step == 0 && lanes > step) {
+        lanes = step;
+      } else if (extent % options_.vector_lanes == 0) {
+        lanes = std::min<int64_t>(lanes, options_.vector_lanes);
+      }
     }
     std::vector<LoopRV> outer(loops.begin(), loops.end() - 1);
     if (lanes < extent) {

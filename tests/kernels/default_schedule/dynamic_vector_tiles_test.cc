@@ -1,7 +1,8 @@
 // The default schedules of a dynamic build's kernels (DefaultScheduleOptions::dynamic_iterators):
-// a vector tile along an axis whose extent is only a range's bound is one native vector wide, in
-// the register tile of a matmul, the partials of a row reduction and an elementwise row, and the
-// schedules keep the kernels' results.
+// a vector tile along an axis whose extent is only a range's bound is at most one cache line of
+// f32 or one native vector wide (default_schedule::DynamicAxisLanes: one vector of 16 lanes on
+// AVX-512, two of 8 on AVX2), in the register tile of a matmul, the partials of a row reduction
+// and an elementwise row, and the schedules keep the kernels' results.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +104,36 @@ TEST(DynamicVectorTiles, AnElementwiseRowAlongADynamicAxisIsVectorizedByVectors)
   // A dynamic outer axis leaves the row as it was.
   options.dynamic_iterators[block] = {0};
   EXPECT_EQ(WidestVector(ApplyDefaultSchedule(kernel, options)), 128);
+}
+
+// With 8-lane vectors (AVX2) the cap is a cache line, two vectors: the same 16 lanes.
+TEST(DynamicVectorTiles, OnEightLaneVectorsTheCapIsACacheLine) {
+  EXPECT_EQ(default_schedule::DynamicAxisLanes(8), 16);
+  EXPECT_EQ(default_schedule::DynamicAxisLanes(16), 16);
+  DefaultScheduleOptions options = Options();
+  options.vector_lanes = 8;
+  options.vector_registers = 16;
+
+  ir::KernelFunction scores = LowerOp("matmul", {F32({2, 128, 32}), F32({2, 32, 128})});
+  const auto* realize = ir::As<ir::BlockRealizeNode>(GetBlockPath(scores, "matmul").target);
+  std::optional<default_schedule::RegisterTile> dynamic =
+      default_schedule::PlanRegisterTile(realize->block, 8, 16, 2, {}, {1, 2});
+  ASSERT_TRUE(dynamic.has_value());
+  EXPECT_EQ(dynamic->vector_axis, 2);
+  EXPECT_EQ(dynamic->vector_tile, 16);
+  options.dynamic_iterators["matmul"] = {1, 2};
+  Schedule s = ApplyDefaultSchedule(scores, options);
+  EXPECT_EQ(WidestVector(s), 16) << s.trace().ToText();
+  EXPECT_LT(testing::CompareKernels(scores, s.function()), 1e-5);
+
+  ir::KernelFunction softmax = LowerOp("softmax", {F32({2, 128, 128})}, ir::Attrs{{"axis", 2}});
+  options.dynamic_iterators.clear();
+  for (const std::string& block : {std::string("softmax_max"), std::string("softmax_exp_sum")}) {
+    options.dynamic_iterators[block] = IteratorsOf(softmax, block, ir::IterKind::kReduction);
+  }
+  s = ApplyDefaultSchedule(softmax, options);
+  EXPECT_EQ(WidestVector(s), 16) << s.trace().ToText();
+  EXPECT_LT(testing::CompareKernels(softmax, s.function()), 1e-5);
 }
 
 }  // namespace
