@@ -242,7 +242,8 @@ class KernelCodegen {
   // before the loop. Null for any other loop.
   llvm::Value* GuardedIterationCount(const ir::ForNode* loop);
   // The trip count of a loop run over its compacted numbering (kernels/compact_guarded_loops.h):
-  // the number of active iterations, in [0, extent], evaluated before the loop.
+  // the number of active iterations, in [0, extent], evaluated before the loop. Null when that
+  // number differs between vector lanes (the loop then runs as written).
   llvm::Value* CompactedTripCount(const ir::ForNode* loop, const kernels::CompactedLoop& compacted);
   // One iteration of a compacted loop: its variable bound to the active iteration number
   // `counter` maps to, then the body.

@@ -383,9 +383,10 @@ void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
   // iteration at a barrier, so that the next one does not overwrite what threads still read.
   bool barrier = gpu_ && thread_loop_depth_ == 0 && SharedAccessesOf(loop->body).SelfConflicts();
   if (!gpu_ && loop->for_kind == ir::ForKind::kSerial) {
-    if (std::optional<kernels::CompactedLoop> compacted = kernels::CompactGuardedLoop(*loop)) {
+    std::optional<kernels::CompactedLoop> compacted = kernels::CompactGuardedLoop(*loop);
+    if (llvm::Value* trip = compacted ? CompactedTripCount(loop, *compacted) : nullptr) {
       EmitLoop(
-          builder_.getInt64(0), CompactedTripCount(loop, *compacted), compacted->active->name,
+          builder_.getInt64(0), trip, compacted->active->name,
           [&](llvm::Value* counter) { EmitCompactedIteration(loop, *compacted, counter); },
           /*guard_empty=*/true);
       return;
@@ -442,10 +443,7 @@ llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
 llvm::Value* KernelCodegen::CompactedTripCount(const ir::ForNode* loop,
                                                const kernels::CompactedLoop& compacted) {
   CgValue count = Eval(compacted.count);
-  if (!count.uniform() || !count.value->getType()->isIntegerTy(64)) {
-    throw Error(fmt::format("loop '{}': the number of its active iterations is not one integer",
-                            loop->loop_var->name));
-  }
+  if (!count.uniform() || !count.value->getType()->isIntegerTy(64)) return nullptr;
   llvm::Value* trip = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, count.value,
                                                      builder_.getInt64(loop->extent));
   return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, trip, builder_.getInt64(0));
@@ -709,7 +707,11 @@ void KernelCodegen::EmitBlock(const ir::BlockRealizeNode* realize) {
 
 void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
   std::optional<kernels::CompactedLoop> compacted = kernels::CompactGuardedLoop(*loop);
-  llvm::Value* trip = compacted ? CompactedTripCount(loop, *compacted) : GuardedTripCount(loop);
+  llvm::Value* trip = compacted ? CompactedTripCount(loop, *compacted) : nullptr;
+  if (!trip) {
+    compacted.reset();
+    trip = GuardedTripCount(loop);
+  }
   // Capture what the body uses from the enclosing scope. A "local" buffer used only inside the
   // loop becomes private to each thread instead.
   Uses uses = CollectUses(

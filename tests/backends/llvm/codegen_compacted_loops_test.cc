@@ -45,12 +45,14 @@ kernel @marks(%limit: i64[1]) -> (%out: f32[2, 3, 5, 4], %visits: f32[1]) {
 )");
 }
 
+// Whether the loop over %f has a compacted form.
 bool Compacts(const ir::KernelFunction& kernel) {
   const ir::ForNode* loop = nullptr;
   ir::VisitStmtTree(kernel.body, [&](const ir::Stmt& s) {
-    if (!loop) loop = ir::As<ir::ForNode>(s);
+    const auto* candidate = ir::As<ir::ForNode>(s);
+    if (candidate && candidate->loop_var->name == "f") loop = candidate;
   });
-  return kernels::CompactGuardedLoop(*loop).has_value();
+  return loop && kernels::CompactGuardedLoop(*loop).has_value();
 }
 
 // Runs `kernel` compiled and interpreted at each limit and compares every output element
@@ -92,6 +94,41 @@ TEST(CodegenCompactedLoop, ConditionsThatBoundNoDigitStillHold) {
   ExpectSameVisits(Marks(/*parallel=*/false,
                          "floormod(floordiv(%f, 20), 3) < %limit[0] && %f < %limit[0] * 11 && "
                          "floordiv(%f, 60) < 2"));
+}
+
+TEST(CodegenCompactedLoop, ABoundOnAnOuterLoopVariableIsTakenPerOuterIteration) {
+  // The bound of the inner loop's digit moves with the outer loop (a vectorized one, whose
+  // lanes the code generator may run one by one, or as vectors: where the bound differs between
+  // lanes, the inner loop runs as written).
+  ir::KernelFunction kernel = ir::ParseKernel(R"(
+kernel @lanes(%limit: i64[1]) -> (%out: f32[8, 12]) {
+  block root() {
+    for %v in 8 vectorized {
+      for %f in 12 {
+        if floormod(%f, 4) < %v + %limit[0] {
+          block mark(%a: spatial 8 = %v, %b: spatial 12 = %f)
+              writes(%out[%a, %b]) {
+            %out[%a, %b] = cast<f32>(%b) + 1.0
+          }
+        }
+      }
+    }
+  }
+}
+)");
+  ASSERT_TRUE(Compacts(kernel));
+  std::unique_ptr<backends::CompiledModule> module = backends::CompileKernels({kernel});
+  for (int64_t limit : {-2, 0, 1, 3}) {
+    SCOPED_TRACE("limit = " + std::to_string(limit));
+    ir::Tensor bound = ir::Tensor::FromInt64s({1}, {limit});
+    ir::Tensor compiled = ir::Tensor::FromFloats({8, 12}, std::vector<float>(96, -1));
+    ir::Tensor reference = ir::Tensor::FromFloats({8, 12}, std::vector<float>(96, -1));
+    module->Run(kernel.name, {bound, compiled});
+    backends::RunKernelReference(kernel, {bound, reference});
+    for (int64_t i = 0; i < 96; ++i) {
+      EXPECT_EQ(compiled.data<float>()[i], reference.data<float>()[i]) << "position " << i;
+    }
+  }
 }
 
 }  // namespace
