@@ -5,9 +5,9 @@
 // tiles of an attention product); the fused loops come back as digits of f,
 // floormod(floordiv(f, D), e). In a dynamic kernel (kernels/dynamic_extent.h) the iterations
 // whose row or column tile lies past the valid length do nothing, so GuardLoops guards the body
-// with `floormod(f, 11) * 12 < n && floormod(floordiv(f, 11), 16) * 8 < n`. When a guarded
+// with `floormod(f, 22) * 6 < n && floormod(floordiv(f, 22), 8) * 16 < n`. When a guarded
 // digit is not the outermost, no shorter trip count expresses that: a run at 16 tokens would
-// evaluate the guard in all 352 iterations to run 8 of them. The CPU code generator runs such
+// evaluate the guard in all 352 iterations to run 6 of them. The CPU code generator runs such
 // a loop over a compacted numbering g of the active iterations instead: count of them, and f
 // recomputed from g once per iteration, so the body (which keeps using f) is unchanged.
 #pragma once
