@@ -81,12 +81,6 @@ std::optional<std::pair<Digit, Expr>> BoundOf(const Expr& condition, const ir::V
   return std::make_pair(*digit, passing);
 }
 
-// One position of the compacted numbering, lowest first: `radix` values, worth `stride` in f.
-struct Place {
-  Expr radix;
-  int64_t stride = 1;
-};
-
 }  // namespace
 
 // Steps (for one loop):
@@ -136,7 +130,7 @@ std::optional<CompactedLoop> CompactGuardedLoop(const ir::ForNode& loop) {
   }
   if (passing.empty()) return std::nullopt;
   // 3.
-  std::vector<Place> places;
+  std::vector<CompactedLoop::Place> places;
   int64_t covered = 1;  // f's places so far are worth [0, covered)
   bool below_outermost = false;
   for (const auto& [digit, count] : passing) {
@@ -152,6 +146,7 @@ std::optional<CompactedLoop> CompactGuardedLoop(const ir::ForNode& loop) {
   // 4.
   CompactedLoop compacted;
   compacted.active = ir::MakeVar(f->name + "_active", f->dtype);
+  compacted.places = places;
   compacted.count = places[0].radix;
   for (size_t p = 1; p < places.size(); ++p) compacted.count = compacted.count * places[p].radix;
   Expr rest = compacted.active;

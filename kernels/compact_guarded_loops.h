@@ -9,10 +9,13 @@
 // digit is not the outermost, no shorter trip count expresses that: a run at 16 tokens would
 // evaluate the guard in all 352 iterations to run 6 of them. The CPU code generator runs such
 // a loop over a compacted numbering g of the active iterations instead: count of them, and f
-// recomputed from g once per iteration, so the body (which keeps using f) is unchanged.
+// recomposed once per iteration from g's digits (divided out of g at the start of a chunk, then
+// advanced by one), so the body (which keeps using f) is unchanged.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "ir/kernel/stmt.h"
 
@@ -21,10 +24,17 @@ namespace tandem::kernels {
 // A loop `for f in E { if (c_1 && c_2 && ...) S }` run as `for g in [0, count) { f = original;
 // if (others) S }`.
 struct CompactedLoop {
-  ir::Var active;     // g
-  ir::Expr count;     // the number of active iterations, in [0, E]; uniform in the loop
-  ir::Expr original;  // f as a function of g, increasing: the g-th active iteration
-  ir::Stmt body;      // S under the conditions that bound no digit (S alone when there are none)
+  // One place of g's mixed radix, lowest first: `radix` values (uniform in the loop), each worth
+  // `stride` in f.
+  struct Place {
+    ir::Expr radix;
+    int64_t stride = 1;
+  };
+  std::vector<Place> places;  // lowest first; count is the product of their radices
+  ir::Var active;             // g
+  ir::Expr count;             // the number of active iterations, in [0, E]; uniform in the loop
+  ir::Expr original;          // f as a function of g, increasing: the g-th active iteration
+  ir::Stmt body;  // S under the conditions that bound no digit (S alone when there are none)
 };
 
 // The compacted form of `loop`, when it has one:

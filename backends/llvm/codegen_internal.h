@@ -245,10 +245,18 @@ class KernelCodegen {
   // the number of active iterations, in [0, extent], evaluated before the loop. Null when that
   // number differs between vector lanes (the loop then runs as written).
   llvm::Value* CompactedTripCount(const ir::ForNode* loop, const kernels::CompactedLoop& compacted);
-  // One iteration of a compacted loop: its variable bound to the active iteration number
-  // `counter` maps to, then the body.
+  // The digits of a compacted loop's active iteration number, one per place, lowest first, in
+  // allocas: set to those of `begin` (before the loop), then advanced by one per iteration, so
+  // that an iteration divides by no run-time radix.
+  struct CompactedDigits {
+    std::vector<llvm::Value*> radices;
+    std::vector<llvm::AllocaInst*> digits;
+  };
+  CompactedDigits StartCompactedDigits(const kernels::CompactedLoop& compacted, llvm::Value* begin);
+  // One iteration of a compacted loop: its variable bound to the iteration `digits` hold, the
+  // body, then the digits advanced to the next active iteration.
   void EmitCompactedIteration(const ir::ForNode* loop, const kernels::CompactedLoop& compacted,
-                              llvm::Value* counter);
+                              const CompactedDigits& digits);
   // A loop over [begin, end) in the current function; `body` receives the i64 counter.
   void EmitLoop(llvm::Value* begin, llvm::Value* end, const std::string& name,
                 const std::function<void(llvm::Value*)>& body, bool guard_empty = false);

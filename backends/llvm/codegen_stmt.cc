@@ -385,9 +385,10 @@ void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
   if (!gpu_ && loop->for_kind == ir::ForKind::kSerial) {
     std::optional<kernels::CompactedLoop> compacted = kernels::CompactGuardedLoop(*loop);
     if (llvm::Value* trip = compacted ? CompactedTripCount(loop, *compacted) : nullptr) {
+      CompactedDigits digits = StartCompactedDigits(*compacted, builder_.getInt64(0));
       EmitLoop(
           builder_.getInt64(0), trip, compacted->active->name,
-          [&](llvm::Value* counter) { EmitCompactedIteration(loop, *compacted, counter); },
+          [&](llvm::Value*) { EmitCompactedIteration(loop, *compacted, digits); },
           /*guard_empty=*/true);
       return;
     }
@@ -449,16 +450,55 @@ llvm::Value* KernelCodegen::CompactedTripCount(const ir::ForNode* loop,
   return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, trip, builder_.getInt64(0));
 }
 
+KernelCodegen::CompactedDigits KernelCodegen::StartCompactedDigits(
+    const kernels::CompactedLoop& compacted, llvm::Value* begin) {
+  CompactedDigits state;
+  llvm::Type* i64 = builder_.getInt64Ty();
+  llvm::Value* rest = begin;
+  for (size_t p = 0; p < compacted.places.size(); ++p) {
+    // A uniform i64 (CompactedTripCount checked the count, their product).
+    llvm::Value* radix = Eval(compacted.places[p].radix).value;
+    // Radices are at least 1 whenever the loop runs; with nothing to run, divide by 1.
+    llvm::Value* divisor =
+        builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, radix, builder_.getInt64(1));
+    state.radices.push_back(radix);
+    llvm::AllocaInst* digit = EntryAlloca(i64, compacted.active->name + ".digit");
+    bool last = p + 1 == compacted.places.size();
+    builder_.CreateStore(last ? rest : builder_.CreateURem(rest, divisor), digit);
+    if (!last) rest = builder_.CreateUDiv(rest, divisor);
+    state.digits.push_back(digit);
+  }
+  return state;
+}
+
 void KernelCodegen::EmitCompactedIteration(const ir::ForNode* loop,
                                            const kernels::CompactedLoop& compacted,
-                                           llvm::Value* counter) {
-  CgValue original;
-  {
-    VarScope active(vars_, compacted.active.get(), Uniform(counter, DataType::kInt64));
-    original = Eval(compacted.original);
+                                           const CompactedDigits& state) {
+  llvm::Type* i64 = builder_.getInt64Ty();
+  std::vector<llvm::Value*> digits;
+  llvm::Value* original = builder_.getInt64(0);
+  for (size_t p = 0; p < state.digits.size(); ++p) {
+    digits.push_back(builder_.CreateLoad(i64, state.digits[p]));
+    original = builder_.CreateAdd(
+        original, builder_.CreateMul(digits.back(), builder_.getInt64(compacted.places[p].stride)));
   }
-  VarScope bind(vars_, loop->loop_var.get(), LoopVarValue(loop->loop_var, original));
-  Emit(compacted.body);
+  {
+    VarScope bind(vars_, loop->loop_var.get(),
+                  LoopVarValue(loop->loop_var, Uniform(original, DataType::kInt64)));
+    Emit(compacted.body);
+  }
+  // The next active iteration: the lowest digit up by one, carrying into the places above.
+  llvm::Value* carry = builder_.getInt64(1);
+  for (size_t p = 0; p < digits.size(); ++p) {
+    llvm::Value* next = builder_.CreateAdd(digits[p], carry);
+    if (p + 1 == digits.size()) {
+      builder_.CreateStore(next, state.digits[p]);
+      break;
+    }
+    llvm::Value* wraps = builder_.CreateICmpEQ(next, state.radices[p]);
+    builder_.CreateStore(builder_.CreateSelect(wraps, builder_.getInt64(0), next), state.digits[p]);
+    carry = builder_.CreateZExt(wraps, i64);
+  }
 }
 
 llvm::Value* KernelCodegen::GuardedIterationCount(const ir::ForNode* loop) {
@@ -807,11 +847,13 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
     buffers_[buffer.get()] = pointer;
   }
   in_parallel_ = true;
+  std::optional<CompactedDigits> digits;
+  if (compacted) digits = StartCompactedDigits(*compacted, body->getArg(0));
   EmitLoop(
       body->getArg(0), body->getArg(1), loop->loop_var->name,
       [&](llvm::Value* counter) {
         if (compacted) {
-          EmitCompactedIteration(loop, *compacted, counter);
+          EmitCompactedIteration(loop, *compacted, *digits);
           return;
         }
         VarScope bind(vars_, loop->loop_var.get(),
