@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "ir/kernel/functor.h"
@@ -103,25 +102,15 @@ std::optional<CompactedLoop> CompactGuardedLoop(const ir::ForNode& loop) {
     for (const Expr& conjunct : ir::Conjuncts(branch->condition)) conditions.push_back(conjunct);
     inside = branch->then_case;
   }
+  if (conditions.empty()) return std::nullopt;
   // 2.
-  std::set<const ir::BufferNode*> written;
-  ir::VisitStmtTree(inside, [&](const Stmt& s) {
-    if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
-  });
-  auto reads_written = [&](const Expr& e) {
-    bool reads = false;
-    ir::VisitExprTree(e, [&](const Expr& x) {
-      reads = reads || (x->kind == ExprKind::kLoad && written.count(x->buffer.get()));
-    });
-    return reads;
-  };
   std::map<Digit, Expr> passing;
   std::vector<Expr> others;
   for (const Expr& condition : conditions) {
     std::optional<std::pair<Digit, Expr>> bound = BoundOf(condition, f, loop.extent);
     // A bound on f itself is a prefix: with other bounds it stays a condition.
     bool whole = bound && bound->first.stride == 1 && bound->first.extent == loop.extent;
-    if (!bound || whole || reads_written(bound->second)) {
+    if (!bound || whole || ir::LoadsBufferStoredIn(bound->second, inside)) {
       others.push_back(condition);
       continue;
     }

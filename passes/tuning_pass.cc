@@ -250,6 +250,7 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
   if (finalists.size() > static_cast<size_t>(std::max(options.max_finalists, 1))) {
     finalists.resize(static_cast<size_t>(std::max(options.max_finalists, 1)));
   }
+  seen.resize(finalists.size());  // seen[k]: the hash of finalists[k]'s module
   // The most preferred candidate is a finalist of a decision whatever its first measurement
   // read: a slow spell over that one measurement would otherwise drop the choice that the
   // minimum gain protects (the no-change choice, BestOf's preferred chain), and the change
@@ -261,17 +262,13 @@ int64_t TuningPass::SelectConfirmed(std::vector<Candidate>& candidates, size_t i
       const auto& r = candidates[i].result;
       if (r && r->ok() && (!preferred || rank(i) < rank(*preferred))) preferred = i;
     }
-    if (preferred && std::find(finalists.begin(), finalists.end(), *preferred) == finalists.end()) {
-      uint64_t hash = ir::StructuralHash(candidates[*preferred].output);
-      bool same_module_present = std::any_of(finalists.begin(), finalists.end(), [&](size_t i) {
-        return ir::StructuralHash(candidates[i].output) == hash;
-      });
-      if (!same_module_present) {
-        if (finalists.size() >= static_cast<size_t>(std::max(options.max_finalists, 2))) {
-          finalists.pop_back();
-        }
-        finalists.push_back(*preferred);
+    if (preferred && std::find(finalists.begin(), finalists.end(), *preferred) == finalists.end() &&
+        std::find(seen.begin(), seen.end(), ir::StructuralHash(candidates[*preferred].output)) ==
+            seen.end()) {
+      if (finalists.size() >= static_cast<size_t>(std::max(options.max_finalists, 2))) {
+        finalists.pop_back();
       }
+      finalists.push_back(*preferred);
     }
   }
   if (finalists.size() < 2) return best;

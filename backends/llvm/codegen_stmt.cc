@@ -405,24 +405,6 @@ void KernelCodegen::EmitSerialFor(const ir::ForNode* loop) {
       /*guard_empty=*/trip != nullptr);
 }
 
-namespace {
-
-// Whether `e` loads a buffer that `body` stores to.
-bool ReadsWritten(const Expr& e, const Stmt& body) {
-  std::set<const ir::BufferNode*> written;
-  ir::VisitStmtTree(body, [&](const ir::Stmt& s) {
-    if (const auto* store = ir::As<ir::StoreNode>(s)) written.insert(store->buffer.get());
-  });
-  bool reads_written = false;
-  ir::VisitExprTree(e, [&](const ir::Expr& node) {
-    reads_written =
-        reads_written || (node->kind == ir::ExprKind::kLoad && written.count(node->buffer.get()));
-  });
-  return reads_written;
-}
-
-}  // namespace
-
 llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
   const auto* guard = ir::As<ir::IfThenElseNode>(loop->body);
   if (gpu_ || !guard || guard->else_case || !guard->condition.defined()) return nullptr;
@@ -433,7 +415,7 @@ llvm::Value* KernelCodegen::GuardedTripCount(const ir::ForNode* loop) {
     return nullptr;
   }
   // The bound is read once, before the loop: it must not load what the loop writes.
-  if (ReadsWritten(condition->operands[1], loop->body)) return nullptr;
+  if (ir::LoadsBufferStoredIn(condition->operands[1], loop->body)) return nullptr;
   CgValue bound = Eval(condition->operands[1]);
   if (!bound.uniform() || !bound.value->getType()->isIntegerTy(64)) return nullptr;
   llvm::Value* trip = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound.value,
@@ -509,7 +491,7 @@ llvm::Value* KernelCodegen::GuardedIterationCount(const ir::ForNode* loop) {
   constexpr int64_t kMaxCountedIterations = 1024;
   if (loop->extent > kMaxCountedIterations) return nullptr;
   if (!ir::UsesVar(guard->condition, loop->loop_var)) return nullptr;
-  if (ReadsWritten(guard->condition, loop->body)) return nullptr;
+  if (ir::LoadsBufferStoredIn(guard->condition, loop->body)) return nullptr;
   llvm::Value* count = EntryAlloca(builder_.getInt64Ty(), "guarded.count");
   builder_.CreateStore(builder_.getInt64(0), count);
   bool uniform = true;
@@ -754,8 +736,9 @@ void KernelCodegen::EmitParallel(const ir::ForNode* loop) {
   }
   // Capture what the body uses from the enclosing scope. A "local" buffer used only inside the
   // loop becomes private to each thread instead.
+  // A compacted loop's body function also evaluates the radices (in its count).
   Uses uses = CollectUses(
-      compacted ? ir::MakeIfThenElse(compacted->original >= ir::Expr(int64_t{0}), compacted->body)
+      compacted ? ir::MakeIfThenElse(compacted->count > ir::Expr(int64_t{0}), compacted->body)
                 : loop->body);
   std::unordered_map<const ir::BufferNode*, int> inside = CountAccesses(loop->body);
   std::vector<std::pair<const ir::ExprNode*, CgValue>> captured_vars;

@@ -1,5 +1,7 @@
 #include "ir/kernel/functor.h"
 
+#include <unordered_set>
+
 namespace tandem::ir {
 
 Expr ExprMutator::VisitExpr(const Expr& e) {
@@ -235,6 +237,21 @@ bool UsesVar(const Expr& e, const Var& v) {
 bool HasLoad(const Expr& e) {
   bool found = false;
   VisitExprTree(e, [&](const Expr& x) { found = found || x->kind == ExprKind::kLoad; });
+  return found;
+}
+
+bool LoadsBufferStoredIn(const Expr& e, const Stmt& s) {
+  bool loads = false;
+  VisitExprTree(e, [&](const Expr& x) { loads = loads || x->kind == ExprKind::kLoad; });
+  if (!loads) return false;
+  std::unordered_set<const BufferNode*> stored;
+  VisitStmtTree(s, [&](const Stmt& st) {
+    if (const auto* store = As<StoreNode>(st)) stored.insert(store->buffer.get());
+  });
+  bool found = false;
+  VisitExprTree(e, [&](const Expr& x) {
+    found = found || (x->kind == ExprKind::kLoad && stored.count(x->buffer.get()));
+  });
   return found;
 }
 

@@ -56,6 +56,8 @@ Stmt Substitute(const Stmt& s, const VarMap& map);
 bool UsesVar(const Expr& e, const Var& v);
 // True when `e` reads a buffer (has a kLoad node).
 bool HasLoad(const Expr& e);
+// True when `e` loads a buffer that `s` stores to.
+bool LoadsBufferStoredIn(const Expr& e, const Stmt& s);
 // True when `e` mentions any variable (has a kVar node).
 bool HasVar(const Expr& e);
 // The operands of the `&&` chain `e` (`e` itself when it is not an `&&`), left to right.
