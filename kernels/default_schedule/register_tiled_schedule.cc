@@ -197,8 +197,10 @@ DefaultScheduler::TileLoops DefaultScheduler::SplitTileLoops(const BlockRV& b,
   if (vector_operands_stay) std::swap(vector_loads_depend, vector_loads_free);
   out.outer_iterations = depend_iterations * free_iterations;
   // A panel reused by several iterations streams in bursts (the first of them misses): that is
-  // what a prefetch evens out; operands used once stream steadily.
-  if (!vector_operands_stay && depend_iterations > 1 && free_iterations > 1) {
+  // what a prefetch evens out, where two panels fit in L2; operands used once stream steadily.
+  int64_t panel_bytes = vector_operand_bytes / std::max<int64_t>(depend_iterations, 1);
+  if (!vector_operands_stay && depend_iterations > 1 && free_iterations > 1 &&
+      PrefetchedPanelFitsInL2(panel_bytes, options_.core)) {
     out.panel_iterations = free_iterations;
   }
   out.outer = vector_loads_depend;

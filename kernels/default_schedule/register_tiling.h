@@ -44,6 +44,14 @@ inline int64_t L2ResidentConvolutionWeightBytes(const CpuCoreModel& core) {
   return core.l2_bytes > 0 ? core.l2_bytes / 2 : kL2ResidentConvolutionWeightBytes;
 }
 
+// True when a loop over tiles may prefetch the next weight panel of `panel_bytes` while the
+// current one is in use: the two take at most half of `core`'s L2 (or its size is not known).
+// The rest of L2 holds the broadcast operands that stream through. Where the two panels take
+// more, the prefetch evicts the panel in use.
+inline bool PrefetchedPanelFitsInL2(int64_t panel_bytes, const CpuCoreModel& core) {
+  return core.l2_bytes <= 0 || 4 * panel_bytes <= core.l2_bytes;
+}
+
 // Accumulators of a tile whose taps are unrolled over overlapping windows (UnrollsWindowTaps),
 // whatever the register file: the overlapping windows keep tile + taps - 1 input vectors of a
 // tap row live beside the accumulators, and their addresses and masks the general registers.

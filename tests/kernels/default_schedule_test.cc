@@ -179,6 +179,33 @@ TEST(DefaultSchedule, StreamedWeightPanelsArePrefetchedOnePanelAhead) {
   EXPECT_EQ(PrefetchDistance(conv).first, 0) << conv.trace().ToText();
 }
 
+// The prefetched panel and the one in use share the core's L2: a GEMM prefetches only where
+// the two take at most half of it. On AVX2 (6x16 register tiles) a 3072-deep panel of 16 lanes
+// is 192 KiB: prefetched with a 2 MiB L2, not with a 512 KiB one. An unknown L2 keeps the
+// prefetch.
+TEST(DefaultSchedule, WeightPanelsArePrefetchedOnlyWhereTwoFitInHalfTheL2) {
+  ir::KernelFunction deep = testing::Matmul(48, 128, 3072);
+  auto distance = [&](int64_t l2_bytes) {
+    DefaultScheduleOptions options{.vector_lanes = 8,
+                                   .vector_registers = 16,
+                                   .core = CpuCoreModel{.l2_ways = 8, .l2_bytes = l2_bytes},
+                                   .num_threads = 2};
+    return PrefetchDistance(ApplyDefaultSchedule(deep, options)).first;
+  };
+  EXPECT_GT(distance(int64_t{2} << 20), 1);
+  EXPECT_GT(distance(0), 1);
+  EXPECT_EQ(distance(int64_t{512} << 10), 0);
+  // A 256-deep panel (16 KiB) is prefetched with the 512 KiB L2.
+  ir::KernelFunction shallow = testing::Matmul(48, 128, 256);
+  DefaultScheduleOptions options{.vector_lanes = 8,
+                                 .vector_registers = 16,
+                                 .core = CpuCoreModel{.l2_ways = 8, .l2_bytes = int64_t{512} << 10},
+                                 .num_threads = 2};
+  Schedule s = ApplyDefaultSchedule(shallow, options);
+  EXPECT_GT(PrefetchDistance(s).first, 1) << s.trace().ToText();
+  EXPECT_LT(CompareKernels(shallow, s.function()), 1e-5) << s.trace().ToText();
+}
+
 // A convolution whose weights stay in L2 (up to half the core's L2, or
 // kL2ResidentConvolutionWeightBytes where its size is unknown) visits all its output-channel
 // blocks at one position before the next position (the fused outer loop ends with the

@@ -9,7 +9,9 @@
 //     parameter the kernel never writes (weights) of more than kL1ResidentOperandBytes (they do
 //     not stay in L1), at an index that moves with the loop only through floordiv(loop, d),
 //     with one d such that 1 < d < extent: d consecutive iterations share a panel, and a next
-//     panel exists (multi_level_tiling samples that loop order).
+//     panel exists (multi_level_tiling samples that loop order);
+//   - the weights' panel (their bytes over the extent / d panels) and the next one fit in the
+//     core's L2 (default_schedule::PrefetchedPanelFitsInL2), as in the default schedules.
 // An index that moves with every iteration (floormod(loop, m), or the loop itself) gets nothing: a
 // prefetch one tile ahead made depthwise convolutions slower in the default schedules. Nothing
 // but the annotation changes, and a nest that does not qualify is left alone.
@@ -43,6 +45,8 @@ bool UsedOnlyInFloorDivs(const ir::Expr& e, const ir::ExprNode* var, std::set<in
 
 class RewritePrefetch : public Postprocessor {
  public:
+  explicit RewritePrefetch(CpuCoreModel core) : core_(core) {}
+
   std::string name() const override { return "rewrite_prefetch"; }
 
   bool Apply(Schedule& s) const override {
@@ -64,6 +68,10 @@ class RewritePrefetch : public Postprocessor {
       }
       std::optional<int64_t> distance = PanelDistance(*loop, weights);
       if (!distance) continue;
+      int64_t panels = (loop->extent + *distance - 1) / *distance;
+      if (!default_schedule::PrefetchedPanelFitsInL2(WeightBytes(weights) / panels, core_)) {
+        continue;
+      }
       std::vector<std::string> blocks = search::BlocksUnder(top);
       if (blocks.empty()) continue;
       search::TrySteps(s, [&] {
@@ -75,6 +83,16 @@ class RewritePrefetch : public Postprocessor {
   }
 
  private:
+  CpuCoreModel core_;
+
+  static int64_t WeightBytes(const std::set<const ir::BufferNode*>& weights) {
+    int64_t bytes = 0;
+    for (const ir::BufferNode* w : weights) {
+      bytes += ir::NumElements(w->shape) * ir::SizeOf(w->dtype);
+    }
+    return bytes;
+  }
+
   // Steps:
   //   1. every block under the loop, its iterators replaced by their bindings;
   //   2. the vector reads of `weights` (their index mentions a vectorized loop) whose index
@@ -131,8 +149,8 @@ class RewritePrefetch : public Postprocessor {
 
 }  // namespace
 
-PostprocessorPtr MakeRewritePrefetch(const SearchTarget&) {
-  return std::make_shared<RewritePrefetch>();
+PostprocessorPtr MakeRewritePrefetch(const SearchTarget& target) {
+  return std::make_shared<RewritePrefetch>(target.core);
 }
 
 }  // namespace tandem::kernels

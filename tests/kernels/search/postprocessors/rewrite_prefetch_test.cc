@@ -2,8 +2,9 @@
 // parallel loop over register tiles whose weight index moves only through floordiv(loop, d)
 // (d tiles share each weight panel) gets tandem.prefetch_distance = d; the result computes the
 // same. Only vector reads count (what the code generator prefetches). Weights indexed through
-// floormod (a new panel every iteration), weights small enough for L1, a serial loop, a loop that
-// already has a distance and a single panel are left alone.
+// floormod (a new panel every iteration), weights small enough for L1, panels too large for two
+// to share half the L2, a serial loop, a loop that already has a distance and a single panel are
+// left alone.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -49,10 +50,11 @@ ir::KernelFunction TiledMatmul(int64_t rows, int64_t k, const std::string& kind,
                                      rows, k, tiles, kind, i, j, annotations));
 }
 
-// The prefetch distance of the outermost loop after rewrite_prefetch (0: none).
-int64_t DistanceAfterRewrite(const ir::KernelFunction& kernel) {
+// The prefetch distance of the outermost loop after rewrite_prefetch for `target` (0: none).
+int64_t DistanceAfterRewrite(const ir::KernelFunction& kernel,
+                             const SearchTarget& target = GoldenTarget()) {
   Schedule s(kernel, /*seed=*/1);
-  EXPECT_TRUE(MakeRewritePrefetch(GoldenTarget())->Apply(s));
+  EXPECT_TRUE(MakeRewritePrefetch(target)->Apply(s));
   ExpectSameOutputs(kernel, s.function());
   int64_t distance = 0;
   ir::VisitStmtTree(s.function().body, [&](const ir::Stmt& st) {
@@ -91,6 +93,17 @@ TEST(RewritePrefetch, LeavesLoopsThatDoNotStreamPanels) {
   EXPECT_EQ(
       DistanceAfterRewrite(TiledMatmul(8, 80, "parallel", "floormod(%f, 1)", "floordiv(%f, 1)")),
       0);
+}
+
+// As in the default schedules, a panel is prefetched only where it and the next take at most
+// half the core's L2: the 5 KB panels above fit a 32 KB L2 that way, not a 16 KB one.
+TEST(RewritePrefetch, PrefetchesOnlyWhereTwoPanelsFitInHalfTheL2) {
+  ir::KernelFunction kernel = TiledMatmul(24, 80, "parallel", "floormod(%f, 3)", "floordiv(%f, 3)");
+  SearchTarget target = GoldenTarget();
+  target.core.l2_bytes = 32 << 10;
+  EXPECT_EQ(DistanceAfterRewrite(kernel, target), 3);
+  target.core.l2_bytes = 16 << 10;
+  EXPECT_EQ(DistanceAfterRewrite(kernel, target), 0);
 }
 
 TEST(RewritePrefetch, KeepsADistanceTheProgramAlreadyHas) {
